@@ -1,0 +1,72 @@
+"""topos: a tape-based autodiff and tensor compiler.
+
+``topos.model`` records, runs, differentiates, trains and checkpoints;
+``topos.compiler`` lowers the same recording into its other readings;
+``topos.show`` renders them as cards.
+"""
+
+from . import ops  # noqa: F401  (registers the primitives first)
+from .errors import CheckpointError, FeedError, LoweringError, ShapeError, ToposError
+from .model import Field, Gradients, Network, Parameters, Run, Symbol, Tape, Value, detach
+from .model.functions import (
+    abs,
+    attention,
+    broadcast_to,
+    causal_mask,
+    concatenate,
+    cross_entropy,
+    equal,
+    exp,
+    expand_dims,
+    gelu,
+    greater,
+    greater_equal,
+    layer_norm,
+    less,
+    less_equal,
+    log,
+    log_softmax,
+    logsumexp,
+    matmul,
+    max,
+    maximum,
+    mean,
+    min,
+    minimum,
+    mse,
+    not_equal,
+    one_hot,
+    permute,
+    power,
+    relu,
+    reshape,
+    rsqrt,
+    sigmoid,
+    sign,
+    softmax,
+    sqrt,
+    square,
+    squeeze,
+    stack,
+    stop_gradient,
+    sum,
+    swapaxes,
+    take,
+    tanh,
+    transpose,
+    var,
+    where,
+)
+from .tensor import Tensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CheckpointError", "FeedError", "Field", "Gradients", "LoweringError", "Network", "Parameters", "Run",
+    "ShapeError", "Symbol", "Tape", "Tensor", "ToposError", "Value", "detach",
+    "abs", "attention", "broadcast_to", "causal_mask", "concatenate", "cross_entropy", "equal", "exp",
+    "expand_dims", "gelu", "greater", "greater_equal", "layer_norm", "less", "less_equal", "log", "log_softmax",
+    "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mse", "not_equal", "one_hot", "permute",
+    "power", "relu", "reshape", "rsqrt", "sigmoid", "sign", "softmax", "sqrt", "square", "squeeze", "stack",
+    "stop_gradient", "sum", "swapaxes", "take", "tanh", "transpose", "var", "where",
+]

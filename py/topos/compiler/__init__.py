@@ -1,0 +1,1 @@
+"""Inspect, lower, emit and extend: the readings after the seal."""

@@ -1,0 +1,165 @@
+"""The reverse scan, shared by eager gradients and the gradient reading.
+
+Derivative rules are written against an *emitter*: an object that applies
+primitives to handles. ``EagerEmitter`` handles are numpy arrays, so a rule
+computes numbers (``Run.backward``); the compiler's graph emitter handles are
+node indices, so the same rule writes the backward as graph nodes. One rule,
+two readings, no drift between them.
+"""
+
+import numpy as np
+
+from ..ops import lookup
+
+
+class Emitter:
+    """Named helpers over the three operations an emitter must provide:
+    ``apply(opcode, operands, attrs)``, ``shape(handle)`` and ``like(handle, value)``
+    (a constant of ``value`` with the handle's shape and dtype)."""
+
+    def apply(self, opcode, operands, **attrs):
+        raise NotImplementedError
+
+    def shape(self, handle):
+        raise NotImplementedError
+
+    def like(self, handle, value):
+        raise NotImplementedError
+
+    def neg(self, a):
+        return self.apply("Neg", [a])
+
+    def exp(self, a):
+        return self.apply("Exp", [a])
+
+    def log(self, a):
+        return self.apply("Log", [a])
+
+    def tanh(self, a):
+        return self.apply("Tanh", [a])
+
+    def add(self, a, b):
+        return self.apply("Add", [a, b])
+
+    def sub(self, a, b):
+        return self.apply("Sub", [a, b])
+
+    def mul(self, a, b):
+        return self.apply("Mul", [a, b])
+
+    def div(self, a, b):
+        return self.apply("Div", [a, b])
+
+    def pow(self, a, b):
+        return self.apply("Pow", [a, b])
+
+    def equal(self, a, b):
+        return self.apply("Equal", [a, b])
+
+    def greater(self, a, b):
+        return self.apply("Greater", [a, b])
+
+    def greater_equal(self, a, b):
+        return self.apply("GreaterEqual", [a, b])
+
+    def less(self, a, b):
+        return self.apply("Less", [a, b])
+
+    def where(self, c, a, b):
+        return self.apply("Where", [c, a, b])
+
+    def sum(self, a, axes, keepdims):
+        return self.apply("Sum", [a], axes=tuple(axes), keepdims=keepdims)
+
+    def reshape(self, a, shape):
+        if tuple(self.shape(a)) == tuple(shape):
+            return a
+        return self.apply("Reshape", [a], shape=tuple(shape))
+
+    def broadcast(self, a, shape):
+        if tuple(self.shape(a)) == tuple(shape):
+            return a
+        return self.apply("Broadcast", [a], shape=tuple(shape))
+
+    def transpose(self, a, axes):
+        return self.apply("Transpose", [a], axes=tuple(axes))
+
+    def matmul(self, a, b):
+        return self.apply("MatMul", [a, b])
+
+    def slice(self, a, start, stop, step):
+        return self.apply("Slice", [a], start=tuple(start), stop=tuple(stop), step=tuple(step))
+
+    def pad(self, a, low, high, interior):
+        return self.apply("Pad", [a], low=tuple(low), high=tuple(high), interior=tuple(interior))
+
+
+class EagerEmitter(Emitter):
+    """Handles are numpy arrays; constants are rank-0 arrays that numpy broadcasts."""
+
+    def apply(self, opcode, operands, **attrs):
+        return lookup(opcode).forward(operands, attrs)
+
+    def shape(self, handle):
+        return handle.shape
+
+    def like(self, handle, value):
+        return np.array(value, dtype=handle.dtype)
+
+
+def ancestors(nodes, target):
+    """The indices of the nodes ``target`` reads, directly or not, and itself."""
+    seen = bytearray(len(nodes))
+    seen[target] = 1
+    for index in range(target, -1, -1):
+        if seen[index]:
+            for operand in nodes[index].operands:
+                seen[operand] = 1
+    return seen
+
+
+def descendants(nodes, sources):
+    """The indices of nodes that read any of ``sources``, directly or not, and those sources."""
+    reach = bytearray(len(nodes))
+    for index in sources:
+        reach[index] = 1
+    for node in nodes:
+        if not reach[node.index] and any(reach[j] for j in node.operands):
+            reach[node.index] = 1
+    return reach
+
+
+def needed_nodes(nodes, target, wrt):
+    """Nodes whose cotangent the scan must form: on a path from ``wrt`` to ``target``."""
+    up = ancestors(nodes, target)
+    down = descendants(nodes, wrt)
+    return bytearray(a & b for a, b in zip(up, down))
+
+
+def reverse_scan(nodes, target, emitter, handles, needed, seed):
+    """The engine's reverse scan as a loop, from ``target`` back to node 0.
+
+    ``handles[i]`` is node i's forward value in the emitter's terms, ``needed``
+    marks the nodes whose cotangents are wanted, and ``seed`` is the target's
+    cotangent. Contributions of a value read several times are summed with
+    ``Add``. Returns a dict from node index to cotangent handle.
+    """
+    cotangents = {target: seed}
+    for index in range(target, -1, -1):
+        g = cotangents.get(index)
+        if g is None:
+            continue
+        node = nodes[index]
+        if not node.operands:
+            continue
+        primitive = lookup(node.opcode)
+        if not primitive.differentiable or not any(needed[j] for j in node.operands):
+            continue
+        operands = [handles[j] for j in node.operands]
+        grads = primitive.vjp(emitter, g, operands, handles[index], node.attrs)
+        for operand, grad in zip(node.operands, grads):
+            if grad is None or not needed[operand]:
+                continue
+            previous = cotangents.get(operand)
+            cotangents[operand] = grad if previous is None else emitter.add(previous, grad)
+    return cotangents

@@ -1,0 +1,345 @@
+"""The sealed network and what running it hands back.
+
+``Network`` is immutable and holds no run state, so any number of threads may
+``forward`` one network at once. ``Parameters``, ``Run``, ``Field`` and
+``Gradients`` are values: nothing here mutates after construction.
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import FeedError
+from ..ops import lookup
+from ..ops.registry import format_shape
+from ..tensor import Tensor, frozen
+from .autodiff import EagerEmitter, ancestors, needed_nodes, reverse_scan
+from .tape import Tape, describe_nodes
+from .value import Value
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """Names one node of one network (and of the networks reopened from it)."""
+
+    lineage: int
+    index: int
+
+    def __repr__(self):
+        return f"Symbol({self.index})"
+
+
+def describe_node(node):
+    """How errors name a node: opcode, index, name and the line that recorded it."""
+    name = f" {node.name!r}" if node.name else ""
+    where = f" (recorded at {node.source[0]}:{node.source[1]})" if node.source else ""
+    return f"{node.opcode.lower()} {node.index}{name}{where}"
+
+
+class Network:
+    """A sealed tape: the spec every reading reads."""
+
+    def __init__(self, nodes, dtype, lineages):
+        self._nodes = tuple(nodes)
+        self.dtype = dtype
+        self.lineages = tuple(lineages)
+        self._parameter_indices = tuple(n.index for n in self._nodes if n.opcode == "Parameter")
+        self._input_indices = tuple(n.index for n in self._nodes if n.opcode == "Input")
+
+    # Reading -------------------------------------------------------------
+    def nodes(self):
+        return self._nodes
+
+    def __len__(self):
+        return len(self._nodes)
+
+    def describe(self):
+        return describe_nodes(self._nodes)
+
+    def __repr__(self):
+        return f"<Network: {len(self._nodes)} nodes, {self.dtype}>"
+
+    def index_of(self, symbol):
+        """The node index a symbol (or a value of this network's tape) names; raises otherwise."""
+        if isinstance(symbol, Value):
+            lineage, index = symbol.tape.lineages[-1], symbol.index
+        elif isinstance(symbol, Symbol):
+            lineage, index = symbol.lineage, symbol.index
+        else:
+            raise FeedError(f"expected a Symbol, got {type(symbol).__name__}")
+        if lineage not in self.lineages or not 0 <= index < len(self._nodes):
+            raise FeedError(f"symbol {index} belongs to another network, not to this one")
+        return index
+
+    def node(self, symbol):
+        return self._nodes[self.index_of(symbol)]
+
+    def symbol(self, index):
+        """The symbol of node ``index`` (for nodes recorded without keeping a value)."""
+        if not 0 <= index < len(self._nodes):
+            raise IndexError(f"this network has nodes 0..{len(self._nodes) - 1}")
+        return Symbol(self.lineages[-1], index)
+
+    def parameter_symbols(self):
+        return [self.symbol(i) for i in self._parameter_indices]
+
+    def input_symbols(self):
+        return [self.symbol(i) for i in self._input_indices]
+
+    # Running -------------------------------------------------------------
+    def parameters(self):
+        """The recorded initial payloads as a ``Parameters`` table."""
+        return Parameters(self, {i: self._nodes[i].payload for i in self._parameter_indices})
+
+    def check_feeds(self, feeds):
+        """Validate and convert feeds; returns {input index: array}. Raises ``FeedError``."""
+        if feeds is None:
+            return {}
+        pairs = feeds.items() if isinstance(feeds, Mapping) else feeds
+        converted = {}
+        for pair in pairs:
+            try:
+                symbol, value = pair
+            except (TypeError, ValueError):
+                raise FeedError(f"feeds are a mapping or (symbol, value) pairs, got {pair!r}") from None
+            index = self.index_of(symbol)
+            node = self._nodes[index]
+            if node.opcode != "Input":
+                raise FeedError(f"{describe_node(node)} is not an input: only inputs take feeds")
+            converted[index] = convert_payload(value, node, FeedError, "feed for")
+        return converted
+
+    def check_parameters(self, parameters):
+        if not isinstance(parameters, Parameters):
+            raise TypeError(f"expected a Parameters table, got {type(parameters).__name__}")
+        if parameters.network is not self and not set(parameters.network.lineages) <= set(self.lineages):
+            raise FeedError("these parameters belong to another network")
+        return parameters
+
+    def forward(self, parameters, feeds=None):
+        """Evaluate every node; ``feeds`` overlays the inputs' defaults for this run."""
+        self.check_parameters(parameters)
+        feeds = self.check_feeds(feeds)
+        values = evaluate(self._nodes, parameters.slots, feeds)
+        return Run(self, parameters, values)
+
+    def reopen(self):
+        """A new open tape holding this network's nodes; old symbols still name them."""
+        return Tape(self.dtype, _nodes=self._nodes, _parent_lineages=self.lineages)
+
+    # Readings and files (the compiler and checkpoint modules) -----------------
+    def entry(self, readables):
+        from ..compiler.entry import Entry
+
+        return Entry(self, readables)
+
+    def save(self, path):
+        """Write the spec (nodes, payloads, sources) as versioned JSON, atomically."""
+        from .checkpoint import save_network
+
+        save_network(self, path)
+
+    @classmethod
+    def load(cls, path):
+        from .checkpoint import load_network
+
+        return load_network(path)
+
+    def load_parameters(self, path):
+        """Read a safetensors checkpoint into a ``Parameters`` table of this network."""
+        from .checkpoint import load_parameters
+
+        return load_parameters(self, path)
+
+
+def convert_payload(value, node, error_class, what):
+    """``value`` as an array of ``node``'s dtype and shape (numpy's same_kind casting)."""
+    array = np.asarray(value.array if isinstance(value, Tensor) else value)
+    if array.dtype.kind not in "biuf":
+        raise error_class(f"{what} {describe_node(node)}: expected numbers, got {array.dtype}")
+    if not np.can_cast(array.dtype, node.dtype, casting="same_kind"):
+        raise error_class(f"{what} {describe_node(node)}: cannot cast {array.dtype} to {node.dtype}")
+    if tuple(array.shape) != node.shape:
+        raise error_class(
+            f"{what} {describe_node(node)}: shape {format_shape(array.shape)} does not match {format_shape(node.shape)}"
+        )
+    return frozen(array.astype(node.dtype, copy=array.dtype.name != node.dtype))
+
+
+def evaluate(nodes, parameter_slots, feeds):
+    """The numpy interpreter: every node in order. Returns the list of values."""
+    values = [None] * len(nodes)
+    with np.errstate(all="ignore"):
+        for node in nodes:
+            opcode = node.opcode
+            if opcode == "Parameter":
+                value = parameter_slots.get(node.index)
+                values[node.index] = node.payload if value is None else value
+            elif opcode == "Input":
+                values[node.index] = feeds.get(node.index, node.payload)
+            elif opcode == "Leaf":
+                values[node.index] = node.payload
+            else:
+                inputs = [values[j] for j in node.operands]
+                values[node.index] = lookup(opcode).forward(inputs, node.attrs)
+    return values
+
+
+class Parameters:
+    """The trainable payloads, one slot per parameter node. Immutable: ``step`` makes a new table."""
+
+    def __init__(self, network, slots):
+        self.network = network
+        self.slots = {index: frozen(array) for index, array in slots.items()}
+
+    def of(self, symbol):
+        index = self.network.index_of(symbol)
+        if index not in self.slots:
+            raise FeedError(f"{describe_node(self.network.nodes()[index])} is not a parameter")
+        return Tensor(self.slots[index])
+
+    def names(self):
+        return [self.network.nodes()[i].name for i in self.slots]
+
+    def symbols(self):
+        return [self.network.symbol(i) for i in self.slots]
+
+    def items(self):
+        """(name, Tensor) pairs in node order."""
+        nodes = self.network.nodes()
+        return [(nodes[i].name, Tensor(array)) for i, array in self.slots.items()]
+
+    def __len__(self):
+        return len(self.slots)
+
+    def __repr__(self):
+        return f"<Parameters: {', '.join(self.names())}>"
+
+    def replace(self, arrays):
+        """A new table with some slots (index -> array) replaced, each checked against its node."""
+        nodes = self.network.nodes()
+        slots = dict(self.slots)
+        for index, array in arrays.items():
+            slots[index] = convert_payload(array, nodes[index], FeedError, "new value of")
+        return Parameters(self.network, slots)
+
+    def step(self, gradients, fn):
+        """A new table: ``fn(w, g)`` slot by slot (Tensors in, a Tensor or array out)."""
+        updated = {}
+        for index, array in self.slots.items():
+            g = gradients.slots.get(index)
+            if g is None:
+                g = np.zeros_like(array)
+            result = fn(Tensor(array), Tensor(g))
+            updated[index] = result
+        return self.replace(updated)
+
+    def save(self, path):
+        """Write a safetensors file, one tensor per parameter, named as recorded; atomic."""
+        from .checkpoint import save_parameters
+
+        save_parameters(self, path)
+
+
+class Gradients:
+    """Gradients projected onto parameter slots (what optimizers consume)."""
+
+    def __init__(self, network, slots):
+        self.network = network
+        self.slots = {index: frozen(array) for index, array in slots.items()}
+
+    def of(self, symbol):
+        index = self.network.index_of(symbol)
+        if index not in self.slots:
+            raise FeedError(f"{describe_node(self.network.nodes()[index])} has no slot in these gradients")
+        return Tensor(self.slots[index])
+
+    def items(self):
+        nodes = self.network.nodes()
+        return [(nodes[i].name, Tensor(array)) for i, array in self.slots.items()]
+
+    def global_norm(self):
+        """The L2 norm of all gradients together, as a Python float."""
+        total = 0.0
+        for array in self.slots.values():
+            total += float(np.sum(np.square(array, dtype=np.float64)))
+        return float(np.sqrt(total))
+
+    def scale(self, factor):
+        return Gradients(self.network, {i: (a * a.dtype.type(factor)) for i, a in self.slots.items()})
+
+
+class Run:
+    """The values of one forward evaluation."""
+
+    def __init__(self, network, parameters, values):
+        self.network = network
+        self.parameters = parameters
+        self._values = values
+
+    def of(self, symbol):
+        return Tensor(self._values[self.network.index_of(symbol)])
+
+    def values(self):
+        """Every node's value, by index (read-only arrays)."""
+        return list(self._values)
+
+    def backward(self, target):
+        """The reverse scan from a rank-0 ``target``; returns a ``Field`` (a gradient per node)."""
+        index = self.network.index_of(target)
+        node = self.network.nodes()[index]
+        if node.shape != ():
+            raise ValueError(
+                f"backward needs a rank-0 target; {describe_node(node)} has shape {format_shape(node.shape)}"
+            )
+        if node.dtype not in ("float32", "float64"):
+            raise ValueError(f"backward needs a floating-point target; {describe_node(node)} is {node.dtype}")
+        return Field(self, index)
+
+
+class Field:
+    """One gradient per node of d target / d node, read through symbols.
+
+    The scan first forms the cotangents of the nodes that depend on a parameter
+    or an input; a node that depends on constants alone (a leaf, say) gets its
+    gradient on the first request, from a second scan over every ancestor.
+    """
+
+    def __init__(self, run, target):
+        self.run = run
+        self.target = target
+        nodes = run.network.nodes()
+        variables = [n.index for n in nodes if n.opcode in ("Parameter", "Input")]
+        self._needed = needed_nodes(nodes, target, variables)
+        self._cotangents = self._scan(self._needed)
+        self._complete = False
+
+    def _scan(self, needed):
+        nodes = self.run.network.nodes()
+        values = self.run._values
+        seed = np.ones((), dtype=nodes[self.target].dtype)
+        with np.errstate(all="ignore"):
+            return reverse_scan(nodes, self.target, EagerEmitter(), values, needed, seed)
+
+    def _array(self, index):
+        node = self.run.network.nodes()[index]
+        if index not in self._cotangents and not self._complete and not self._needed[index]:
+            up = ancestors(self.run.network.nodes(), self.target)
+            if up[index]:
+                self._cotangents = self._scan(up)
+                self._complete = True
+        array = self._cotangents.get(index)
+        if array is None:
+            return np.zeros(node.shape, dtype=node.dtype if node.dtype != "int32" else self.run.network.dtype)
+        if array.shape != node.shape:
+            array = np.broadcast_to(array, node.shape)
+        return array
+
+    def of(self, symbol):
+        return Tensor(self._array(self.run.network.index_of(symbol)))
+
+    def parameters(self, parameters=None):
+        """The gradients of the parameter slots, as a ``Gradients`` table."""
+        parameters = parameters if parameters is not None else self.run.parameters
+        return Gradients(self.run.network, {index: self._array(index) for index in parameters.slots})

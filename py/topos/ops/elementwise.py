@@ -1,0 +1,346 @@
+"""Elementwise primitives: operands of one shape (recording inserts the broadcasts).
+
+Each class is one opcode: its numpy forward, its shape rule and its derivative
+rule. Derivative rules are written with the emitter ``e`` so the same rule runs
+eagerly (``Run.backward``) and writes backward graph nodes (``topos.compiler``).
+"""
+
+import math
+
+import numpy as np
+
+from .registry import Primitive, register, require_float, same_shape
+
+
+class Unary(Primitive):
+    arity = 1
+    kernel = "elementwise"
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        return metas[0]
+
+
+class Binary(Primitive):
+    arity = 2
+    kernel = "elementwise"
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        return same_shape(self, metas)
+
+
+class Comparison(Binary):
+    """Compares elementwise; the result is 1.0 where true and 0.0 elsewhere."""
+
+    differentiable = False
+    numpy_function = None
+
+    def forward(self, inputs, attrs):
+        a, b = inputs
+        return type(self).numpy_function(a, b).astype(a.dtype)
+
+
+# Unary -------------------------------------------------------------------
+
+
+@register
+class Neg(Unary):
+    name = "Neg"
+
+    def forward(self, inputs, attrs):
+        return np.negative(inputs[0])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.neg(g)]
+
+
+@register
+class Exp(Unary):
+    name = "Exp"
+
+    def forward(self, inputs, attrs):
+        return np.exp(inputs[0])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.mul(g, out)]
+
+
+@register
+class Log(Unary):
+    name = "Log"
+
+    def forward(self, inputs, attrs):
+        return np.log(inputs[0])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.div(g, operands[0])]
+
+
+@register
+class Sqrt(Unary):
+    name = "Sqrt"
+
+    def forward(self, inputs, attrs):
+        return np.sqrt(inputs[0])
+
+    def vjp(self, e, g, operands, out, attrs):
+        # d sqrt(x) = 1 / (2 sqrt(x))
+        return [e.div(g, e.mul(e.like(out, 2.0), out))]
+
+
+@register
+class Rsqrt(Unary):
+    name = "Rsqrt"
+
+    def forward(self, inputs, attrs):
+        x = inputs[0]
+        return (np.ones((), dtype=x.dtype) / np.sqrt(x)).astype(x.dtype, copy=False)
+
+    def vjp(self, e, g, operands, out, attrs):
+        # d x^(-1/2) = -1/2 x^(-3/2) = -1/2 out^3
+        cube = e.mul(e.mul(out, out), out)
+        return [e.mul(g, e.mul(e.like(out, -0.5), cube))]
+
+
+@register
+class Tanh(Unary):
+    name = "Tanh"
+
+    def forward(self, inputs, attrs):
+        return np.tanh(inputs[0])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.mul(g, e.sub(e.like(out, 1.0), e.mul(out, out)))]
+
+
+@register
+class Sigmoid(Unary):
+    name = "Sigmoid"
+
+    def forward(self, inputs, attrs):
+        x = inputs[0]
+        # Two branches so that neither exp overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
+        positive = x >= 0
+        z = np.exp(np.where(positive, -x, x))
+        one = np.ones((), dtype=x.dtype)
+        return np.where(positive, one / (one + z), z / (one + z)).astype(x.dtype, copy=False)
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.mul(g, e.mul(out, e.sub(e.like(out, 1.0), out)))]
+
+
+@register
+class Relu(Unary):
+    name = "Relu"
+
+    def forward(self, inputs, attrs):
+        x = inputs[0]
+        return np.maximum(x, np.zeros((), dtype=x.dtype))
+
+    def vjp(self, e, g, operands, out, attrs):
+        # The derivative at 0 is taken as 0, as PyTorch does.
+        x = operands[0]
+        return [e.mul(g, e.greater(x, e.like(x, 0.0)))]
+
+
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_K = 0.044715
+
+
+@register
+class Gelu(Unary):
+    """GELU in its tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
+
+    name = "Gelu"
+
+    def forward(self, inputs, attrs):
+        x = inputs[0]
+        c = x.dtype.type(GELU_C)
+        k = x.dtype.type(GELU_K)
+        half = x.dtype.type(0.5)
+        one = x.dtype.type(1.0)
+        return half * x * (one + np.tanh(c * (x + k * x * x * x)))
+
+    def vjp(self, e, g, operands, out, attrs):
+        # d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2), t = tanh(c (x + k x^3))
+        x = operands[0]
+        x2 = e.mul(x, x)
+        inner = e.mul(e.like(x, GELU_C), e.add(x, e.mul(e.like(x, GELU_K), e.mul(x2, x))))
+        t = e.tanh(inner)
+        one = e.like(x, 1.0)
+        half = e.like(x, 0.5)
+        left = e.mul(half, e.add(one, t))
+        slope = e.mul(e.like(x, GELU_C), e.add(one, e.mul(e.like(x, 3.0 * GELU_K), x2)))
+        right = e.mul(e.mul(half, x), e.mul(e.sub(one, e.mul(t, t)), slope))
+        return [e.mul(g, e.add(left, right))]
+
+
+@register
+class StopGradient(Unary):
+    """The identity whose derivative is zero (used by softmax's max shift)."""
+
+    name = "StopGradient"
+    differentiable = False
+
+    def forward(self, inputs, attrs):
+        return inputs[0]
+
+
+# Binary ------------------------------------------------------------------
+
+
+@register
+class Add(Binary):
+    name = "Add"
+
+    def forward(self, inputs, attrs):
+        return np.add(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [g, g]
+
+
+@register
+class Sub(Binary):
+    name = "Sub"
+
+    def forward(self, inputs, attrs):
+        return np.subtract(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [g, e.neg(g)]
+
+
+@register
+class Mul(Binary):
+    name = "Mul"
+
+    def forward(self, inputs, attrs):
+        return np.multiply(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        a, b = operands
+        return [e.mul(g, b), e.mul(g, a)]
+
+
+@register
+class Div(Binary):
+    name = "Div"
+
+    def forward(self, inputs, attrs):
+        return np.divide(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        a, b = operands
+        # d(a/b)/db = -a / b^2
+        return [e.div(g, b), e.neg(e.div(e.mul(g, a), e.mul(b, b)))]
+
+
+@register
+class Pow(Binary):
+    name = "Pow"
+
+    def forward(self, inputs, attrs):
+        return np.power(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        a, b = operands
+        # d/da = b a^(b-1); d/db = a^b log a, taken as 0 where a == 0 and b >= 0 (as PyTorch does).
+        base_grad = e.mul(g, e.mul(b, e.pow(a, e.sub(b, e.like(b, 1.0)))))
+        zero = e.like(a, 0.0)
+        at_zero = e.mul(e.equal(a, zero), e.greater_equal(b, zero))
+        safe_a = e.where(at_zero, e.like(a, 1.0), a)
+        exponent_grad = e.mul(g, e.mul(out, e.log(safe_a)))
+        return [base_grad, e.where(at_zero, zero, exponent_grad)]
+
+
+@register
+class Maximum(Binary):
+    name = "Maximum"
+
+    def forward(self, inputs, attrs):
+        return np.maximum(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return _select_grads(e, g, e.greater(operands[0], operands[1]), operands)
+
+
+@register
+class Minimum(Binary):
+    name = "Minimum"
+
+    def forward(self, inputs, attrs):
+        return np.minimum(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return _select_grads(e, g, e.less(operands[0], operands[1]), operands)
+
+
+def _select_grads(e, g, a_wins, operands):
+    """Gradients of max/min: to the winner, split evenly on ties (as PyTorch does)."""
+    a, b = operands
+    tie = e.equal(a, b)
+    half = e.mul(g, e.like(g, 0.5))
+    zero = e.like(g, 0.0)
+    grad_a = e.where(tie, half, e.where(a_wins, g, zero))
+    grad_b = e.where(tie, half, e.where(a_wins, zero, g))
+    return [grad_a, grad_b]
+
+
+@register
+class Less(Comparison):
+    name = "Less"
+    numpy_function = np.less
+
+
+@register
+class LessEqual(Comparison):
+    name = "LessEqual"
+    numpy_function = np.less_equal
+
+
+@register
+class Greater(Comparison):
+    name = "Greater"
+    numpy_function = np.greater
+
+
+@register
+class GreaterEqual(Comparison):
+    name = "GreaterEqual"
+    numpy_function = np.greater_equal
+
+
+@register
+class Equal(Comparison):
+    name = "Equal"
+    numpy_function = np.equal
+
+
+@register
+class NotEqual(Comparison):
+    name = "NotEqual"
+    numpy_function = np.not_equal
+
+
+@register
+class Where(Primitive):
+    """``Where(c, a, b)``: a where c is non-zero, else b (all one shape)."""
+
+    name = "Where"
+    arity = 3
+    kernel = "elementwise"
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        return same_shape(self, metas)
+
+    def forward(self, inputs, attrs):
+        c, a, b = inputs
+        return np.where(c != 0, a, b)
+
+    def vjp(self, e, g, operands, out, attrs):
+        c = operands[0]
+        zero = e.like(g, 0.0)
+        return [None, e.where(c, g, zero), e.where(c, zero, g)]

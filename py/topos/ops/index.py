@@ -1,0 +1,119 @@
+"""Integer-indexed primitives: gather (embedding lookup), its scatter-add
+transpose, and one-hot encoding. Index operands have dtype int32."""
+
+import numpy as np
+
+from .registry import Meta, Primitive, format_shape, register
+
+
+def _require_indices(primitive, metas, meta):
+    if meta.dtype != "int32":
+        primitive.fail(f"indices must be int32, got {meta.dtype}", metas)
+
+
+@register
+class Take(Primitive):
+    """``Take(v, indices)`` along ``axis``: out shape = v[:axis] + indices + v[axis+1:].
+
+    Indices are checked against the axis when the node runs; out-of-range indices
+    raise ``IndexError`` rather than wrap.
+    """
+
+    name = "Take"
+    arity = 2
+    kernel = "gather"
+
+    def normalize(self, metas, attrs):
+        rank = metas[0].rank
+        axis = int(attrs.get("axis", 0))
+        if not -rank <= axis < rank:
+            self.fail(f"axis {axis} is out of range for rank {rank}", metas)
+        return {"axis": axis % rank}
+
+    def infer(self, metas, attrs):
+        values, indices = metas
+        if values.dtype not in ("float32", "float64"):
+            self.fail(f"takes from floating-point values, got {values.dtype}", metas)
+        _require_indices(self, metas, indices)
+        axis = attrs["axis"]
+        shape = values.shape[:axis] + indices.shape + values.shape[axis + 1 :]
+        return Meta(shape, values.dtype)
+
+    def forward(self, inputs, attrs):
+        values, indices = inputs
+        extent = values.shape[attrs["axis"]]
+        if indices.size and (indices.min() < 0 or indices.max() >= extent):
+            raise IndexError(f"Take: index out of range 0..{extent - 1} (got {indices.min()}..{indices.max()})")
+        return np.take(values, indices, axis=attrs["axis"])
+
+    def vjp(self, e, g, operands, out, attrs):
+        values, indices = operands
+        extent = e.shape(values)[attrs["axis"]]
+        return [e.apply("ScatterAdd", [g, indices], axis=attrs["axis"], extent=extent), None]
+
+
+@register
+class ScatterAdd(Primitive):
+    """The transpose of Take: sums rows of ``updates`` into ``extent`` slots along ``axis``.
+
+    ``ScatterAdd(updates, indices)`` with updates shaped like ``Take``'s output
+    gives a value shaped like ``Take``'s first operand.
+    """
+
+    name = "ScatterAdd"
+    arity = 2
+    kernel = None  # declined on WebGPU: float atomics are not portable WGSL
+
+    def normalize(self, metas, attrs):
+        return {"axis": int(attrs["axis"]), "extent": int(attrs["extent"])}
+
+    def infer(self, metas, attrs):
+        updates, indices = metas
+        _require_indices(self, metas, indices)
+        axis = attrs["axis"]
+        index_rank = indices.rank
+        if updates.shape[axis : axis + index_rank] != indices.shape:
+            self.fail(
+                f"updates {format_shape(updates.shape)} do not hold indices {format_shape(indices.shape)} at axis {axis}",
+                metas,
+            )
+        shape = updates.shape[:axis] + (attrs["extent"],) + updates.shape[axis + index_rank :]
+        return Meta(shape, updates.dtype)
+
+    def forward(self, inputs, attrs):
+        updates, indices = inputs
+        axis = attrs["axis"]
+        index_rank = indices.ndim
+        shape = updates.shape[:axis] + (attrs["extent"],) + updates.shape[axis + index_rank :]
+        result = np.zeros(shape, dtype=updates.dtype)
+        # Move the scattered axis first so that np.add.at sums repeated indices.
+        moved = np.moveaxis(result, axis, 0)
+        flat_updates = updates.reshape(updates.shape[:axis] + (-1,) + updates.shape[axis + index_rank :])
+        np.add.at(moved, indices.reshape(-1), np.moveaxis(flat_updates, axis, 0))
+        return result
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.apply("Take", [g, operands[1]], axis=attrs["axis"]), None]
+
+
+@register
+class OneHot(Primitive):
+    """``OneHot(indices)`` with ``depth`` n: 1.0 at each index along a new last axis."""
+
+    name = "OneHot"
+    arity = 1
+    differentiable = False
+    kernel = "elementwise"
+
+    def normalize(self, metas, attrs):
+        return {"depth": int(attrs["depth"]), "dtype": str(attrs["dtype"])}
+
+    def infer(self, metas, attrs):
+        _require_indices(self, metas, metas[0])
+        if attrs["depth"] < 1:
+            self.fail(f"depth must be positive, got {attrs['depth']}", metas)
+        return Meta(metas[0].shape + (attrs["depth"],), attrs["dtype"])
+
+    def forward(self, inputs, attrs):
+        indices = inputs[0]
+        return (indices[..., None] == np.arange(attrs["depth"], dtype=indices.dtype)).astype(attrs["dtype"])

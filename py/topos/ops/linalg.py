@@ -1,0 +1,48 @@
+"""Matrix products: ``MatMul`` over the last two axes, batched over the rest."""
+
+import numpy as np
+
+from .registry import Meta, Primitive, format_shape, register, require_float
+
+
+@register
+class MatMul(Primitive):
+    """``MatMul(a, b)``: a [..., m, k] times b [..., k, n] gives [..., m, n].
+
+    Both operands have the same rank (at least 2) and the same batch axes:
+    recording reshapes vectors and broadcasts batch axes before the product.
+    """
+
+    name = "MatMul"
+    arity = 2
+    kernel = "matmul"
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        a, b = metas
+        if a.dtype != b.dtype:
+            self.fail(f"operand dtypes {a.dtype} and {b.dtype} differ", metas)
+        if a.rank < 2 or a.rank != b.rank:
+            self.fail(f"needs operands of one rank >= 2, got {format_shape(a.shape)} and {format_shape(b.shape)}", metas)
+        if a.shape[:-2] != b.shape[:-2]:
+            self.fail(f"batch axes of {format_shape(a.shape)} and {format_shape(b.shape)} differ", metas)
+        if a.shape[-1] != b.shape[-2]:
+            self.fail(
+                f"contracting axes differ: {format_shape(a.shape)} has {a.shape[-1]}, "
+                f"{format_shape(b.shape)} has {b.shape[-2]}",
+                metas,
+            )
+        return Meta(a.shape[:-1] + (b.shape[-1],), a.dtype)
+
+    def forward(self, inputs, attrs):
+        return np.matmul(inputs[0], inputs[1])
+
+    def vjp(self, e, g, operands, out, attrs):
+        a, b = operands
+        return [e.matmul(g, swap_last(e, b)), e.matmul(swap_last(e, a), g)]
+
+
+def swap_last(e, value):
+    rank = len(e.shape(value))
+    axes = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+    return e.transpose(value, axes)

@@ -1,0 +1,61 @@
+"""Reductions over a set of axes, with or without keeping them as size 1."""
+
+import numpy as np
+
+from .registry import Meta, Primitive, normalize_axes, register, require_float
+
+
+class Reduction(Primitive):
+    arity = 1
+    kernel = "reduce"
+
+    def normalize(self, metas, attrs):
+        axes = normalize_axes(self, metas, attrs.get("axes"), metas[0].rank)
+        return {"axes": axes, "keepdims": bool(attrs.get("keepdims", False))}
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        return Meta(reduced_shape(metas[0].shape, attrs["axes"], attrs["keepdims"]), metas[0].dtype)
+
+
+def reduced_shape(shape, axes, keepdims):
+    if keepdims:
+        return tuple(1 if axis in axes else extent for axis, extent in enumerate(shape))
+    return tuple(extent for axis, extent in enumerate(shape) if axis not in axes)
+
+
+def expand_reduced(e, value, in_shape, attrs):
+    """Broadcast a reduction's result (or cotangent) back to the reduced operand's shape."""
+    kept = reduced_shape(in_shape, attrs["axes"], True)
+    if not attrs["keepdims"]:
+        value = e.reshape(value, kept)
+    return e.broadcast(value, in_shape)
+
+
+@register
+class Sum(Reduction):
+    name = "Sum"
+
+    def forward(self, inputs, attrs):
+        x = inputs[0]
+        return np.sum(x, axis=attrs["axes"], keepdims=attrs["keepdims"], dtype=x.dtype)
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [expand_reduced(e, g, e.shape(operands[0]), attrs)]
+
+
+@register
+class Max(Reduction):
+    name = "Max"
+
+    def forward(self, inputs, attrs):
+        return np.max(inputs[0], axis=attrs["axes"], keepdims=attrs["keepdims"])
+
+    def vjp(self, e, g, operands, out, attrs):
+        # The cotangent goes to the maxima, split evenly among ties (as torch.amax does).
+        x = operands[0]
+        shape = e.shape(x)
+        mask = e.equal(x, expand_reduced(e, out, shape, attrs))
+        count = e.sum(mask, attrs["axes"], attrs["keepdims"])
+        share = e.div(g, count)
+        return [e.mul(mask, expand_reduced(e, share, shape, attrs))]

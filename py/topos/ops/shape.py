@@ -1,0 +1,251 @@
+"""Primitives that move elements without arithmetic: reshape, broadcast,
+transpose, slice, pad and concatenate."""
+
+import numpy as np
+
+from .registry import Meta, Primitive, format_shape, register
+
+
+def _int_tuple(values):
+    return tuple(int(v) for v in values)
+
+
+@register
+class Reshape(Primitive):
+    name = "Reshape"
+    arity = 1
+    kernel = "copy"
+
+    def normalize(self, metas, attrs):
+        shape = _int_tuple(attrs["shape"])
+        size = metas[0].size
+        if shape.count(-1) > 1:
+            self.fail(f"at most one -1 in the target shape {shape}", metas)
+        if -1 in shape:
+            known = 1
+            for extent in shape:
+                if extent != -1:
+                    known *= extent
+            if known == 0 or size % known:
+                self.fail(f"cannot reshape {format_shape(metas[0].shape)} into {shape}", metas)
+            shape = tuple(size // known if extent == -1 else extent for extent in shape)
+        return {"shape": shape}
+
+    def infer(self, metas, attrs):
+        shape = attrs["shape"]
+        if any(extent < 0 for extent in shape) or Meta(shape, "").size != metas[0].size:
+            self.fail(f"cannot reshape {format_shape(metas[0].shape)} into {format_shape(shape)}", metas)
+        return Meta(shape, metas[0].dtype)
+
+    def forward(self, inputs, attrs):
+        return np.reshape(inputs[0], attrs["shape"])
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.reshape(g, e.shape(operands[0]))]
+
+
+@register
+class Broadcast(Primitive):
+    """numpy's broadcast_to: new leading axes, and size-1 axes stretched."""
+
+    name = "Broadcast"
+    arity = 1
+    kernel = "copy"
+
+    def normalize(self, metas, attrs):
+        return {"shape": _int_tuple(attrs["shape"])}
+
+    def infer(self, metas, attrs):
+        source, target = metas[0].shape, attrs["shape"]
+        offset = len(target) - len(source)
+        if offset < 0 or any(
+            extent not in (1, target[offset + axis]) for axis, extent in enumerate(source)
+        ):
+            self.fail(f"cannot broadcast {format_shape(source)} to {format_shape(target)}", metas)
+        return Meta(target, metas[0].dtype)
+
+    def forward(self, inputs, attrs):
+        return np.broadcast_to(inputs[0], attrs["shape"])
+
+    def vjp(self, e, g, operands, out, attrs):
+        source = e.shape(operands[0])
+        target = attrs["shape"]
+        offset = len(target) - len(source)
+        axes = tuple(range(offset)) + tuple(
+            offset + axis for axis, extent in enumerate(source) if extent == 1 and target[offset + axis] != 1
+        )
+        if not axes:
+            return [e.reshape(g, source)] if source != target else [g]
+        return [e.reshape(e.sum(g, axes, False), source)]
+
+
+def broadcast_axes(source, target):
+    """For each axis of ``source``, the axis of ``target`` it maps to (StableHLO's broadcast_dimensions)."""
+    offset = len(target) - len(source)
+    return tuple(range(offset, len(target)))
+
+
+@register
+class Transpose(Primitive):
+    """Permutes axes: output axis i is input axis ``axes[i]``."""
+
+    name = "Transpose"
+    arity = 1
+    kernel = "copy"
+
+    def normalize(self, metas, attrs):
+        rank = metas[0].rank
+        axes = attrs.get("axes")
+        if axes is None:
+            axes = tuple(reversed(range(rank)))
+        axes = tuple(int(a) % rank if -rank <= int(a) < rank else int(a) for a in axes)
+        if sorted(axes) != list(range(rank)):
+            self.fail(f"axes {axes} are not a permutation of {rank} axes", metas)
+        return {"axes": axes}
+
+    def infer(self, metas, attrs):
+        shape = metas[0].shape
+        return Meta(tuple(shape[axis] for axis in attrs["axes"]), metas[0].dtype)
+
+    def forward(self, inputs, attrs):
+        return np.transpose(inputs[0], attrs["axes"])
+
+    def vjp(self, e, g, operands, out, attrs):
+        inverse = tuple(int(i) for i in np.argsort(attrs["axes"]))
+        return [e.transpose(g, inverse)]
+
+
+@register
+class Slice(Primitive):
+    """A strided box: ``start``, ``stop`` and positive ``step`` per axis."""
+
+    name = "Slice"
+    arity = 1
+    kernel = "copy"
+
+    def normalize(self, metas, attrs):
+        return {key: _int_tuple(attrs[key]) for key in ("start", "stop", "step")}
+
+    def infer(self, metas, attrs):
+        shape = metas[0].shape
+        start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+        if not len(start) == len(stop) == len(step) == len(shape):
+            self.fail(f"needs one start, stop and step per axis of {format_shape(shape)}", metas)
+        out = []
+        for axis, extent in enumerate(shape):
+            lo, hi, st = start[axis], stop[axis], step[axis]
+            if st < 1 or not 0 <= lo < hi <= extent:
+                self.fail(
+                    f"axis {axis} of {format_shape(shape)}: slice {lo}:{hi}:{st} is empty or out of range", metas
+                )
+            out.append((hi - lo + st - 1) // st)
+        return Meta(tuple(out), metas[0].dtype)
+
+    def forward(self, inputs, attrs):
+        index = tuple(slice(lo, hi, st) for lo, hi, st in zip(attrs["start"], attrs["stop"], attrs["step"]))
+        return inputs[0][index]
+
+    def vjp(self, e, g, operands, out, attrs):
+        shape = e.shape(operands[0])
+        out_shape = e.shape(out)
+        low = attrs["start"]
+        interior = tuple(st - 1 for st in attrs["step"])
+        high = tuple(
+            extent - (lo + (n - 1) * st + 1)
+            for extent, lo, n, st in zip(shape, low, out_shape, attrs["step"])
+        )
+        return [e.pad(g, low, high, interior)]
+
+
+@register
+class Pad(Primitive):
+    """Zero padding: ``low`` before, ``high`` after, ``interior`` between elements (all >= 0)."""
+
+    name = "Pad"
+    arity = 1
+    kernel = "copy"
+
+    def normalize(self, metas, attrs):
+        return {key: _int_tuple(attrs[key]) for key in ("low", "high", "interior")}
+
+    def infer(self, metas, attrs):
+        shape = metas[0].shape
+        low, high, interior = attrs["low"], attrs["high"], attrs["interior"]
+        if not len(low) == len(high) == len(interior) == len(shape) or min(low + high + interior, default=0) < 0:
+            self.fail(f"needs non-negative low, high and interior padding per axis of {format_shape(shape)}", metas)
+        out = tuple(
+            lo + hi + extent + max(extent - 1, 0) * inner
+            for extent, lo, hi, inner in zip(shape, low, high, interior)
+        )
+        return Meta(out, metas[0].dtype)
+
+    def forward(self, inputs, attrs):
+        x = inputs[0]
+        out_shape = self.infer([Meta(x.shape, x.dtype.name)], attrs).shape
+        result = np.zeros(out_shape, dtype=x.dtype)
+        index = tuple(
+            slice(lo, lo + (extent - 1) * (inner + 1) + 1, inner + 1)
+            for extent, lo, inner in zip(x.shape, attrs["low"], attrs["interior"])
+        )
+        result[index] = x
+        return result
+
+    def vjp(self, e, g, operands, out, attrs):
+        shape = e.shape(operands[0])
+        start = attrs["low"]
+        step = tuple(inner + 1 for inner in attrs["interior"])
+        stop = tuple(lo + (extent - 1) * st + 1 for lo, extent, st in zip(start, shape, step))
+        return [e.slice(g, start, stop, step)]
+
+
+@register
+class Concatenate(Primitive):
+    """Joins operands of one rank along ``axis``; the other axes must agree."""
+
+    name = "Concatenate"
+    arity = None
+    kernel = "copy"
+
+    def normalize(self, metas, attrs):
+        rank = metas[0].rank
+        axis = int(attrs["axis"])
+        if not -rank <= axis < rank:
+            self.fail(f"axis {axis} is out of range for rank {rank}", metas)
+        return {"axis": axis % rank}
+
+    def infer(self, metas, attrs):
+        if not metas:
+            self.fail("needs at least one operand", metas)
+        axis = attrs["axis"]
+        first = metas[0]
+        total = 0
+        for meta in metas:
+            if meta.dtype != first.dtype:
+                self.fail(f"operand dtypes {first.dtype} and {meta.dtype} differ", metas)
+            if meta.rank != first.rank or any(
+                a != b for i, (a, b) in enumerate(zip(meta.shape, first.shape)) if i != axis
+            ):
+                self.fail(
+                    f"shapes {format_shape(first.shape)} and {format_shape(meta.shape)} differ off axis {axis}",
+                    metas,
+                )
+            total += meta.shape[axis]
+        shape = list(first.shape)
+        shape[axis] = total
+        return Meta(tuple(shape), first.dtype)
+
+    def forward(self, inputs, attrs):
+        return np.concatenate(inputs, axis=attrs["axis"])
+
+    def vjp(self, e, g, operands, out, attrs):
+        axis = attrs["axis"]
+        out_shape = e.shape(out)
+        grads = []
+        offset = 0
+        for operand in operands:
+            extent = e.shape(operand)[axis]
+            start = tuple(offset if i == axis else 0 for i in range(len(out_shape)))
+            stop = tuple(offset + extent if i == axis else n for i, n in enumerate(out_shape))
+            grads.append(e.slice(g, start, stop, (1,) * len(out_shape)))
+            offset += extent
+        return grads
