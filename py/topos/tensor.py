@@ -70,6 +70,9 @@ class Tensor:
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None and np.dtype(dtype) != self.array.dtype:
+            if copy is False:
+                # numpy 2's protocol: copy=False promises no copy, so a conversion must refuse.
+                raise ValueError(f"a {self.dtype} tensor cannot become {np.dtype(dtype).name} without a copy")
             return self.array.astype(dtype)
         if copy:
             return self.array.copy()
@@ -107,6 +110,9 @@ class Tensor:
         return f"Tensor({body}, dtype={self.dtype})"
 
     def __format__(self, spec):
+        if not spec:
+            # f"{t}" reads like str(t); numpy's float32 scalars would format as a float64 repr.
+            return str(self)
         if self.array.ndim == 0:
             return format(self.array[()], spec)
         return format(str(self), spec)

@@ -26,6 +26,10 @@ class Emitter:
     def like(self, handle, value):
         raise NotImplementedError
 
+    def at(self, node):
+        """Called by the reverse scan before it applies ``node``'s rule; a graph
+        emitter notes the node so the gradient nodes carry its source line."""
+
     def neg(self, a):
         return self.apply("Neg", [a])
 
@@ -156,6 +160,7 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed):
         if not primitive.differentiable or not any(needed[j] for j in node.operands):
             continue
         operands = [handles[j] for j in node.operands]
+        emitter.at(node)
         grads = primitive.vjp(emitter, g, operands, handles[index], node.attrs)
         for operand, grad in zip(node.operands, grads):
             if grad is None or not needed[operand]:

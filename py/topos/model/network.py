@@ -46,6 +46,8 @@ class Network:
         self.lineages = tuple(lineages)
         self._parameter_indices = tuple(n.index for n in self._nodes if n.opcode == "Parameter")
         self._input_indices = tuple(n.index for n in self._nodes if n.opcode == "Input")
+        # Backward masks by target: the network never changes, so each is worked out once.
+        self._needed_by_target = {}
 
     # Reading -------------------------------------------------------------
     def nodes(self):
@@ -68,8 +70,10 @@ class Network:
             lineage, index = symbol.lineage, symbol.index
         else:
             raise FeedError(f"expected a Symbol, got {type(symbol).__name__}")
-        if lineage not in self.lineages or not 0 <= index < len(self._nodes):
+        if lineage not in self.lineages:
             raise FeedError(f"symbol {index} belongs to another network, not to this one")
+        if not 0 <= index < len(self._nodes):
+            raise FeedError(f"symbol {index} names no node of this network (it has {len(self._nodes)} nodes)")
         return index
 
     def node(self, symbol):
@@ -128,6 +132,16 @@ class Network:
         """A new open tape holding this network's nodes; old symbols still name them."""
         return Tape(self.dtype, _nodes=self._nodes, _parent_lineages=self.lineages)
 
+    def _needed_for(self, target):
+        """The nodes whose cotangents a backward from ``target`` forms: those on a path
+        from a parameter or an input to it (an immutable mask, cached per target)."""
+        needed = self._needed_by_target.get(target)
+        if needed is None:
+            variables = self._parameter_indices + self._input_indices
+            needed = bytes(needed_nodes(self._nodes, target, variables))
+            self._needed_by_target[target] = needed
+        return needed
+
     # Readings and files (the compiler and checkpoint modules) -----------------
     def entry(self, readables):
         from ..compiler.entry import Entry
@@ -154,8 +168,15 @@ class Network:
 
 
 def convert_payload(value, node, error_class, what):
-    """``value`` as an array of ``node``'s dtype and shape (numpy's same_kind casting)."""
-    array = np.asarray(value.array if isinstance(value, Tensor) else value)
+    """``value`` as a read-only array of ``node``'s dtype and shape (numpy's same_kind casting).
+
+    An array the caller may still write to is copied, so that changing it later
+    cannot change a run or a parameter table that was made from it.
+    """
+    try:
+        array = np.asarray(value.array if isinstance(value, Tensor) else value)
+    except ValueError as error:  # a ragged nested list, say
+        raise error_class(f"{what} {describe_node(node)}: {error}") from None
     if array.dtype.kind not in "biuf":
         raise error_class(f"{what} {describe_node(node)}: expected numbers, got {array.dtype}")
     if not np.can_cast(array.dtype, node.dtype, casting="same_kind"):
@@ -164,7 +185,12 @@ def convert_payload(value, node, error_class, what):
         raise error_class(
             f"{what} {describe_node(node)}: shape {format_shape(array.shape)} does not match {format_shape(node.shape)}"
         )
-    return frozen(array.astype(node.dtype, copy=array.dtype.name != node.dtype))
+    if node.dtype == "int32" and array.dtype.kind in "iu" and array.size:
+        low, high = int(array.min()), int(array.max())
+        if low < -(2**31) or high >= 2**31:
+            raise error_class(f"{what} {describe_node(node)}: values {low}..{high} do not fit int32")
+    callers_array = array.flags.writeable and not isinstance(value, (int, float, list, tuple))
+    return frozen(array.astype(node.dtype, copy=array.dtype.name != node.dtype or callers_array))
 
 
 def evaluate(nodes, parameter_slots, feeds):
@@ -309,9 +335,7 @@ class Field:
     def __init__(self, run, target):
         self.run = run
         self.target = target
-        nodes = run.network.nodes()
-        variables = [n.index for n in nodes if n.opcode in ("Parameter", "Input")]
-        self._needed = needed_nodes(nodes, target, variables)
+        self._needed = run.network._needed_for(target)
         self._cotangents = self._scan(self._needed)
         self._complete = False
 

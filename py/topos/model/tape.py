@@ -11,13 +11,24 @@ import sys
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import FeedError, ShapeError
 from ..ops import lookup
 from ..ops.registry import Meta, format_shape
 from ..tensor import FLOAT_DTYPES, Tensor, canonical_dtype, frozen
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _LINEAGE_IDS = itertools.count(1)
+_INSIDE_PACKAGE = {}  # code filename -> whether it is a file of this package (a cache)
+
+
+def _inside_package(filename):
+    # Code filenames are spelled as the module was found on sys.path, which may hold
+    # "..", a symlink or a relative path; compare real paths, once per filename.
+    inside = _INSIDE_PACKAGE.get(filename)
+    if inside is None:
+        inside = os.path.realpath(filename).startswith(_PACKAGE_DIR)
+        _INSIDE_PACKAGE[filename] = inside
+    return inside
 
 
 def user_source():
@@ -25,7 +36,7 @@ def user_source():
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not filename.startswith(_PACKAGE_DIR):
+        if not _inside_package(filename):
             return (filename, frame.f_lineno)
         frame = frame.f_back
     return ("<unknown>", 0)
@@ -134,6 +145,23 @@ class Tape:
     def leaf(self, value, dtype=None):
         """A constant."""
         return self._source("Leaf", value, None, dtype)
+
+    def value(self, symbol):
+        """The value on this tape that ``symbol`` names.
+
+        On a tape from ``network.reopen()`` this turns the network's symbols back
+        into values, so more can be recorded on top of its nodes. A symbol of an
+        unrelated network raises ``FeedError``.
+        """
+        from .network import Symbol
+
+        if not isinstance(symbol, Symbol):
+            raise TypeError(f"value() takes a Symbol, got {type(symbol).__name__}")
+        if symbol.lineage not in self.lineages:
+            raise FeedError(f"symbol {symbol.index} belongs to another network, not to this tape")
+        if not 0 <= symbol.index < len(self._nodes):
+            raise FeedError(f"symbol {symbol.index} names no node of this tape (it has {len(self._nodes)} nodes)")
+        return Value(self, symbol.index)
 
     def _source(self, opcode, value, name, dtype):
         self._check_open()

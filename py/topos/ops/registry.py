@@ -155,7 +155,7 @@ def normalize_axes(primitive, metas, axes, rank):
     for axis in axes:
         axis = int(axis)
         if not -rank <= axis < rank:
-            primitive.fail(f"axis {axis} is out of range for rank {rank}", metas)
+            primitive.fail(f"axis {axis} is out of range for {format_shape(metas[0].shape)} (rank {rank})", metas)
         result.append(axis % rank)
     if len(set(result)) != len(result):
         primitive.fail(f"repeated axis in {tuple(axes)}", metas)

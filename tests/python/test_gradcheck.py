@@ -1,0 +1,416 @@
+"""The dot-product test for every differentiable primitive and the composites.
+
+For a recorded function ``f`` and a random cotangent ``u`` the test records
+``target = sum(f(x) * u)`` on the same tape, so the engine's reverse scan gives
+``g = vjp(u)`` for every input. For a random direction ``v`` of one input,
+``<g, v>`` must equal the central difference
+``(target(x + eps v) - target(x - eps v)) / (2 eps)`` (HIPS autograd's
+``check_vjp``). Everything runs in float64.
+
+Shapes come from hypothesis, size-1 and broadcast axes included, and every
+operation is recorded through the public recording functions, so ``Broadcast``,
+``Reshape`` and ``Leaf`` nodes appear exactly as a user would record them.
+Inputs are drawn inside each operation's smooth domain: positive arguments for
+log, sqrt and the base of pow, and values kept apart from kinks (relu at 0,
+max and maximum at ties).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+
+import topos
+from topos import Tape, detach
+from topos.ops import primitives
+
+EPS = 1e-6
+SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)
+
+
+@dataclass
+class Case:
+    """Arrays to record as inputs (int32 ones are indices, never perturbed) and the function over them.
+
+    ``build(tape, *values)`` records the operation; ``tape`` is there for leaves.
+    """
+
+    arrays: list
+    build: object
+
+
+def check_vjp(case, seed):
+    rng = np.random.default_rng(seed)
+    tape = Tape()
+    values = [tape.input(a, dtype="int32" if a.dtype.kind == "i" else None) for a in case.arrays]
+    out = case.build(tape, *values)
+    cotangent = tape.leaf(rng.standard_normal(out.shape))
+    target = topos.sum(out * cotangent)
+    network = tape.seal()
+    symbols, target = detach(values), detach(target)
+    parameters = network.parameters()
+
+    def target_at(feeds):
+        return network.forward(parameters, feeds).of(target).scalar()
+
+    run = network.forward(parameters, {})
+    field = run.backward(target)
+    # The cotangent is a leaf: its gradient (from the scan over constants) is the output itself.
+    np.testing.assert_allclose(field.of(detach(cotangent)).numpy(), run.of(detach(out)).numpy(), rtol=1e-15)
+    checked = 0
+    for symbol, array in zip(symbols, case.arrays):
+        if array.dtype.kind == "i":
+            continue
+        direction = rng.standard_normal(array.shape)
+        exact = float(np.vdot(field.of(symbol).numpy(), direction))
+        plus = target_at({symbol: array + EPS * direction})
+        minus = target_at({symbol: array - EPS * direction})
+        numeric = (plus - minus) / (2 * EPS)
+        scale = 1.0 + abs(exact) + abs(plus)
+        assert abs(exact - numeric) <= 1e-7 * scale, (
+            f"input {symbol.index}: vjp gives {exact!r}, central differences {numeric!r}\n{network.describe()}"
+        )
+        checked += 1
+    assert checked, "the case has no differentiable input"
+    return network
+
+
+# Value strategies ---------------------------------------------------------------------------------
+
+
+def normal(rng, shape, scale=1.0):
+    return rng.standard_normal(shape) * scale
+
+
+def positive(rng, shape):
+    return rng.uniform(0.5, 2.0, shape)
+
+
+def away_from_zero(rng, shape):
+    """Values of either sign with magnitude in [0.1, 2]: no kink of relu within reach of EPS."""
+    return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.1, 2.0, shape)
+
+
+def distinct(rng, shape):
+    """Values at least 0.4 apart, so that no max has a tie."""
+    size = int(np.prod(shape, dtype=int))
+    return (rng.permutation(size) * 0.5 + rng.uniform(0.0, 0.1, size)).reshape(shape) - size * 0.25
+
+
+shapes = array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
+seeds = st.integers(0, 2**32 - 1)
+
+
+@st.composite
+def unary(draw, function, values=normal):
+    shape = draw(shapes)
+    rng = np.random.default_rng(draw(seeds))
+    return Case([values(rng, shape)], lambda tape, x: function(x))
+
+
+@st.composite
+def binary(draw, function, left=normal, right=normal):
+    """Two operands of mutually broadcastable shapes (so Broadcast nodes are recorded)."""
+    drawn = draw(mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, min_side=1, max_side=4))
+    rng = np.random.default_rng(draw(seeds))
+    a_shape, b_shape = drawn.input_shapes
+    with_number = draw(st.booleans())
+    if with_number:
+        # A Python number on one side records a Leaf and its Broadcast.
+        number = float(right(rng, ()))
+        return Case([left(rng, a_shape)], lambda tape, a: function(a, number))
+    return Case([left(rng, a_shape), right(rng, b_shape)], lambda tape, a, b: function(a, b))
+
+
+def grid(offset):
+    """Values on the grid offset + k/2: two grids 1/4 apart never tie (for maximum, minimum)."""
+
+    def values(rng, shape):
+        return rng.integers(-4, 5, shape) * 0.5 + offset
+
+    return values
+
+
+def nonzero_denominator(rng, shape):
+    return rng.choice([-1.0, 1.0], shape) * positive(rng, shape)
+
+
+def exponent(rng, shape):
+    return rng.uniform(-2.0, 2.0, shape)
+
+
+@st.composite
+def where_case(draw):
+    drawn = draw(mutually_broadcastable_shapes(num_shapes=3, min_dims=0, max_dims=3, min_side=1, max_side=4))
+    rng = np.random.default_rng(draw(seeds))
+    c_shape, a_shape, b_shape = drawn.input_shapes
+    condition = rng.integers(0, 2, c_shape).astype(float)
+    return Case(
+        [normal(rng, a_shape), normal(rng, b_shape)],
+        lambda tape, a, b: topos.where(tape.leaf(condition), a, b),
+    )
+
+
+@st.composite
+def matmul_case(draw):
+    """numpy matmul shapes: broadcast batch axes, and 1-D operands on either side."""
+    batches = draw(mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=2, min_side=1, max_side=3))
+    m, k, n = (draw(st.integers(1, 4)) for _ in range(3))
+    a_batch, b_batch = batches.input_shapes
+    a_shape = (k,) if draw(st.booleans()) and not a_batch else a_batch + (m, k)
+    b_shape = (k,) if draw(st.booleans()) and not b_batch else b_batch + (k, n)
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, a_shape), normal(rng, b_shape)], lambda tape, a, b: a @ b)
+
+
+@st.composite
+def axes_of(draw, rank):
+    """None, one axis (maybe negative) or a tuple of distinct axes."""
+    kind = draw(st.sampled_from(["none", "one", "several"]))
+    if kind == "none" or rank == 0:
+        return None
+    if kind == "one":
+        return draw(st.integers(-rank, rank - 1))
+    return tuple(draw(st.lists(st.integers(0, rank - 1), min_size=1, max_size=rank, unique=True)))
+
+
+@st.composite
+def reduction(draw, method, values):
+    shape = draw(shapes)
+    axis = draw(axes_of(len(shape)))
+    keepdims = draw(st.booleans())
+    rng = np.random.default_rng(draw(seeds))
+    return Case([values(rng, shape)], lambda tape, x: getattr(x, method)(axis=axis, keepdims=keepdims))
+
+
+@st.composite
+def reshape_case(draw):
+    shape = draw(shapes)
+    target = list(draw(st.permutations(shape)))
+    target.insert(draw(st.integers(0, len(target))), 1)  # a new size-1 axis, so the shape always changes
+    if target and draw(st.booleans()):
+        target[draw(st.integers(0, len(target) - 1))] = -1
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, shape)], lambda tape, x: x.reshape(*target))
+
+
+@st.composite
+def broadcast_case(draw):
+    """A target shape, and a source that drops some leading axes and has size 1 on some others."""
+    target = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    dropped = draw(st.integers(0, len(target)))
+    source = tuple(1 if draw(st.booleans()) else extent for extent in target[dropped:])
+    if source == target:
+        target = (draw(st.integers(2, 3)),) + target
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, source)], lambda tape, x: x.broadcast_to(target))
+
+
+@st.composite
+def transpose_case(draw):
+    shape = draw(array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=3))
+    axes = tuple(draw(st.permutations(range(len(shape)))))
+    if axes == tuple(range(len(shape))):
+        axes = axes[::-1]
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, shape)], lambda tape, x: x.transpose(*axes))
+
+
+@st.composite
+def slice_case(draw):
+    """Basic indexing with steps, ints and None; axis 0 is always really sliced."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=2, max_side=5))
+    index = []
+    for axis, extent in enumerate(shape):
+        if axis > 0 and draw(st.booleans()):
+            index.append(draw(st.integers(-extent, extent - 1)))
+            continue
+        start = draw(st.integers(1 if axis == 0 else 0, extent - 1))
+        stop = draw(st.integers(start + 1, extent))
+        index.append(slice(start, stop, draw(st.integers(1, 3))))
+    if draw(st.booleans()):
+        index.insert(draw(st.integers(0, len(index))), None)
+    index = tuple(index)
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, shape)], lambda tape, x: x[index])
+
+
+@st.composite
+def pad_case(draw):
+    shape = draw(shapes)
+    widths = st.lists(st.integers(0, 2), min_size=len(shape), max_size=len(shape)).map(tuple)
+    low, high, interior = draw(widths), draw(widths), draw(widths)
+    rng = np.random.default_rng(draw(seeds))
+    return Case(
+        [normal(rng, shape)],
+        lambda tape, x: tape.apply("Pad", [x], low=low, high=high, interior=interior),
+    )
+
+
+@st.composite
+def concatenate_case(draw):
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    count = draw(st.integers(2, 3))
+    rng = np.random.default_rng(draw(seeds))
+    arrays = []
+    for _ in range(count):
+        part = list(shape)
+        part[axis] = draw(st.integers(1, 3))
+        arrays.append(normal(rng, tuple(part)))
+    return Case(arrays, lambda tape, *xs: topos.concatenate(xs, axis))
+
+
+@st.composite
+def take_case(draw):
+    """An embedding lookup along any axis; small extents make repeated indices likely."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    index_shape = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=4))
+    rng = np.random.default_rng(draw(seeds))
+    indices = rng.integers(0, shape[axis], index_shape).astype(np.int32)
+    return Case([normal(rng, shape), indices], lambda tape, x, ids: topos.take(x, ids, axis))
+
+
+@st.composite
+def scatter_add_case(draw):
+    """Take's transpose, recorded directly (no recording function spells it)."""
+    before = draw(array_shapes(min_dims=0, max_dims=1, min_side=1, max_side=3))
+    after = draw(array_shapes(min_dims=0, max_dims=1, min_side=1, max_side=3))
+    index_shape = draw(array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=4))
+    extent = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(seeds))
+    indices = rng.integers(0, extent, index_shape).astype(np.int32)
+    axis = len(before)
+    return Case(
+        [normal(rng, before + index_shape + after), indices],
+        lambda tape, updates, ids: tape.apply("ScatterAdd", [updates, ids], axis=axis, extent=extent),
+    )
+
+
+PRIMITIVE_CASES = {
+    "Neg": unary(lambda x: -x),
+    "Exp": unary(topos.exp),
+    "Log": unary(topos.log, positive),
+    "Sqrt": unary(topos.sqrt, positive),
+    "Rsqrt": unary(topos.rsqrt, positive),
+    "Tanh": unary(topos.tanh, lambda rng, shape: normal(rng, shape, 1.5)),
+    "Sigmoid": unary(topos.sigmoid, lambda rng, shape: normal(rng, shape, 3.0)),
+    "Relu": unary(topos.relu, away_from_zero),
+    "Gelu": unary(topos.gelu, lambda rng, shape: normal(rng, shape, 2.0)),
+    "Add": binary(lambda a, b: a + b),
+    "Sub": binary(lambda a, b: a - b),
+    "Mul": binary(lambda a, b: a * b),
+    "Div": binary(lambda a, b: a / b, right=nonzero_denominator),
+    "Pow": binary(lambda a, b: a**b, left=positive, right=exponent),
+    "Maximum": binary(topos.maximum, left=grid(0.0), right=grid(0.25)),
+    "Minimum": binary(topos.minimum, left=grid(0.0), right=grid(0.25)),
+    "Where": where_case(),
+    "MatMul": matmul_case(),
+    "Sum": reduction("sum", normal),
+    "Max": reduction("max", distinct),
+    "Reshape": reshape_case(),
+    "Broadcast": broadcast_case(),
+    "Transpose": transpose_case(),
+    "Slice": slice_case(),
+    "Pad": pad_case(),
+    "Concatenate": concatenate_case(),
+    "Take": take_case(),
+    "ScatterAdd": scatter_add_case(),
+}
+
+
+def differentiable_primitives():
+    return sorted(
+        name for name, primitive in primitives().items() if primitive.differentiable and not primitive.is_source
+    )
+
+
+def test_every_differentiable_primitive_has_a_case():
+    assert set(differentiable_primitives()) <= set(PRIMITIVE_CASES)
+
+
+@pytest.mark.parametrize("opcode", sorted(PRIMITIVE_CASES))
+@SETTINGS
+@given(data=st.data())
+def test_primitive_vjp_matches_central_differences(opcode, data):
+    network = check_vjp(data.draw(PRIMITIVE_CASES[opcode]), data.draw(seeds))
+    assert opcode in {node.opcode for node in network.nodes()}, "the case did not record the primitive"
+
+
+def test_binary_cases_record_broadcast_nodes():
+    """The broadcasting path is really exercised: [3, 1] + [4] records two Broadcast nodes."""
+    case = Case([np.ones((3, 1)), np.ones(4)], lambda tape, a, b: a + b)
+    network = check_vjp(case, seed=0)
+    assert [node.opcode for node in network.nodes()].count("Broadcast") == 2
+
+
+# Composites -------------------------------------------------------------------------------------
+
+
+@st.composite
+def last_axis_case(draw, function, scale=2.0):
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, shape, scale)], lambda tape, x: function(x, axis))
+
+
+@st.composite
+def layer_norm_case(draw):
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=2, max_side=5))
+    rng = np.random.default_rng(draw(seeds))
+    features = shape[-1:]
+    return Case(
+        [normal(rng, shape, 2.0), normal(rng, features), normal(rng, features)],
+        lambda tape, x, weight, bias: topos.layer_norm(x, weight, bias),
+    )
+
+
+@st.composite
+def cross_entropy_case(draw):
+    batch = draw(array_shapes(min_dims=1, max_dims=2, min_side=1, max_side=4))
+    classes = draw(st.integers(2, 5))
+    rng = np.random.default_rng(draw(seeds))
+    targets = rng.integers(0, classes, batch).astype(np.int32)
+    return Case(
+        [normal(rng, batch + (classes,), 2.0), targets],
+        lambda tape, logits, ids: topos.cross_entropy(logits, ids),
+    )
+
+
+@st.composite
+def attention_case(draw, causal):
+    batch = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=2))
+    steps, width, value_width = (draw(st.integers(1, 4)) for _ in range(3))
+    rng = np.random.default_rng(draw(seeds))
+    return Case(
+        [
+            normal(rng, batch + (steps, width)),
+            normal(rng, batch + (steps, width)),
+            normal(rng, batch + (steps, value_width)),
+        ],
+        lambda tape, q, k, v: topos.attention(q, k, v, causal=causal),
+    )
+
+
+COMPOSITE_CASES = {
+    "softmax": last_axis_case(topos.softmax),
+    "log_softmax": last_axis_case(topos.log_softmax),
+    "logsumexp": last_axis_case(topos.logsumexp),
+    "var": last_axis_case(topos.var),
+    "layer_norm": layer_norm_case(),
+    "cross_entropy": cross_entropy_case(),
+    "attention": attention_case(causal=False),
+    "attention_causal": attention_case(causal=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COMPOSITE_CASES))
+@SETTINGS
+@given(data=st.data())
+def test_composite_vjp_matches_central_differences(name, data):
+    check_vjp(data.draw(COMPOSITE_CASES[name]), data.draw(seeds))
