@@ -244,6 +244,22 @@ def test_a_shape_error_leaves_the_tape_usable():
     assert network.forward(network.parameters(), {}).of(detach(total)).scalar() == 0.0
 
 
+def test_a_failed_composite_records_nothing():
+    # A Python list becomes a Leaf and a Broadcast before the Add fails; layer_norm records a dozen nodes
+    # before its weight fails to broadcast. Neither may leave nodes behind.
+    tape = Tape()
+    a = tape.input(np.zeros((2, 3)))
+    weight = tape.parameter(np.ones(2))
+    before = tape.describe()
+    with pytest.raises(ShapeError):
+        a + [1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(ShapeError):
+        topos.layer_norm(a, weight=weight)
+    with pytest.raises(ShapeError):
+        a @ [[1.0, 2.0]]
+    assert tape.describe() == before
+
+
 # Sources --------------------------------------------------------------------------------------------
 
 

@@ -7,6 +7,8 @@ are written here from primitives and need no derivative rule of their own.
 """
 
 import builtins
+import functools
+import inspect
 import math
 import numbers
 
@@ -487,3 +489,53 @@ def attention(q, k, v, causal=False, mask=None):
     if mask is not None:
         scores = where(mask, scores, -1e9)
     return matmul(softmax(scores, -1), v)
+
+
+# All or nothing ------------------------------------------------------------------------
+
+
+def _tape_in(args):
+    for arg in args:
+        if isinstance(arg, Value):
+            return arg.tape
+        if isinstance(arg, (list, tuple)):
+            tape = _tape_in(arg)
+            if tape is not None:
+                return tape
+    return None
+
+
+def _all_or_nothing(function):
+    """Wrap a recording function so that an error leaves the tape as it was.
+
+    A composite records several nodes (a leaf, its broadcast, the operation);
+    when a later one fails its shape check, the earlier ones are removed again,
+    so a bad line in the user's code loses nothing and adds nothing.
+    """
+
+    @functools.wraps(function)
+    def recording(*args, **kwargs):
+        tape = _tape_in(args)
+        if tape is None:
+            return function(*args, **kwargs)
+        mark = len(tape._nodes)
+        try:
+            return function(*args, **kwargs)
+        except BaseException:
+            del tape._nodes[mark:]
+            raise
+
+    return recording
+
+
+# Every public function records atomically; module-internal calls go through
+# the wrapped names too, which is harmless (a nested rollback is a no-op).
+for _name, _function in list(globals().items()):
+    if (
+        not _name.startswith("_")
+        and inspect.isfunction(_function)
+        and _function.__module__ == __name__
+        and _name != "user_source"
+    ):
+        globals()[_name] = _all_or_nothing(_function)
+del _name, _function
