@@ -1,0 +1,203 @@
+"""A character-level transformer, GPT-style, learns a sonnet.
+
+The model reads ``context`` characters and predicts each next one. Token and
+position embeddings are looked up with ``topos.take``; each block is pre-norm
+(``topos.layer_norm``) with multi-head causal self-attention, written with
+reshapes and transposes over one query-key-value matrix product, and a GELU
+MLP, each added back to the residual stream; a final layer norm and a matrix
+product give the logits, and ``topos.cross_entropy`` the loss. Adam
+(``topos.model.optim``) trains it on random windows of the text below, and the
+loss printed every few steps falls within seconds.
+
+The file is a module as well as a script: ``build(tape, config)`` records the
+model and ``Config`` holds its sizes, so tests can rebuild exactly this model.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+import topos
+from topos import Tape
+from topos.model import optim
+
+TEXT = (
+    "Shall I compare thee to a summer's day?\n"
+    "Thou art more lovely and more temperate:\n"
+    "Rough winds do shake the darling buds of May,\n"
+    "And summer's lease hath all too short a date;\n"
+    "Sometime too hot the eye of heaven shines,\n"
+    "And often is his gold complexion dimm'd;\n"
+    "And every fair from fair sometime declines,\n"
+    "By chance or nature's changing course untrimm'd;\n"
+    "But thy eternal summer shall not fade,\n"
+    "Nor lose possession of that fair thou ow'st;\n"
+    "Nor shall death brag thou wander'st in his shade,\n"
+    "When in eternal lines to time thou grow'st:\n"
+    "So long as men can breathe or eyes can see,\n"
+    "So long lives this, and this gives life to thee.\n"
+)
+VOCABULARY = sorted(set(TEXT))
+ENCODED = np.array([VOCABULARY.index(character) for character in TEXT])
+
+
+@dataclass(frozen=True)
+class Config:
+    vocab_size: int = len(VOCABULARY)
+    context: int = 16  # characters the model reads at once
+    embed: int = 32  # width of the residual stream
+    heads: int = 4  # attention heads; each has embed // heads dimensions
+    layers: int = 2  # transformer blocks
+    mlp: int = 4  # the MLP's hidden width is mlp * embed
+    batch: int = 16  # windows per training step
+    layer_norm_eps: float = 1e-5
+    learning_rate: float = 1e-2
+    steps: int = 300
+    print_every: int = 25
+    seed: int = 0
+
+
+def record_parameters(tape, config):
+    """Every trainable tensor, named as a checkpoint would name it, GPT-2's initialisation."""
+    rng = np.random.default_rng(config.seed)
+    width, hidden = config.embed, config.mlp * config.embed
+
+    def normal(*shape, std=0.02):
+        return rng.normal(0.0, std, shape)
+
+    # The projections back into the residual stream start smaller, one factor per block that adds to it.
+    residual_std = 0.02 / math.sqrt(2 * config.layers)
+    p = {
+        "token_embedding": tape.parameter(normal(config.vocab_size, width), name="token_embedding"),
+        "position_embedding": tape.parameter(normal(config.context, width), name="position_embedding"),
+    }
+    for layer in range(config.layers):
+        prefix = f"blocks.{layer}."
+        shapes = {
+            "ln1.weight": np.ones(width),
+            "ln1.bias": np.zeros(width),
+            "attention.qkv.weight": normal(width, 3 * width),
+            "attention.qkv.bias": np.zeros(3 * width),
+            "attention.out.weight": normal(width, width, std=residual_std),
+            "attention.out.bias": np.zeros(width),
+            "ln2.weight": np.ones(width),
+            "ln2.bias": np.zeros(width),
+            "mlp.in.weight": normal(width, hidden),
+            "mlp.in.bias": np.zeros(hidden),
+            "mlp.out.weight": normal(hidden, width, std=residual_std),
+            "mlp.out.bias": np.zeros(width),
+        }
+        for name, initial in shapes.items():
+            p[prefix + name] = tape.parameter(initial, name=prefix + name)
+    p["ln_final.weight"] = tape.parameter(np.ones(width), name="ln_final.weight")
+    p["ln_final.bias"] = tape.parameter(np.zeros(width), name="ln_final.bias")
+    p["head.weight"] = tape.parameter(normal(width, config.vocab_size), name="head.weight")
+    return p
+
+
+def causal_self_attention(x, p, prefix, mask, config):
+    """Multi-head attention over rows of ``x`` [batch * context, embed], each position seeing itself and the past."""
+    b, t, c, h = config.batch, config.context, config.embed, config.heads
+    d = c // h
+    qkv = x @ p[prefix + "attention.qkv.weight"] + p[prefix + "attention.qkv.bias"]
+
+    def split_heads(part):
+        # [batch * context, embed] -> [batch, heads, context, head width]
+        return part.reshape(b, t, h, d).transpose(0, 2, 1, 3)
+
+    q = split_heads(qkv[:, 0:c])
+    k = split_heads(qkv[:, c : 2 * c])
+    v = split_heads(qkv[:, 2 * c : 3 * c])
+    scores = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(d))
+    scores = topos.where(mask, scores, -1e9)  # a future position gets no weight after the softmax
+    attended = topos.softmax(scores, axis=-1) @ v
+    merged = attended.transpose(0, 2, 1, 3).reshape(b * t, c)
+    return merged @ p[prefix + "attention.out.weight"] + p[prefix + "attention.out.bias"]
+
+
+def mlp(x, p, prefix):
+    hidden = topos.gelu(x @ p[prefix + "mlp.in.weight"] + p[prefix + "mlp.in.bias"])
+    return hidden @ p[prefix + "mlp.out.weight"] + p[prefix + "mlp.out.bias"]
+
+
+def build(tape, config):
+    """Record the model and its loss; returns ``(tokens, targets, logits, loss)``.
+
+    ``tokens`` and ``targets`` are int32 inputs [batch, context]: the characters
+    read and, one position later, the characters to predict.
+    """
+    b, t, c = config.batch, config.context, config.embed
+    tokens = tape.input(np.zeros((b, t)), name="tokens", dtype="int32")
+    targets = tape.input(np.zeros((b, t)), name="targets", dtype="int32")
+    p = record_parameters(tape, config)
+    eps = config.layer_norm_eps
+
+    positions = np.arange(t)
+    x = topos.take(p["token_embedding"], tokens, axis=0) + topos.take(p["position_embedding"], positions, axis=0)
+    x = x.reshape(b * t, c)
+    mask = topos.causal_mask(tape, t)
+    for layer in range(config.layers):
+        prefix = f"blocks.{layer}."
+        normed = topos.layer_norm(x, p[prefix + "ln1.weight"], p[prefix + "ln1.bias"], eps=eps)
+        x = x + causal_self_attention(normed, p, prefix, mask, config)
+        normed = topos.layer_norm(x, p[prefix + "ln2.weight"], p[prefix + "ln2.bias"], eps=eps)
+        x = x + mlp(normed, p, prefix)
+    x = topos.layer_norm(x, p["ln_final.weight"], p["ln_final.bias"], eps=eps)
+    logits = (x @ p["head.weight"]).reshape(b, t, config.vocab_size)
+    loss = topos.cross_entropy(logits, targets)
+    return tokens, targets, logits, loss
+
+
+def sample_windows(rng, config):
+    """``batch`` random windows of the text, and the same windows one character on."""
+    starts = rng.integers(0, len(ENCODED) - config.context, size=config.batch)
+    windows = np.stack([ENCODED[s : s + config.context + 1] for s in starts])
+    return windows[:, :-1], windows[:, 1:]
+
+
+def continue_text(network, parameters, tokens, logits, prompt, length, config):
+    """Extend ``prompt`` by ``length`` characters, each time the most likely next one.
+
+    The network reads fixed-size batches, so every row holds the same window and
+    row 0's prediction at the last position is the one read.
+    """
+    text = prompt
+    for _ in range(length):
+        window = [VOCABULARY.index(character) for character in text[-config.context :]]
+        batch = np.tile(window, (config.batch, 1))
+        run = network.forward(parameters, {tokens: batch})
+        text += VOCABULARY[int(np.argmax(run.of(logits).numpy()[0, -1]))]
+    return text
+
+
+def main(config=Config()):
+    """Train for ``config.steps`` Adam steps, printing the loss; returns the list of losses."""
+    network, (tokens, targets, logits, loss) = Tape.record(lambda tape: build(tape, config))
+    parameters = network.parameters()
+    count = sum(tensor.size for _, tensor in parameters.items())
+    print(f"{len(network)} nodes, {len(parameters)} parameter tensors, {count} numbers")
+    print(f"vocabulary: {config.vocab_size} characters; a guess scores ln {config.vocab_size} = "
+          f"{math.log(config.vocab_size):.3f}")
+
+    optimizer = optim.Adam(lr=config.learning_rate)
+    state = optimizer.init(parameters)
+    rng = np.random.default_rng(config.seed + 1)
+    losses = []
+    for step in range(config.steps):
+        inputs, expected = sample_windows(rng, config)
+        run = network.forward(parameters, {tokens: inputs, targets: expected})
+        losses.append(run.of(loss).scalar())
+        if step % config.print_every == 0 or step == config.steps - 1:
+            print(f"step {step:3d}  loss {losses[-1]:.4f}")
+        gradients = run.backward(loss).parameters(parameters)
+        parameters, state = optimizer.step(parameters, gradients, state)
+
+    prompt = TEXT[: config.context]
+    print("the model continues its first line:")
+    print(continue_text(network, parameters, tokens, logits, prompt, 48, config))
+    return losses
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""Benchmark: one training step of the gallery's transformer, topos against PyTorch eager on CPU.
+
+The model is ``docs/examples/06_char_transformer.py`` at its own sizes (or the
+sizes given on the command line), float32 in both. A step is a forward run, the
+backward pass and an Adam update, on a fresh batch of windows of the example's
+text. The two frameworks run in one process, step for step interleaved so that
+whatever else the machine does falls on both alike; the medians and their ratio
+are printed. Both run on one thread (BLAS and torch), since the examples target
+one core (Pyodide has no threads).
+
+    .venv/bin/python tests/bench/train_step.py                 # timings
+    .venv/bin/python tests/bench/train_step.py --profile 50    # and where topos spends its time
+    .venv/bin/python tests/bench/train_step.py --keep-freed-memory
+
+At these sizes a good part of a topos step on Linux is the kernel handing
+glibc fresh pages: every run allocates a few hundred arrays of around 100 KB
+and frees them all at the end, and glibc gives the memory back each time.
+``--keep-freed-memory`` asks glibc to keep it (``mallopt``), to show how much.
+
+Not part of the default test run.
+"""
+
+import os
+
+# One BLAS thread for numpy, set before numpy is imported.
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+
+import argparse  # noqa: E402
+import cProfile  # noqa: E402
+import ctypes  # noqa: E402
+import ctypes.util  # noqa: E402
+import dataclasses  # noqa: E402
+import importlib.util  # noqa: E402
+import io  # noqa: E402
+import pstats  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "py"))
+
+from topos import Tape  # noqa: E402
+from topos.model import optim  # noqa: E402
+
+
+def load_example():
+    path = os.path.join(ROOT, "docs", "examples", "06_char_transformer.py")
+    spec = importlib.util.spec_from_file_location("char_transformer_example", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+example = load_example()
+
+
+class ToposTrainer:
+    def __init__(self, config, learning_rate):
+        self.network, (self.tokens, self.targets, _, self.loss) = Tape.record(
+            lambda tape: example.build(tape, config), dtype="float32"
+        )
+        self.parameters = self.network.parameters()
+        self.optimizer = optim.Adam(lr=learning_rate)
+        self.state = self.optimizer.init(self.parameters)
+
+    def initial_weights(self):
+        return {name: np.array(tensor) for name, tensor in self.parameters.items()}
+
+    def step(self, tokens, targets):
+        run = self.network.forward(self.parameters, {self.tokens: tokens, self.targets: targets})
+        gradients = run.backward(self.loss).parameters(self.parameters)
+        self.parameters, self.state = self.optimizer.step(self.parameters, gradients, self.state)
+        return run.of(self.loss).scalar()
+
+
+class TorchTrainer:
+    """The same model in plain eager PyTorch, as a PyTorch user would write it."""
+
+    def __init__(self, config, weights, learning_rate):
+        self.config = config
+        self.weights = {name: torch.tensor(array, requires_grad=True) for name, array in weights.items()}
+        self.optimizer = torch.optim.Adam(list(self.weights.values()), lr=learning_rate)
+
+    def loss(self, tokens, targets):
+        c = self.config
+        w = self.weights
+        b, t, e, h = c.batch, c.context, c.embed, c.heads
+        x = w["token_embedding"][tokens] + w["position_embedding"][torch.arange(t)]
+        for layer in range(c.layers):
+            p = f"blocks.{layer}."
+            normed = F.layer_norm(x, (e,), w[p + "ln1.weight"], w[p + "ln1.bias"], c.layer_norm_eps)
+            q, k, v = (normed @ w[p + "attention.qkv.weight"] + w[p + "attention.qkv.bias"]).split(e, dim=-1)
+            q, k, v = (part.view(b, t, h, e // h).transpose(1, 2) for part in (q, k, v))
+            attended = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            merged = attended.transpose(1, 2).reshape(b, t, e)
+            x = x + merged @ w[p + "attention.out.weight"] + w[p + "attention.out.bias"]
+            normed = F.layer_norm(x, (e,), w[p + "ln2.weight"], w[p + "ln2.bias"], c.layer_norm_eps)
+            hidden = F.gelu(normed @ w[p + "mlp.in.weight"] + w[p + "mlp.in.bias"], approximate="tanh")
+            x = x + hidden @ w[p + "mlp.out.weight"] + w[p + "mlp.out.bias"]
+        x = F.layer_norm(x, (e,), w["ln_final.weight"], w["ln_final.bias"], c.layer_norm_eps)
+        logits = x @ w["head.weight"]
+        return F.cross_entropy(logits.view(b * t, c.vocab_size), targets.view(b * t))
+
+    def step(self, tokens, targets):
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss(torch.from_numpy(tokens), torch.from_numpy(targets))
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
+def keep_freed_memory():
+    """Ask glibc not to return freed memory to the kernel (no trimming, no mmap for big blocks)."""
+    libc_name = ctypes.util.find_library("c")
+    if not libc_name or not hasattr(ctypes.CDLL(libc_name), "mallopt"):
+        raise SystemExit("--keep-freed-memory needs glibc's mallopt")
+    libc = ctypes.CDLL(libc_name)
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    if not (libc.mallopt(m_trim_threshold, 1 << 30) and libc.mallopt(m_mmap_threshold, 1 << 25)):
+        raise SystemExit("mallopt refused the thresholds")
+
+
+def timed(fn, *args):
+    started = time.perf_counter()
+    result = fn(*args)
+    return time.perf_counter() - started, result
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repetitions", type=int, default=60, help="timed steps for each framework")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--profile", type=int, default=0, metavar="STEPS", help="profile this many topos steps")
+    parser.add_argument("--keep-freed-memory", action="store_true", help="glibc keeps freed memory (see above)")
+    for field in ("batch", "context", "embed", "heads", "layers"):
+        parser.add_argument(f"--{field}", type=int, default=getattr(example.Config(), field))
+    arguments = parser.parse_args()
+    torch.set_num_threads(1)
+    if arguments.keep_freed_memory:
+        keep_freed_memory()
+
+    sizes = {f: getattr(arguments, f) for f in ("batch", "context", "embed", "heads", "layers")}
+    config = dataclasses.replace(example.Config(), **sizes)
+    learning_rate = config.learning_rate
+    topos_trainer = ToposTrainer(config, learning_rate)
+    torch_trainer = TorchTrainer(config, topos_trainer.initial_weights(), learning_rate)
+    rng = np.random.default_rng(0)
+
+    topos_times, torch_times = [], []
+    losses = []
+    for repetition in range(arguments.warmup + arguments.repetitions):
+        tokens, targets = (a.astype(np.int64) for a in example.sample_windows(rng, config))
+        topos_seconds, topos_loss = timed(topos_trainer.step, tokens, targets)
+        torch_seconds, torch_loss = timed(torch_trainer.step, tokens, targets)
+        if repetition >= arguments.warmup:
+            topos_times.append(topos_seconds)
+            torch_times.append(torch_seconds)
+        losses.append((topos_loss, torch_loss))
+
+    topos_median = statistics.median(topos_times)
+    torch_median = statistics.median(torch_times)
+    print(f"model: {sizes}, vocabulary {config.vocab_size}, float32, {len(topos_trainer.network)} topos nodes"
+          + (", glibc keeps freed memory" if arguments.keep_freed_memory else ""))
+    print(f"losses, first step: topos {losses[0][0]:.5f}, torch {losses[0][1]:.5f}; "
+          f"last: topos {losses[-1][0]:.5f}, torch {losses[-1][1]:.5f}")
+    print(f"topos  median step {topos_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
+    print(f"torch  median step {torch_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
+    print(f"ratio topos / torch: {topos_median / torch_median:.2f}")
+
+    if arguments.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(arguments.profile):
+            tokens, targets = example.sample_windows(rng, config)
+            topos_trainer.step(tokens, targets)
+        profiler.disable()
+        for order in ("tottime", "cumulative"):
+            text = io.StringIO()
+            pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(25)
+            print(f"\ntopos, {arguments.profile} steps, by {order}:")
+            print(text.getvalue())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,197 @@
+"""The gallery (docs/examples/*.py): every example runs, quickly, the same way
+each time, using only the public API, and prints what it promises.
+
+Each example runs as a script in a fresh interpreter with one BLAS thread, as
+on the one core it is written for (several BLAS threads on a busy two-core
+machine slow matrix products down tenfold). Where a test also reads an
+example's globals, the (small) example runs again in this process through
+``runpy``. Printed values are checked against numbers worked out here.
+"""
+
+import ast
+import importlib.util
+import io
+import math
+import os
+import re
+import runpy
+import subprocess
+import sys
+import time
+from contextlib import redirect_stdout
+
+import numpy as np
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EXAMPLES = os.path.join(ROOT, "docs", "examples")
+# Every example in the folder is run and checked for the basics; these six also have checks of their own.
+GALLERY = sorted(name for name in os.listdir(EXAMPLES) if name.endswith(".py"))
+REQUIRED = [
+    "01_scalar_chain.py",
+    "02_linear_fit.py",
+    "03_matmul.py",
+    "04_mlp.py",
+    "05_softmax_regression.py",
+    "06_char_transformer.py",
+]
+# Each example takes well under 3 s on one core; this leaves room for a busy, shared machine.
+TIME_LIMIT_SECONDS = 15.0
+# What an example may import: the public API, numpy and a few pure-Python standard modules (they also run in Pyodide).
+ALLOWED_IMPORTS = {"topos", "topos.model", "topos.model.optim", "numpy", "math", "dataclasses"}
+
+
+_script_outputs = {}
+
+
+def run_script(name):
+    """Run one example as a script on one BLAS thread; returns (printed text, seconds)."""
+    environment = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "py"), os.environ.get("PYTHONPATH")]))
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, os.path.join(EXAMPLES, name)], env=environment, capture_output=True, text=True, timeout=120
+    )
+    seconds = time.perf_counter() - started
+    assert done.returncode == 0, f"{name} failed:\n{done.stderr}"
+    _script_outputs.setdefault(name, done.stdout)
+    return done.stdout, seconds
+
+
+def script_output(name):
+    """What the script prints (run once per test process)."""
+    if name not in _script_outputs:
+        run_script(name)
+    return _script_outputs[name]
+
+
+def run_example(name):
+    """Run one example in this process as ``__main__``; returns (printed text, its globals)."""
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        namespace = runpy.run_path(os.path.join(EXAMPLES, name), run_name="__main__")
+    return buffer.getvalue(), namespace
+
+
+def printed_losses(text):
+    return [float(value) for value in re.findall(r"\bloss ([-+0-9.e]+)", text)]
+
+
+def test_the_gallery_is_numbered_in_order():
+    assert GALLERY[: len(REQUIRED)] == REQUIRED
+    numbers = [int(re.match(r"(\d\d)_[a-z0-9_]+\.py$", name).group(1)) for name in GALLERY]
+    assert numbers == list(range(1, len(GALLERY) + 1))
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_example_is_documented_and_uses_the_public_api_only(name):
+    with open(os.path.join(EXAMPLES, name), encoding="utf-8") as file:
+        tree = ast.parse(file.read())
+    docstring = ast.get_docstring(tree)
+    assert docstring and len(docstring.split()) >= 20, "the top docstring says what the example shows"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            modules = [node.module]
+        else:
+            if isinstance(node, ast.Name):
+                assert node.id not in ("open", "exec", "eval"), f"{name} uses {node.id}()"
+            continue
+        for module in modules:
+            assert module in ALLOWED_IMPORTS, f"{name} imports {module}"
+
+
+@pytest.mark.parametrize("name", GALLERY)
+def test_example_runs_quickly_and_deterministically(name):
+    text, seconds = run_script(name)
+    assert seconds < TIME_LIMIT_SECONDS
+    assert text.strip()
+    again, _ = run_script(name)
+    assert again == text, "a seeded example prints the same every time"
+
+
+def test_scalar_chain_prints_the_seed_tape_and_gradients():
+    text = script_output("01_scalar_chain.py")
+    # The tape reading and the four values as the getting-started page gives them.
+    seed_tape = "\n".join([
+        "   0  Parameter                         []",
+        "   1  Input                             []",
+        "   2  Input                             []",
+        "   3  Mul            0, 1               []",
+        "   4  Sub            3, 2               []",
+        "   5  Mul            4, 4               []",
+        "tape: 6 nodes, 1 parameter, 2 inputs",
+    ])
+    assert seed_tape in text
+    w, x, y = 0.5, 2.0, 4.0
+    error = w * x - y
+    assert f"loss = (w x - y)^2           = {error * error}" in text
+    assert f"d loss / d w = 2 (w x - y) x = {2 * error * x}" in text
+    assert f"d loss / d x = 2 (w x - y) w = {2 * error * w}" in text
+    assert f"d loss / d y = -2 (w x - y)  = {-2 * error}" in text
+
+
+def test_linear_fit_learns_the_slope():
+    text, namespace = run_example("02_linear_fit.py")
+    losses = printed_losses(text)
+    assert len(losses) >= 5 and losses[0] > 1.0 > 1e-9 > losses[-1]
+    assert abs(namespace["learned"] - 2.0) < 1e-6
+    assert "learned w = 2.000000" in text
+
+
+def test_matmul_gradients_match_numpy():
+    text, namespace = run_example("03_matmul.py")
+    x, w, b = namespace["x_data"], namespace["w_data"], namespace["b_data"]
+    y = x @ w + b
+    assert "MatMul         0, 1" in text and "Broadcast" in text
+    assert f"loss = {np.sum(y * y):.6f}" in text
+    field = namespace["field"]
+    expected = {"W": x.T @ (2 * y), "b": 2 * y.sum(axis=0), "x": 2 * y @ w.T}
+    for name, gradient in expected.items():
+        np.testing.assert_allclose(field.of(namespace[name]).numpy(), gradient, rtol=1e-12, atol=1e-12)
+
+
+def test_mlp_loss_falls_and_it_classifies():
+    text, namespace = run_example("04_mlp.py")
+    losses = printed_losses(text)
+    assert len(losses) >= 5
+    assert losses[0] > math.log(3) - 0.5 and losses[-1] < 0.25 * losses[0]
+    accuracies = [float(a) for a in re.findall(r"accuracy ([0-9.]+)", text)]
+    assert accuracies[-1] >= 0.9 > accuracies[0]
+    # The optimizer is the library's, with momentum, as the docstring says.
+    assert type(namespace["optimizer"]).__module__ == "topos.model.optim"
+
+
+def test_softmax_regression_loss_falls_and_matches_cross_entropy():
+    text, namespace = run_example("05_softmax_regression.py")
+    losses = printed_losses(text)
+    classes = namespace["CLASSES"]
+    assert abs(losses[0] - math.log(classes)) < 1e-4, "zero weights give every class the same probability"
+    assert losses[-1] < 0.5 * losses[0]
+    assert all(later <= earlier for earlier, later in zip(losses, losses[1:]))
+    # The last printed loss, recomputed with numpy from the parameters of the run that printed it.
+    network, run = namespace["network"], namespace["run"]
+    weights = {network.node(symbol).name: run.parameters.of(symbol).numpy() for symbol in run.parameters.symbols()}
+    logits = namespace["features"] @ weights["W"] + weights["b"]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    expected = -np.mean(log_probabilities[np.arange(len(logits)), namespace["labels"]])
+    assert abs(losses[-1] - expected) < 1e-4
+    assert f"the same loss through topos.cross_entropy: {expected:.4f}" in text
+
+
+def test_char_transformer_loss_falls_within_seconds():
+    text = script_output("06_char_transformer.py")
+    spec = importlib.util.spec_from_file_location("char_transformer_gallery", os.path.join(EXAMPLES, REQUIRED[5]))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)  # defines the model; main() runs only as a script
+    losses = printed_losses(text)
+    config = module.Config()
+    assert len(losses) >= 5
+    assert abs(losses[0] - math.log(config.vocab_size)) < 0.3, "an untrained model is close to a uniform guess"
+    assert losses[-1] < losses[0] - 1.0
+    lines = text.splitlines()
+    continuation = lines[lines.index("the model continues its first line:") + 1 :]
+    assert "\n".join(continuation).startswith(module.TEXT[: config.context])
