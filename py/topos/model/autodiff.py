@@ -157,13 +157,16 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed):
         if not node.operands:
             continue
         primitive = lookup(node.opcode)
-        if not primitive.differentiable or not any(needed[j] for j in node.operands):
+        if not primitive.differentiable:
+            continue
+        wanted = [needed[j] for j in node.operands]
+        if not any(wanted):
             continue
         operands = [handles[j] for j in node.operands]
         emitter.at(node)
         grads = primitive.vjp(emitter, g, operands, handles[index], node.attrs)
-        for operand, grad in zip(node.operands, grads):
-            if grad is None or not needed[operand]:
+        for operand, grad, want in zip(node.operands, grads, wanted):
+            if grad is None or not want:
                 continue
             previous = cotangents.get(operand)
             cotangents[operand] = grad if previous is None else emitter.add(previous, grad)

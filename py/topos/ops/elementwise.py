@@ -54,6 +54,9 @@ class Neg(Unary):
     def vjp(self, e, g, operands, out, attrs):
         return [e.neg(g)]
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.negate", node)
+
 
 @register
 class Exp(Unary):
@@ -64,6 +67,9 @@ class Exp(Unary):
 
     def vjp(self, e, g, operands, out, attrs):
         return [e.mul(g, out)]
+
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.exponential", node)
 
 
 @register
@@ -76,6 +82,9 @@ class Log(Unary):
     def vjp(self, e, g, operands, out, attrs):
         return [e.div(g, operands[0])]
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.log", node)
+
 
 @register
 class Sqrt(Unary):
@@ -87,6 +96,9 @@ class Sqrt(Unary):
     def vjp(self, e, g, operands, out, attrs):
         # d sqrt(x) = 1 / (2 sqrt(x))
         return [e.div(g, e.mul(e.like(out, 2.0), out))]
+
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.sqrt", node)
 
 
 @register
@@ -102,6 +114,9 @@ class Rsqrt(Unary):
         cube = e.mul(e.mul(out, out), out)
         return [e.mul(g, e.mul(e.like(out, -0.5), cube))]
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.rsqrt", node)
+
 
 @register
 class Tanh(Unary):
@@ -112,6 +127,9 @@ class Tanh(Unary):
 
     def vjp(self, e, g, operands, out, attrs):
         return [e.mul(g, e.sub(e.like(out, 1.0), e.mul(out, out)))]
+
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.tanh", node)
 
 
 @register
@@ -129,6 +147,9 @@ class Sigmoid(Unary):
     def vjp(self, e, g, operands, out, attrs):
         return [e.mul(g, e.mul(out, e.sub(e.like(out, 1.0), out)))]
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.logistic", node)
+
 
 @register
 class Relu(Unary):
@@ -142,6 +163,10 @@ class Relu(Unary):
         # The derivative at 0 is taken as 0, as PyTorch does.
         x = operands[0]
         return [e.mul(g, e.greater(x, e.like(x, 0.0)))]
+
+    def stablehlo(self, ctx, node):
+        zero = ctx.splat(0.0, node.shape, node.dtype)
+        return ctx.elementwise("stablehlo.maximum", node, [ctx.operands(node)[0], zero])
 
 
 GELU_C = math.sqrt(2.0 / math.pi)
@@ -175,6 +200,22 @@ class Gelu(Unary):
         right = e.mul(e.mul(half, x), e.mul(e.sub(one, e.mul(t, t)), slope))
         return [e.mul(g, e.add(left, right))]
 
+    def stablehlo(self, ctx, node):
+        # The same order of operations as forward: half * x * (one + tanh(c * (x + k * x * x * x))).
+        (x,) = ctx.operands(node)
+        shape, dtype = node.shape, node.dtype
+
+        def const(value):
+            return ctx.splat(value, shape, dtype)
+
+        def apply(op, a, b=None):
+            return ctx.elementwise(op, node, [a] if b is None else [a, b])
+
+        half_x = apply("stablehlo.multiply", const(0.5), x)
+        cube = apply("stablehlo.multiply", apply("stablehlo.multiply", apply("stablehlo.multiply", const(GELU_K), x), x), x)
+        inner = apply("stablehlo.multiply", const(GELU_C), apply("stablehlo.add", x, cube))
+        return apply("stablehlo.multiply", half_x, apply("stablehlo.add", const(1.0), apply("stablehlo.tanh", inner)))
+
 
 @register
 class StopGradient(Unary):
@@ -185,6 +226,10 @@ class StopGradient(Unary):
 
     def forward(self, inputs, attrs):
         return inputs[0]
+
+    def stablehlo(self, ctx, node):
+        # The identity: a convert to the same type, so that the node still has its own %v name.
+        return ctx.emit(f"stablehlo.convert {ctx.operands(node)[0]} : {ctx.type(node)}")
 
 
 # Binary ------------------------------------------------------------------
@@ -200,6 +245,9 @@ class Add(Binary):
     def vjp(self, e, g, operands, out, attrs):
         return [g, g]
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.add", node)
+
 
 @register
 class Sub(Binary):
@@ -210,6 +258,9 @@ class Sub(Binary):
 
     def vjp(self, e, g, operands, out, attrs):
         return [g, e.neg(g)]
+
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.subtract", node)
 
 
 @register
@@ -223,6 +274,9 @@ class Mul(Binary):
         a, b = operands
         return [e.mul(g, b), e.mul(g, a)]
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.multiply", node)
+
 
 @register
 class Div(Binary):
@@ -235,6 +289,9 @@ class Div(Binary):
         a, b = operands
         # d(a/b)/db = -a / b^2
         return [e.div(g, b), e.neg(e.div(e.mul(g, a), e.mul(b, b)))]
+
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.divide", node)
 
 
 @register
@@ -254,6 +311,9 @@ class Pow(Binary):
         exponent_grad = e.mul(g, e.mul(out, e.log(safe_a)))
         return [base_grad, e.where(at_zero, zero, exponent_grad)]
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.power", node)
+
 
 @register
 class Maximum(Binary):
@@ -265,6 +325,9 @@ class Maximum(Binary):
     def vjp(self, e, g, operands, out, attrs):
         return _select_grads(e, g, e.greater(operands[0], operands[1]), operands)
 
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.maximum", node)
+
 
 @register
 class Minimum(Binary):
@@ -275,6 +338,9 @@ class Minimum(Binary):
 
     def vjp(self, e, g, operands, out, attrs):
         return _select_grads(e, g, e.less(operands[0], operands[1]), operands)
+
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise("stablehlo.minimum", node)
 
 
 def _select_grads(e, g, a_wins, operands):
@@ -293,11 +359,17 @@ class Less(Comparison):
     name = "Less"
     numpy_function = np.less
 
+    def stablehlo(self, ctx, node):
+        return ctx.comparison("LT", node)
+
 
 @register
 class LessEqual(Comparison):
     name = "LessEqual"
     numpy_function = np.less_equal
+
+    def stablehlo(self, ctx, node):
+        return ctx.comparison("LE", node)
 
 
 @register
@@ -305,11 +377,17 @@ class Greater(Comparison):
     name = "Greater"
     numpy_function = np.greater
 
+    def stablehlo(self, ctx, node):
+        return ctx.comparison("GT", node)
+
 
 @register
 class GreaterEqual(Comparison):
     name = "GreaterEqual"
     numpy_function = np.greater_equal
+
+    def stablehlo(self, ctx, node):
+        return ctx.comparison("GE", node)
 
 
 @register
@@ -317,11 +395,17 @@ class Equal(Comparison):
     name = "Equal"
     numpy_function = np.equal
 
+    def stablehlo(self, ctx, node):
+        return ctx.comparison("EQ", node)
+
 
 @register
 class NotEqual(Comparison):
     name = "NotEqual"
     numpy_function = np.not_equal
+
+    def stablehlo(self, ctx, node):
+        return ctx.comparison("NE", node)
 
 
 @register
@@ -344,3 +428,9 @@ class Where(Primitive):
         c = operands[0]
         zero = e.like(g, 0.0)
         return [None, e.where(c, g, zero), e.where(c, zero, g)]
+
+    def stablehlo(self, ctx, node):
+        c, a, b = ctx.operands(node)
+        zero = ctx.splat(0.0, node.shape, node.dtype)
+        nonzero = ctx.compare("NE", c, zero, node.shape, node.dtype)
+        return ctx.select(nonzero, a, b, node.shape, node.dtype)

@@ -51,6 +51,20 @@ class Take(Primitive):
         extent = e.shape(values)[attrs["axis"]]
         return [e.apply("ScatterAdd", [g, indices], axis=attrs["axis"], extent=extent), None]
 
+    def stablehlo(self, ctx, node):
+        # A gather of one slice per index: the taken axis collapses, the others are offset axes.
+        values, indices = (ctx.operand_node(node, i) for i in (0, 1))
+        axis, index_rank, rank = node.attrs["axis"], len(indices.shape), len(values.shape)
+        offset_dims = list(range(axis)) + list(range(axis + index_rank, rank - 1 + index_rank))
+        slice_sizes = ", ".join(str(1 if i == axis else extent) for i, extent in enumerate(values.shape))
+        v, i = ctx.operands(node)
+        return ctx.emit(
+            f'"stablehlo.gather"({v}, {i}) {{dimension_numbers = #stablehlo.gather<offset_dims = {offset_dims}, '
+            f"collapsed_slice_dims = [{axis}], start_index_map = [{axis}], index_vector_dim = {index_rank}>, "
+            f"slice_sizes = array<i64: {slice_sizes}>, indices_are_sorted = false}} : "
+            f"({ctx.type(values)}, {ctx.type(indices)}) -> {ctx.type(node)}"
+        )
+
 
 @register
 class ScatterAdd(Primitive):
@@ -95,6 +109,22 @@ class ScatterAdd(Primitive):
     def vjp(self, e, g, operands, out, attrs):
         return [e.apply("Take", [g, operands[1]], axis=attrs["axis"]), None]
 
+    def stablehlo(self, ctx, node):
+        # Take's gather transposed: a scatter into zeros whose region adds, so repeated indices sum.
+        updates, indices = (ctx.operand_node(node, i) for i in (0, 1))
+        axis, index_rank = node.attrs["axis"], len(indices.shape)
+        window_dims = list(range(axis)) + list(range(axis + index_rank, len(updates.shape)))
+        zeros = ctx.splat(0.0, node.shape, node.dtype)
+        u, i = ctx.operands(node)
+        return ctx.emit(
+            f'"stablehlo.scatter"({zeros}, {i}, {u}) ({{\n'
+            f"{ctx.region('stablehlo.add', ctx.tensor_type((), node.dtype))}\n"
+            f"    }}) {{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = {window_dims}, "
+            f"inserted_window_dims = [{axis}], scatter_dims_to_operand_dims = [{axis}], index_vector_dim = {index_rank}>, "
+            f"indices_are_sorted = false, unique_indices = false}} : "
+            f"({ctx.type(node)}, {ctx.type(indices)}, {ctx.type(updates)}) -> {ctx.type(node)}"
+        )
+
 
 @register
 class OneHot(Primitive):
@@ -103,7 +133,7 @@ class OneHot(Primitive):
     name = "OneHot"
     arity = 1
     differentiable = False
-    kernel = "elementwise"
+    kernel = "gather"
 
     def normalize(self, metas, attrs):
         return {"depth": int(attrs["depth"]), "dtype": str(attrs["dtype"])}
@@ -117,3 +147,11 @@ class OneHot(Primitive):
     def forward(self, inputs, attrs):
         indices = inputs[0]
         return (indices[..., None] == np.arange(attrs["depth"], dtype=indices.dtype)).astype(attrs["dtype"])
+
+    def stablehlo(self, ctx, node):
+        indices = ctx.operand_node(node, 0)
+        rank = len(indices.shape)
+        positions = ctx.emit(f"stablehlo.iota dim = {rank} : {ctx.tensor_type(node.shape, 'int32')}")
+        spread = ctx.broadcast_in_dim(ctx.operands(node)[0], indices.shape, node.shape, "int32", range(rank))
+        hits = ctx.compare("EQ", spread, positions, node.shape, "int32")
+        return ctx.convert(hits, node.shape, "bool", node.dtype)

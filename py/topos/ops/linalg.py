@@ -41,6 +41,17 @@ class MatMul(Primitive):
         a, b = operands
         return [e.matmul(g, swap_last(e, b)), e.matmul(swap_last(e, a), g)]
 
+    def stablehlo(self, ctx, node):
+        a, b = ctx.operands(node)
+        rank = len(node.shape)
+        batch = ", ".join(str(axis) for axis in range(rank - 2))
+        batching = f"batching_dims = [{batch}] x [{batch}], " if rank > 2 else ""
+        a_type, b_type = (ctx.type(ctx.operand_node(node, i)) for i in (0, 1))
+        return ctx.emit(
+            f"stablehlo.dot_general {a}, {b}, {batching}contracting_dims = [{rank - 1}] x [{rank - 2}] : "
+            f"({a_type}, {b_type}) -> {ctx.type(node)}"
+        )
+
 
 def swap_last(e, value):
     rank = len(e.shape(value))

@@ -43,6 +43,9 @@ class Reshape(Primitive):
     def vjp(self, e, g, operands, out, attrs):
         return [e.reshape(g, e.shape(operands[0]))]
 
+    def stablehlo(self, ctx, node):
+        return ctx.reshape(ctx.operands(node)[0], ctx.operand_node(node, 0).shape, node.shape, node.dtype)
+
 
 @register
 class Broadcast(Primitive):
@@ -77,6 +80,11 @@ class Broadcast(Primitive):
         if not axes:
             return [e.reshape(g, source)] if source != target else [g]
         return [e.reshape(e.sum(g, axes, False), source)]
+
+    def stablehlo(self, ctx, node):
+        source = ctx.operand_node(node, 0).shape
+        dims = broadcast_axes(source, node.shape)
+        return ctx.broadcast_in_dim(ctx.operands(node)[0], source, node.shape, node.dtype, dims)
 
 
 def broadcast_axes(source, target):
@@ -113,6 +121,11 @@ class Transpose(Primitive):
     def vjp(self, e, g, operands, out, attrs):
         inverse = tuple(int(i) for i in np.argsort(attrs["axes"]))
         return [e.transpose(g, inverse)]
+
+    def stablehlo(self, ctx, node):
+        dims = ", ".join(str(axis) for axis in node.attrs["axes"])
+        source_type = ctx.type(ctx.operand_node(node, 0))
+        return ctx.emit(f"stablehlo.transpose {ctx.operands(node)[0]}, dims = [{dims}] : ({source_type}) -> {ctx.type(node)}")
 
 
 @register
@@ -156,6 +169,11 @@ class Slice(Primitive):
         )
         return [e.pad(g, low, high, interior)]
 
+    def stablehlo(self, ctx, node):
+        box = ", ".join(f"{lo}:{hi}:{st}" for lo, hi, st in zip(node.attrs["start"], node.attrs["stop"], node.attrs["step"]))
+        source_type = ctx.type(ctx.operand_node(node, 0))
+        return ctx.emit(f"stablehlo.slice {ctx.operands(node)[0]} [{box}] : ({source_type}) -> {ctx.type(node)}")
+
 
 @register
 class Pad(Primitive):
@@ -196,6 +214,15 @@ class Pad(Primitive):
         step = tuple(inner + 1 for inner in attrs["interior"])
         stop = tuple(lo + (extent - 1) * st + 1 for lo, extent, st in zip(start, shape, step))
         return [e.slice(g, start, stop, step)]
+
+    def stablehlo(self, ctx, node):
+        zero = ctx.splat(0.0, (), node.dtype)
+        low, high, interior = (", ".join(str(n) for n in node.attrs[key]) for key in ("low", "high", "interior"))
+        source_type = ctx.type(ctx.operand_node(node, 0))
+        return ctx.emit(
+            f"stablehlo.pad {ctx.operands(node)[0]}, {zero}, low = [{low}], high = [{high}], interior = [{interior}] : "
+            f"({source_type}, {ctx.tensor_type((), node.dtype)}) -> {ctx.type(node)}"
+        )
 
 
 @register
@@ -249,3 +276,8 @@ class Concatenate(Primitive):
             grads.append(e.slice(g, start, stop, (1,) * len(out_shape)))
             offset += extent
         return grads
+
+    def stablehlo(self, ctx, node):
+        types = ", ".join(ctx.type(ctx.operand_node(node, i)) for i in range(len(node.operands)))
+        operands = ", ".join(ctx.operands(node))
+        return ctx.emit(f"stablehlo.concatenate {operands}, dim = {node.attrs['axis']} : ({types}) -> {ctx.type(node)}")

@@ -1,0 +1,100 @@
+"""The graph reading: nodes as a dataflow graph, in JSON (for the playground) and DOT.
+
+``Graph.from_nodes(tape.nodes())`` reads a recording; ``Graph.from_plan(plan)``
+reads the evaluated nodes of a plan and adds, per node, its direction (forward
+or backward) and its fate. ``to_json()`` returns a JSON-ready dict::
+
+    {"nodes": [{"index": 3, "opcode": "Mul", "shape": "[]", "dims": [], "dtype": "float64",
+                "operands": [0, 1], "attrs": {}, "name": null, "file": "model.py", "line": 7}, ...],
+     "edges": [[0, 3], [1, 3], ...]}
+
+Edges are ``[operand, reader]`` pairs, one per operand slot (a node that reads
+a value twice has two edges from it). ``to_dot()`` is the same graph for Graphviz.
+"""
+
+import json
+
+from ..ops.registry import format_shape
+
+
+def _json_value(value):
+    if isinstance(value, (tuple, list)):
+        return [_json_value(v) for v in value]
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    return str(value)
+
+
+def node_entry(node):
+    file, line = node.source if node.source else (None, None)
+    return {
+        "index": node.index,
+        "opcode": node.opcode,
+        "shape": format_shape(node.shape),
+        "dims": list(node.shape),
+        "dtype": node.dtype,
+        "operands": list(node.operands),
+        "attrs": {key: _json_value(value) for key, value in node.attrs.items()},
+        "name": node.name,
+        "file": file,
+        "line": line,
+    }
+
+
+class Graph:
+    """A dataflow graph: ``nodes`` (JSON-ready dicts, in index order) and ``edges`` (``(operand, reader)``)."""
+
+    def __init__(self, nodes, edges):
+        self.nodes = list(nodes)
+        self.edges = list(edges)
+
+    @classmethod
+    def from_nodes(cls, nodes):
+        """The graph of recorded nodes (``tape.nodes()``, ``network.nodes()``) in their order."""
+        nodes = list(nodes)
+        entries = [node_entry(node) for node in nodes]
+        edges = [(operand, node.index) for node in nodes for operand in node.operands]
+        return cls(entries, edges)
+
+    @classmethod
+    def from_plan(cls, plan):
+        """The evaluated nodes of a plan, each with its ``direction`` and ``fate``."""
+        entries, edges = [], []
+        for index in plan.schedule:
+            node = plan.nodes[index]
+            entry = node_entry(node)
+            entry["direction"] = "forward" if index < plan.forward_count else "backward"
+            entry["fate"] = plan.fate(index)
+            entries.append(entry)
+            edges.extend((operand, index) for operand in node.operands)
+        return cls(entries, edges)
+
+    def __len__(self):
+        return len(self.nodes)
+
+    def __repr__(self):
+        return f"<Graph: {len(self.nodes)} nodes, {len(self.edges)} edges>"
+
+    def to_json(self):
+        """A JSON-ready dict: ``{"nodes": [...], "edges": [[operand, reader], ...]}``."""
+        return {"nodes": self.nodes, "edges": [list(edge) for edge in self.edges]}
+
+    def dumps(self):
+        """``to_json()`` as compact JSON text."""
+        return json.dumps(self.to_json(), separators=(",", ":"))
+
+    def to_dot(self):
+        """The graph in Graphviz's DOT language; backward nodes are drawn dashed."""
+        lines = ["digraph topos {", '  node [shape=box, fontname="monospace"];']
+        for entry in self.nodes:
+            label = f"{entry['index']} {entry['opcode']}\\n{entry['shape']}"
+            style = ", style=dashed" if entry.get("direction") == "backward" else ""
+            lines.append(f'  n{entry["index"]} [label="{_dot_escape(label)}"{style}];')
+        for operand, reader in self.edges:
+            lines.append(f"  n{operand} -> n{reader};")
+        lines.append("}")
+        return "\n".join(lines)
+
+
+def _dot_escape(text):
+    return text.replace('"', '\\"')

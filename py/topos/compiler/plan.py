@@ -1,0 +1,170 @@
+"""The plan reading: scheduled nodes, each value's fate, and the live volume.
+
+A ``Plan`` is what ``entry.lower()`` returns. It holds every node (the
+network's, then the backward nodes when the entry asked for gradients), the
+schedule (the evaluated nodes, in index order), and for each evaluated value
+its last reader. From those follow the live volume at each node, the peak and
+the retain-all volume, which ``describe()`` prints and which the interpreter
+(``plan.run``) reproduces by freeing each value after its last reader.
+
+The other readings of a plan live in their own modules and take the plan as
+data: ``stablehlo`` (``emit_stablehlo``), ``interpreter`` (``run``), ``cost``
+(FLOPs and bytes), ``graph`` (``Graph.from_plan``). A kernel reading can do the
+same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
+"""
+
+import importlib.util
+
+from ..model.tape import plural
+
+
+class Plan:
+    """A lowered entry: immutable, safe to run from several threads at once.
+
+    Attributes: ``network``; ``nodes`` (forward nodes, then backward ones);
+    ``forward_count``; ``schedule`` (evaluated indices, ascending); ``readables``
+    (indices, as the entry named them); ``gradients`` (``(wrt index, gradient
+    node index)`` pairs, in the order asked); ``target`` (the backward target's
+    index, or None); ``last_reader`` (index -> the last scheduled node reading it,
+    None for a kept value); ``live`` (index -> live elements at that node);
+    ``peak``, ``peak_node`` and ``retain_all``.
+    """
+
+    def __init__(self, network, nodes, forward_count, schedule, readables, gradients, target):
+        self.network = network
+        self.nodes = tuple(nodes)
+        self.forward_count = forward_count
+        self.schedule = tuple(schedule)
+        self.readables = tuple(readables)
+        self.gradients = tuple(gradients)
+        self.target = target
+        self.outputs = self.readables + tuple(g for _, g in self.gradients)
+        self._liveness()
+        self._costs = None
+
+    # Liveness -------------------------------------------------------------------
+    def _liveness(self):
+        nodes = self.nodes
+        last_reader = {}
+        for index in self.schedule:
+            for operand in nodes[index].operands:
+                last_reader[operand] = index
+        kept = set(self.outputs)
+        self.last_reader = {i: (None if i in kept else last_reader.get(i, i)) for i in self.schedule}
+        # release_after[k]: the values whose last reader is node k, freed once k has run.
+        self.release_after = {}
+        for index, reader in self.last_reader.items():
+            if reader is not None:
+                self.release_after.setdefault(reader, []).append(index)
+        self.live = {}
+        live = 0
+        self.peak, self.peak_node, self.retain_all = 0, None, 0
+        for index in self.schedule:
+            size = nodes[index].size
+            live += size
+            self.retain_all += size
+            self.live[index] = live
+            if self.peak_node is None or live > self.peak:
+                self.peak, self.peak_node = live, index
+            for freed in self.release_after.get(index, ()):
+                live -= nodes[freed].size
+
+    @property
+    def direction(self):
+        """``"forward"``, or ``"forward+backward"`` when the entry asked for gradients."""
+        return "forward" if self.target is None else "forward+backward"
+
+    def arguments(self):
+        """The indices of the parameters and inputs the plan evaluates, in node order
+        (the ``%argN`` of ``emit_stablehlo``)."""
+        return tuple(i for i in self.schedule if self.nodes[i].opcode in ("Parameter", "Input"))
+
+    def argument_values(self, parameters, feeds=None):
+        """The arrays to pass an executable compiled from ``emit_stablehlo()``, in argument order."""
+        self.network.check_parameters(parameters)
+        feeds = self.network.check_feeds(feeds)
+        values = []
+        for index in self.arguments():
+            node = self.nodes[index]
+            if node.opcode == "Parameter":
+                values.append(parameters.slots.get(index, node.payload))
+            else:
+                values.append(feeds.get(index, node.payload))
+        return values
+
+    # Printing ---------------------------------------------------------------------
+    def fate(self, index):
+        """What happens to node ``index``'s value: ``"kept"`` or ``"freed after N"``."""
+        reader = self.last_reader[index]
+        return "kept" if reader is None else f"freed after {reader}"
+
+    def describe(self, costs=False):
+        """One row a scheduled node, then the summary and the live volume (see API.md).
+
+        ``costs=True`` adds each node's FLOPs and bytes moved to its row and a total line.
+        """
+        table = self.costs() if costs else None
+        lines = []
+        for index in self.schedule:
+            node = self.nodes[index]
+            row = node.describe_row(shape_width=13) + self.fate(index)
+            if node.attrs and not node.is_source:
+                row += "  " + node.attrs_text()
+            if table is not None:
+                row += "  " + table.node_text(index)
+            lines.append(row)
+        lines.append(self.summary())
+        lines.append(
+            f"live volume: peak {plural(self.peak, 'element')} at node {self.peak_node}, retain-all {self.retain_all}"
+        )
+        if table is not None:
+            lines.append(table.total_text())
+        return "\n".join(lines)
+
+    def summary(self):
+        """The summary line of ``describe()``: ``plan: forward; 6 of 6 nodes evaluated, 1 readable``."""
+        text = (
+            f"plan: {self.direction}; {len(self.schedule)} of {plural(len(self.nodes), 'node')} evaluated, "
+            f"{len(self.readables)} readable"
+        )
+        if self.target is not None:
+            text += ", " + plural(len(self.gradients), "gradient")
+        return text
+
+    def __repr__(self):
+        return f"<Plan: {self.summary()}>"
+
+    # The other readings -------------------------------------------------------------
+    def costs(self):
+        """FLOPs and bytes moved, per node and in total (a ``Costs`` table)."""
+        if self._costs is None:
+            from .cost import plan_costs
+
+            self._costs = plan_costs(self)
+        return self._costs
+
+    def emit_stablehlo(self):
+        """The plan as StableHLO MLIR text; results are the readables, then the gradients."""
+        from .stablehlo import emit_plan
+
+        return emit_plan(self)
+
+    def run(self, parameters, feeds=None, backend="numpy"):
+        """Evaluate the plan, freeing each value after its last reader; returns a ``PlanRun``."""
+        from .interpreter import run_plan
+
+        return run_plan(self, parameters, feeds, backend)
+
+    def graph(self):
+        """The plan's evaluated nodes as a ``Graph`` (the graph reading)."""
+        from .graph import Graph
+
+        return Graph.from_plan(self)
+
+    def kernels(self):
+        """The kernel reading: WGSL launches (``topos.compiler.kernels``, when present)."""
+        if importlib.util.find_spec(f"{__package__}.kernels") is None:
+            raise NotImplementedError("the kernel reading (topos.compiler.kernels) is not part of this build")
+        from .kernels import kernel_reading
+
+        return kernel_reading(self)

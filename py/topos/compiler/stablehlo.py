@@ -1,0 +1,264 @@
+"""The StableHLO reading: a plan as MLIR text that XLA (and IREE) compile.
+
+Each primitive lowers itself in its own block (``stablehlo(self, ctx, node)`` in
+``topos/ops/*.py``), writing through the ``Lowering`` context defined here. The
+context owns naming and types; the op owns what to say:
+
+- ``ctx.operands(node)`` are the SSA names of the node's operands, ``ctx.type(node)``
+  its result type (``tensor<2x3xf64>``), ``ctx.tensor_type(shape, dtype)`` any type;
+- ``ctx.emit(text)`` writes ``%name = text`` and returns the new name; helpers write
+  common forms (``elementwise``, ``splat``, ``compare``, ``convert``, ``select``,
+  ``broadcast_in_dim``, ``reshape``, ``reduce``, ``comparison``);
+- the method returns the name that holds the node's value; the context renames the
+  node's last line to ``%v{index}``. Sources return ``ctx.argument(node)`` (``%argN``)
+  or ``ctx.constant(node)``.
+
+An op whose ``stablehlo`` raises ``NotImplementedError`` (or returns nothing)
+becomes a ``LoweringError`` naming the node and its opcode.
+
+The forms are the ones XLA's parser accepts (see DESIGN.md): a public ``@main``,
+explicit broadcasts, ``array<i64: ...>`` or ``[...]`` dimension lists, reductions
+and scatters with regions.
+"""
+
+import struct
+
+import numpy as np
+
+from ..errors import LoweringError
+from ..ops import lookup
+
+ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "bool": "i1"}
+
+#: constants with more elements than this are written as hex blobs (exact and fast)
+LITERAL_LIMIT = 16
+
+
+def tensor_type(shape, dtype):
+    element = ELEMENT_TYPES[dtype]
+    if not shape:
+        return f"tensor<{element}>"
+    return "tensor<" + "x".join(str(extent) for extent in shape) + "x" + element + ">"
+
+
+def i64_array(values):
+    """A dense i64 array attribute: ``array<i64: 1, 2>``, or ``array<i64>`` when empty."""
+    values = list(values)
+    return "array<i64: " + ", ".join(str(v) for v in values) + ">" if values else "array<i64>"
+
+
+def scalar_literal(value, dtype):
+    """One element as MLIR writes it: exact decimal floats, hex bit patterns for inf and NaN."""
+    if dtype == "int32":
+        return str(int(value))
+    if dtype == "bool":
+        return "true" if value else "false"
+    if not np.isfinite(value):
+        bits = struct.pack(">f", value) if dtype == "float32" else struct.pack(">d", value)
+        return "0x" + bits.hex().upper()
+    # str() of a numpy scalar is the shortest decimal that reads back to the same value.
+    text = str(np.float32(value)) if dtype == "float32" else repr(float(value))
+    mantissa, _, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"  # MLIR reads "1e-05" as an integer; "1.0e-05" is a float
+    return mantissa + ("e" + exponent if exponent else "")
+
+
+def dense_literal(array, dtype):
+    """The ``dense<...>`` attribute of a constant: a splat, nested literals, or a hex blob."""
+    array = np.asarray(array)
+    if array.size == 0:
+        return "dense<[]>" if array.ndim == 1 else "dense<" + "[" * array.ndim + "]" * array.ndim + ">"
+    first = array.reshape(-1)[0]
+    if array.size == 1 or _all_equal(array, first):
+        return f"dense<{scalar_literal(first, dtype)}>"
+    if array.size > LITERAL_LIMIT:
+        little = array.astype(np.dtype(dtype).newbyteorder("<"), copy=False)
+        return 'dense<"0x' + np.ascontiguousarray(little).tobytes().hex().upper() + '">'
+    return f"dense<{_nested(array, dtype)}>"
+
+
+def _all_equal(array, first):
+    if array.strides and all(stride == 0 for stride in array.strides):
+        return True  # a broadcast scalar (the gradient's constants)
+    if array.dtype.kind != "f":
+        return bool(np.all(array == first))
+    if np.isnan(first):
+        return bool(np.all(np.isnan(array)))
+    # -0.0 == 0.0, but a splat must not lose a sign (1 / x tells them apart).
+    return bool(np.all((array == first) & (np.signbit(array) == np.signbit(first))))
+
+
+def _nested(array, dtype):
+    if array.ndim == 0:
+        return scalar_literal(array.item(), dtype)
+    return "[" + ", ".join(_nested(part, dtype) for part in array) + "]"
+
+
+class Lowering:
+    """The ``ctx`` of ``Primitive.stablehlo(ctx, node)``: names, types and common forms."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.names = {}
+        self.arguments = []
+        self.lines = []
+        self.node = None
+        self._temporaries = 0
+
+    # Names and types -------------------------------------------------------------
+    def value(self, index):
+        """The SSA name of node ``index``'s value (lowered before the node that asks)."""
+        return self.names[index]
+
+    def operands(self, node):
+        """The SSA names of the node's operands, in order."""
+        return [self.names[j] for j in node.operands]
+
+    def operand_node(self, node, position):
+        """The operand node itself (its shape and dtype)."""
+        return self.plan.nodes[node.operands[position]]
+
+    @staticmethod
+    def tensor_type(shape, dtype):
+        """The MLIR type of a value: ``tensor<2x3xf64>``, ``tensor<f32>``, ``tensor<4xi32>``."""
+        return tensor_type(shape, dtype)
+
+    def type(self, node):
+        """The MLIR type of the node's value."""
+        return tensor_type(node.shape, node.dtype)
+
+    # Writing -------------------------------------------------------------------------
+    def emit(self, text):
+        """Write ``%name = text`` (text may span lines, for regions); returns the new name."""
+        self._temporaries += 1
+        name = f"%v{self.node.index}_{self._temporaries}"
+        self.lines.append([name, text])
+        return name
+
+    def argument(self, node):
+        """Make the node (a parameter or an input) the next function argument, ``%argN``."""
+        name = f"%arg{len(self.arguments)}"
+        self.arguments.append((name, self.type(node)))
+        return name
+
+    def constant(self, node):
+        """Write the node's payload (a leaf) as a ``stablehlo.constant``."""
+        return self.emit(f"stablehlo.constant {dense_literal(node.payload, node.dtype)} : {self.type(node)}")
+
+    def splat(self, value, shape, dtype):
+        """A constant of one value everywhere in ``shape``."""
+        return self.emit(f"stablehlo.constant dense<{scalar_literal(value, dtype)}> : {tensor_type(shape, dtype)}")
+
+    def elementwise(self, op, node, operands=None):
+        """``op`` over operands of the node's own type (the default: its operands)."""
+        names = self.operands(node) if operands is None else operands
+        return self.emit(f"{op} {', '.join(names)} : {self.type(node)}")
+
+    def compare(self, direction, a, b, shape, dtype):
+        """A ``tensor<...xi1>`` of ``a direction b`` (LT, LE, GT, GE, EQ, NE)."""
+        kind = "SIGNED" if dtype == "int32" else "FLOAT"
+        operand_type = tensor_type(shape, dtype)
+        return self.emit(
+            f"stablehlo.compare {direction}, {a}, {b}, {kind} : "
+            f"({operand_type}, {operand_type}) -> {tensor_type(shape, 'bool')}"
+        )
+
+    def convert(self, value, shape, from_dtype, to_dtype):
+        """Convert elementwise between element types (``"bool"`` for ``i1``)."""
+        return self.emit(f"stablehlo.convert {value} : ({tensor_type(shape, from_dtype)}) -> {tensor_type(shape, to_dtype)}")
+
+    def comparison(self, direction, node):
+        """A comparison node: 1.0 where ``a direction b`` holds, else 0.0."""
+        a, b = self.operands(node)
+        predicate = self.compare(direction, a, b, node.shape, node.dtype)
+        return self.convert(predicate, node.shape, "bool", node.dtype)
+
+    def select(self, predicate, on_true, on_false, shape, dtype):
+        """``on_true`` where the ``i1`` predicate holds, else ``on_false``."""
+        return self.emit(
+            f"stablehlo.select {predicate}, {on_true}, {on_false} : {tensor_type(shape, 'bool')}, {tensor_type(shape, dtype)}"
+        )
+
+    def broadcast_in_dim(self, value, from_shape, to_shape, dtype, dims):
+        """An explicit broadcast: operand axis i becomes result axis ``dims[i]``."""
+        dims_text = ", ".join(str(d) for d in dims)
+        return self.emit(
+            f"stablehlo.broadcast_in_dim {value}, dims = [{dims_text}] : "
+            f"({tensor_type(from_shape, dtype)}) -> {tensor_type(to_shape, dtype)}"
+        )
+
+    def reshape(self, value, from_shape, to_shape, dtype):
+        """The same elements in row-major order, in a new shape."""
+        return self.emit(f"stablehlo.reshape {value} : ({tensor_type(from_shape, dtype)}) -> {tensor_type(to_shape, dtype)}")
+
+    def region(self, op, element_type):
+        """A two-argument region applying ``op`` (the body of reduce and scatter)."""
+        prefix = f"%v{self.node.index}_{self._temporaries + 1}"
+        lhs, rhs, result = f"{prefix}_lhs", f"{prefix}_rhs", f"{prefix}_result"
+        return (
+            f"      ^bb0({lhs}: {element_type}, {rhs}: {element_type}):\n"
+            f"        {result} = {op} {lhs}, {rhs} : {element_type}\n"
+            f"        stablehlo.return {result} : {element_type}"
+        )
+
+    def reduce(self, node, op, init):
+        """A reduction node (``axes``, ``keepdims`` attributes) with ``op`` from ``init``."""
+        source = self.operand_node(node, 0)
+        axes = node.attrs["axes"]
+        dtype = node.dtype
+        scalar = tensor_type((), dtype)
+        init_name = self.splat(init, (), dtype)
+        reduced = tuple(extent for axis, extent in enumerate(source.shape) if axis not in axes)
+        result = self.emit(
+            f'"stablehlo.reduce"({self.operands(node)[0]}, {init_name}) ({{\n'
+            f"{self.region(op, scalar)}\n"
+            f"    }}) {{dimensions = {i64_array(axes)}}} : "
+            f"({tensor_type(source.shape, dtype)}, {scalar}) -> {tensor_type(reduced, dtype)}"
+        )
+        if reduced != node.shape:
+            result = self.reshape(result, reduced, node.shape, dtype)
+        return result
+
+    # The pass ----------------------------------------------------------------------------
+    def lower(self, node):
+        """Lower one node through its primitive's ``stablehlo`` rule (the emitter's loop calls this)."""
+        self.node = node
+        self._temporaries = 0
+        start = len(self.lines)
+        try:
+            name = lookup(node.opcode).stablehlo(self, node)
+        except NotImplementedError as error:
+            raise _lowering_error(node, str(error) or "the primitive has no StableHLO lowering") from None
+        if not name:
+            raise _lowering_error(node, "its stablehlo rule returned no value")
+        if len(self.lines) > start and self.lines[-1][0] == name:
+            name = self.lines[-1][0] = f"%v{node.index}"
+        self.names[node.index] = name
+
+
+def _lowering_error(node, reason):
+    where = f" (recorded at {node.source[0]}:{node.source[1]})" if node.source else ""
+    return LoweringError(
+        f"node {node.index} ({node.opcode}) cannot be lowered to StableHLO: {reason}{where}",
+        node=node.index,
+        opcode=node.opcode,
+    )
+
+
+def emit_plan(plan):
+    ctx = Lowering(plan)
+    for index in plan.schedule:
+        ctx.lower(plan.nodes[index])
+    results = [ctx.names[i] for i in plan.outputs]
+    result_types = ", ".join(ctx.type(plan.nodes[i]) for i in plan.outputs)
+    arguments = ", ".join(f"{name}: {type_}" for name, type_ in ctx.arguments)
+    lines = ["module @topos {", f"  func.func @main({arguments}) -> ({result_types}) {{"]
+    lines.extend(f"    {name} = {text}" for name, text in ctx.lines)
+    if results:
+        lines.append(f"    return {', '.join(results)} : {result_types}")
+    else:
+        lines.append("    return")
+    lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)

@@ -1,0 +1,61 @@
+"""Running emitted StableHLO on XLA's CPU backend through jax/jaxlib (optional).
+
+topos needs only numpy; this module imports jax when it is first used. It is
+how the tests hold every lowering to an independent compiler, and how a user
+hands a plan to XLA::
+
+    from topos.compiler.xla import execute_plan
+    readables_then_gradients = execute_plan(plan, network.parameters(), feeds)
+
+``jax_enable_x64`` is switched on when a module has float64 values (XLA
+silently computes in float32 otherwise).
+"""
+
+import functools
+
+import numpy as np
+
+
+@functools.lru_cache(maxsize=1)
+def _backend():
+    import jax
+    from jax.extend.backend import get_backend
+
+    return jax, get_backend("cpu")
+
+
+@functools.lru_cache(maxsize=256)
+def compile_stablehlo(text, optimize=True):
+    """Compile MLIR text for the first CPU device (cached by text).
+
+    ``optimize=False`` compiles about four times faster, for checking numbers
+    rather than speed: XLA's older CPU emitters instead of its fusion emitters,
+    and LLVM at -O0 without its expensive passes. The operations are the same.
+    """
+    jax, backend = _backend()
+    if "f64" in text and not jax.config.jax_enable_x64:
+        jax.config.update("jax_enable_x64", True)
+    if optimize:
+        return backend.compile_and_load(text, backend.devices()[:1])
+    from jax._src.lib import xla_client
+
+    options = xla_client.CompileOptions()
+    debug = options.executable_build_options.debug_options
+    debug.xla_backend_optimization_level = 0
+    debug.xla_llvm_disable_expensive_passes = True
+    options.env_option_overrides = [("xla_cpu_use_fusion_emitters", False)]
+    return backend.compile_and_load(text, backend.devices()[:1], options)
+
+
+def execute_stablehlo(text, arguments, optimize=True):
+    """Compile (or reuse) ``text`` and run it on ``arguments`` (numpy arrays); returns numpy arrays."""
+    jax, backend = _backend()
+    executable = compile_stablehlo(text, optimize)
+    device = backend.devices()[0]
+    buffers = [jax.device_put(np.asarray(a), device) for a in arguments]
+    return [np.asarray(result) for result in executable.execute(buffers)]
+
+
+def execute_plan(plan, parameters, feeds=None, optimize=True):
+    """The plan's results computed by XLA: the readables, then the gradients."""
+    return execute_stablehlo(plan.emit_stablehlo(), plan.argument_values(parameters, feeds), optimize)

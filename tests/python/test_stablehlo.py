@@ -1,0 +1,319 @@
+"""The StableHLO reading, held to XLA: every primitive, forward and forward+backward, f32 and f64.
+
+Each case records one primitive on parameters (and int32 inputs where the op
+takes indices), then a loss that weighs its output with a fixed random leaf so
+the backward plan runs the primitive's derivative. Both plans are emitted,
+compiled and executed by XLA on CPU (jaxlib), and must agree with the numpy
+interpreter: float64 to 1e-12, float32 to 1e-5, relative to the largest
+magnitude of each result (see ``assert_outputs_agree``).
+"""
+
+import numpy as np
+import pytest
+
+from topos import LoweringError, Tape, detach
+from topos.compiler import Primitive, primitives, register, unregister
+from topos.compiler.xla import execute_plan
+from topos.ops import Meta
+
+SEED_STABLEHLO = """\
+module @topos {
+  func.func @main(%arg0: tensor<f64>, %arg1: tensor<f64>, %arg2: tensor<f64>) -> (tensor<f64>) {
+    %v3 = stablehlo.multiply %arg0, %arg1 : tensor<f64>
+    %v4 = stablehlo.subtract %v3, %arg2 : tensor<f64>
+    %v5 = stablehlo.multiply %v4, %v4 : tensor<f64>
+    return %v5 : tensor<f64>
+  }
+}"""
+
+TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
+
+
+def assert_outputs_agree(expected, actual, dtype, what=""):
+    """Each result agrees to the dtype's tolerance, relative to its largest magnitude.
+
+    A result smaller than sqrt(eps) times the largest magnitude among all the
+    results is rounding noise around zero (a gradient whose terms cancel
+    exactly, say); it is judged against that largest magnitude instead.
+    """
+    assert len(expected) == len(actual), what
+    overall = max((float(np.max(np.abs(w), initial=0.0)) for w in expected), default=0.0)
+    noise = np.sqrt(np.finfo(dtype).eps) * overall
+    for position, (want, got) in enumerate(zip(expected, actual)):
+        want, got = np.asarray(want), np.asarray(got)
+        assert got.shape == want.shape and got.dtype == want.dtype, (what, position, got.shape, want.shape)
+        scale = float(np.max(np.abs(want), initial=0.0))
+        if scale < noise:
+            scale = overall
+        error = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64)), initial=0.0))
+        assert error <= TOLERANCE[dtype] * scale, f"{what} result {position}: error {error:.3g} at scale {scale:.3g}"
+
+
+def check_against_xla(network, readables, target=None, feeds=None):
+    """Forward plan, and forward+backward plan when there is a target: XLA agrees with numpy."""
+    parameters = network.parameters()
+    plans = [network.entry(readables).lower()]
+    if target is not None:
+        plans.append(network.entry(readables).backward(target).lower())
+    for plan in plans:
+        numpy_outputs = plan.run(parameters, feeds).outputs()
+        xla_outputs = execute_plan(plan, parameters, feeds)
+        assert_outputs_agree(numpy_outputs, xla_outputs, network.dtype, plan.summary())
+    return plans
+
+
+def test_seed_stablehlo_is_exactly_api_md():
+    def build(tape):
+        w = tape.parameter(0.5)
+        x = tape.input(2.0)
+        y = tape.input(4.0)
+        error = w * x - y
+        return [w, x, y, error * error]
+
+    network, (w, x, y, loss) = Tape.record(build)
+    plan = network.entry([loss]).lower()
+    assert plan.emit_stablehlo() == SEED_STABLEHLO
+    assert execute_plan(plan, network.parameters(), {x: 3.0}) == [(0.5 * 3.0 - 4.0) ** 2]
+
+
+# One case per primitive ------------------------------------------------------------------------
+
+
+def uniform(rng, shape, low=-1.5, high=1.5):
+    return rng.uniform(low, high, shape)
+
+
+def unary(opcode, low=-1.5, high=1.5):
+    def case(tape, rng):
+        x = tape.parameter(uniform(rng, (3, 4), low, high))
+        return tape.apply(opcode, [x])
+
+    return case
+
+
+def binary(opcode, low=-1.5, high=1.5, ties=False):
+    def case(tape, rng):
+        a_data = uniform(rng, (3, 4), low, high)
+        b_data = uniform(rng, (3, 4), low, high)
+        if ties:
+            b_data[0] = a_data[0]  # equal elements exercise the tie rules
+        return tape.apply(opcode, [tape.parameter(a_data), tape.parameter(b_data)])
+
+    return case
+
+
+def case_where(tape, rng):
+    condition = tape.parameter(np.array([[0.0, 1.0, -2.0, 0.0], [3.0, 0.0, 0.5, 1.0], [0.0, 0.0, 1.0, 1.0]]))
+    return tape.apply("Where", [condition, tape.parameter(uniform(rng, (3, 4))), tape.parameter(uniform(rng, (3, 4)))])
+
+
+def case_take(tape, rng):
+    values = tape.parameter(uniform(rng, (2, 5, 3)))
+    indices = tape.input(np.array([[4, 0, 1], [1, 1, 3]]), dtype="int32")  # repeats sum in the backward
+    return tape.apply("Take", [values, indices], axis=1)
+
+
+def case_scatter_add(tape, rng):
+    updates = tape.parameter(uniform(rng, (4, 2, 3)))
+    indices = tape.input(np.array([3, 0, 3, 1]), dtype="int32")
+    return tape.apply("ScatterAdd", [updates, indices], axis=0, extent=5)
+
+
+def case_one_hot(tape, rng):
+    indices = tape.input(np.array([[0, 3], [2, 2], [4, 1]]), dtype="int32")
+    scale = tape.parameter(uniform(rng, (3, 2, 5)))
+    return tape.apply("Mul", [tape.apply("OneHot", [indices], depth=5, dtype=tape.dtype), scale])
+
+
+def case_matmul(tape, rng):
+    return tape.apply("MatMul", [tape.parameter(uniform(rng, (3, 4))), tape.parameter(uniform(rng, (4, 2)))])
+
+
+def case_batched_matmul(tape, rng):
+    return tape.apply("MatMul", [tape.parameter(uniform(rng, (2, 3, 4))), tape.parameter(uniform(rng, (2, 4, 5)))])
+
+
+def reduction(opcode, axes, keepdims):
+    def case(tape, rng):
+        data = uniform(rng, (3, 4, 2))
+        data[1, 2, :] = data[1, 0, :]  # ties for Max
+        return tape.apply(opcode, [tape.parameter(data)], axes=axes, keepdims=keepdims)
+
+    return case
+
+
+def shaped(opcode, source_shape, **attrs):
+    def case(tape, rng):
+        return tape.apply(opcode, [tape.parameter(uniform(rng, source_shape))], **attrs)
+
+    return case
+
+
+def case_concatenate(tape, rng):
+    parts = [tape.parameter(uniform(rng, (2, n))) for n in (1, 3, 2)]
+    return tape.apply("Concatenate", parts, axis=1)
+
+
+def case_leaf(tape, rng):
+    small = tape.leaf(uniform(rng, (2, 3)))
+    large = tape.leaf(uniform(rng, (4, 6)))  # written as a hex blob
+    tiny = tape.leaf(np.array([1e-300, 3.0, -0.0, 1e5, 2.5e-7, 0.1]).reshape(2, 3))
+    x = tape.parameter(uniform(rng, (2, 3)))
+    mixed = tape.apply("Add", [tape.apply("Mul", [x, small]), tiny])
+    return tape.apply("Sum", [tape.apply("Mul", [large, large])], axes=(0, 1), keepdims=False), mixed
+
+
+def case_input(tape, rng):
+    return tape.apply("Mul", [tape.input(uniform(rng, (3,))), tape.parameter(uniform(rng, (3,)))])
+
+
+CASES = {
+    "Neg": [unary("Neg")],
+    "Exp": [unary("Exp")],
+    "Log": [unary("Log", 0.2, 3.0)],
+    "Sqrt": [unary("Sqrt", 0.2, 3.0)],
+    "Rsqrt": [unary("Rsqrt", 0.2, 3.0)],
+    "Tanh": [unary("Tanh")],
+    "Sigmoid": [unary("Sigmoid", -6.0, 6.0)],
+    "Relu": [unary("Relu")],
+    "Gelu": [unary("Gelu", -3.0, 3.0)],
+    "StopGradient": [unary("StopGradient")],
+    "Add": [binary("Add")],
+    "Sub": [binary("Sub")],
+    "Mul": [binary("Mul")],
+    "Div": [binary("Div", 0.3, 2.0)],
+    "Pow": [binary("Pow", 0.3, 2.0)],
+    "Maximum": [binary("Maximum", ties=True)],
+    "Minimum": [binary("Minimum", ties=True)],
+    "Less": [binary("Less", ties=True)],
+    "LessEqual": [binary("LessEqual", ties=True)],
+    "Greater": [binary("Greater", ties=True)],
+    "GreaterEqual": [binary("GreaterEqual", ties=True)],
+    "Equal": [binary("Equal", ties=True)],
+    "NotEqual": [binary("NotEqual", ties=True)],
+    "Where": [case_where],
+    "Take": [case_take],
+    "ScatterAdd": [case_scatter_add],
+    "OneHot": [case_one_hot],
+    "MatMul": [case_matmul, case_batched_matmul],
+    "Sum": [reduction("Sum", (1,), False), reduction("Sum", (0, 2), True), reduction("Sum", None, False)],
+    "Max": [reduction("Max", (1,), False), reduction("Max", (0, 1, 2), True)],
+    "Reshape": [shaped("Reshape", (3, 4), shape=(2, 3, 2))],
+    "Broadcast": [shaped("Broadcast", (3, 1), shape=(2, 3, 4)), shaped("Broadcast", (), shape=(2, 2))],
+    "Transpose": [shaped("Transpose", (2, 3, 4), axes=(2, 0, 1))],
+    "Slice": [shaped("Slice", (5, 6), start=(1, 0), stop=(5, 6), step=(2, 3))],
+    "Pad": [shaped("Pad", (2, 3), low=(1, 0), high=(0, 2), interior=(1, 2))],
+    "Concatenate": [case_concatenate],
+    "Parameter": [unary("Neg")],
+    "Input": [case_input],
+    "Leaf": [case_leaf],
+}
+
+PARAMETRIZED = [(name, i) for name, cases in CASES.items() for i in range(len(cases))]
+
+
+def record_case(name, position, dtype):
+    def build(tape):
+        rng = np.random.default_rng(len(name) * 100 + position)
+        outputs = CASES[name][position](tape, rng)
+        outputs = list(outputs) if isinstance(outputs, tuple) else [outputs]
+        # loss = sum over outputs of sum(output * fixed random weights)
+        loss = None
+        for out in outputs:
+            weights = tape.leaf(rng.uniform(-1.0, 1.0, out.shape))
+            term = tape.apply("Sum", [tape.apply("Mul", [out, weights])], axes=None)
+            loss = term if loss is None else tape.apply("Add", [loss, term])
+        return outputs + [loss]
+
+    tape = Tape(dtype)
+    values = build(tape)
+    return tape.seal(), detach(values)
+
+
+def test_every_primitive_lowers_and_has_an_oracle_case():
+    for name, primitive in primitives().items():
+        assert type(primitive).stablehlo is not Primitive.stablehlo, f"{name} has no StableHLO lowering"
+        assert name in CASES, f"{name} has no case in test_stablehlo.CASES"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name,position", PARAMETRIZED, ids=[f"{n}{i or ''}" for n, i in PARAMETRIZED])
+def test_primitive_forward_and_backward_agree_with_xla(name, position, dtype):
+    network, symbols = record_case(name, position, dtype)
+    *outputs, loss = symbols
+    forward, backward = check_against_xla(network, outputs + [loss], loss)
+    assert any(forward.nodes[i].opcode == name for i in forward.schedule)
+    # The graph gradients are the eager gradients, bit for bit (one reverse scan, two emitters).
+    parameters = network.parameters()
+    planned = backward.run(parameters)
+    field = network.forward(parameters).backward(loss)
+    for symbol in network.parameter_symbols():
+        assert np.asarray(planned.gradient(symbol)).tobytes() == np.asarray(field.of(symbol)).tobytes()
+
+
+def test_stablehlo_text_uses_explicit_broadcasts_regions_and_dimension_numbers():
+    def build(tape):
+        m = tape.parameter(np.ones((2, 3, 4)))
+        n = tape.parameter(np.ones((2, 4, 5)))
+        v = tape.parameter(np.ones(5))
+        return [((m @ n) + v).sum(axis=2)]
+
+    network, (total,) = Tape.record(build, dtype="float32")
+    text = network.entry([total]).lower().emit_stablehlo()
+    assert "stablehlo.broadcast_in_dim %arg2, dims = [2] : (tensor<5xf32>) -> tensor<2x3x5xf32>" in text
+    assert "batching_dims = [0] x [0], contracting_dims = [2] x [1]" in text
+    assert '"stablehlo.reduce"' in text and "stablehlo.return" in text and "dimensions = array<i64: 2>" in text
+
+
+class Cube(Primitive):
+    """A primitive without a lowering, registered for one test."""
+
+    name = "TestCubeWithoutLowering"
+    arity = 1
+
+    def infer(self, metas, attrs):
+        return Meta(metas[0].shape, metas[0].dtype)
+
+    def forward(self, inputs, attrs):
+        return inputs[0] ** 3
+
+    def vjp(self, e, g, operands, out, attrs):
+        x = operands[0]
+        return [e.mul(g, e.mul(e.like(x, 3.0), e.mul(x, x)))]
+
+
+def test_an_op_that_cannot_lower_raises_lowering_error_naming_node_and_opcode():
+    register(Cube)
+    try:
+        def build(tape):
+            x = tape.parameter([1.0, 2.0])
+            return [tape.apply("TestCubeWithoutLowering", [x.exp()])]
+
+        network, (cubed,) = Tape.record(build)
+        plan = network.entry([cubed]).lower()
+        with pytest.raises(LoweringError, match=r"node 2 \(TestCubeWithoutLowering\)") as caught:
+            plan.emit_stablehlo()
+        assert caught.value.node == 2 and caught.value.opcode == "TestCubeWithoutLowering"
+        assert "test_stablehlo.py" in str(caught.value)  # the user's line
+        assert plan.run(network.parameters()).of(cubed).numpy().tolist() == pytest.approx(np.exp([1.0, 2.0]) ** 3)
+    finally:
+        unregister("TestCubeWithoutLowering")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_constants_reach_xla_bit_for_bit(dtype):
+    special = np.array([np.inf, -np.inf, -0.0, 0.0, 1e-310, 0.1, 1 / 3, -2.5e-8, 6.02e23], dtype=dtype)
+    rng = np.random.default_rng(5)
+    large = rng.normal(size=(5, 7)).astype(dtype)  # more than LITERAL_LIMIT elements: a hex blob
+    large[0, :3] = [np.inf, -0.0, np.nan]
+
+    def build(tape):
+        return [tape.leaf(special), tape.leaf(large), tape.leaf(np.array([0.0, -0.0, 0.0])), tape.leaf(7.25)]
+
+    tape = Tape(dtype)
+    values = build(tape)
+    network = tape.seal()
+    plan = network.entry(detach(values)).lower()
+    results = execute_plan(plan, network.parameters())
+    for value, result in zip(values, results):
+        assert result.tobytes() == np.asarray(value.node.payload).tobytes()
