@@ -48,14 +48,17 @@ class Tensor:
     # Reading -----------------------------------------------------------
     @property
     def shape(self):
+        """The shape, a tuple of ints (``()`` for rank 0)."""
         return tuple(self.array.shape)
 
     @property
     def dtype(self):
+        """The dtype's name: ``"float64"``, ``"float32"`` or ``"int32"``."""
         return self.array.dtype.name
 
     @property
     def size(self):
+        """The number of elements."""
         return int(self.array.size)
 
     def numpy(self):
@@ -176,15 +179,19 @@ class Tensor:
         return bool(self.array)
 
     def sqrt(self):
+        """The square root, elementwise."""
         return Tensor(np.sqrt(self.array))
 
     def sum(self, axis=None, keepdims=False):
+        """The sum over ``axis`` (None: every element), as ``numpy.sum``."""
         return Tensor(self.array.sum(axis=axis, keepdims=keepdims))
 
     def mean(self, axis=None, keepdims=False):
+        """The mean over ``axis`` (None: every element), as ``numpy.mean``."""
         return Tensor(self.array.mean(axis=axis, keepdims=keepdims))
 
     def reshape(self, *shape):
+        """The same elements in a new shape: ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return Tensor(self.array.reshape(shape))

@@ -190,7 +190,8 @@ def convert_payload(value, node, error_class, what):
         if low < -(2**31) or high >= 2**31:
             raise error_class(f"{what} {describe_node(node)}: values {low}..{high} do not fit int32")
     callers_array = array.flags.writeable and not isinstance(value, (int, float, list, tuple))
-    return frozen(array.astype(node.dtype, copy=array.dtype.name != node.dtype or callers_array))
+    # Comparing the dtype itself with the name is exact and much cheaper than reading ``dtype.name``.
+    return frozen(array.astype(node.dtype, copy=array.dtype != node.dtype or callers_array))
 
 
 def evaluate(nodes, parameter_slots, feeds):

@@ -1,0 +1,175 @@
+// topos kernel family "elementwise": out[i] = EXPRESSION(x, y, z) for every element i.
+//
+// One shared template for every unary, binary, comparison and select op. Each operand is
+// read through a strided view of its buffer: element i of the output, at coordinates
+// (c0, ..., c{rank-1}), reads operand x at x_offset + sum(c_d * x_stride_d). A stride of 0
+// repeats an axis, so a broadcast costs no copy; a transposed or sliced operand is read in place.
+//
+// Specialisation (text substituted before compiling; pipelines are cached on it):
+//   {{EXPRESSION}}  a WGSL f32 expression over x, y and z, e.g. `x + y` or `exp(x)`
+//   {{LOAD_X}}      how x is read at element i: `x_buffer[i]` (contiguous),
+//                   `x_buffer[strided(i, 8u)]` (through the view), or `0.0` (unused)
+//   {{LOAD_Y}}      the same for y (view words at 15u)
+//   {{LOAD_Z}}      the same for z (view words at 22u)
+//
+// Bindings (group 0):
+//   0  uniform             params    array<vec4<u32>, 16>: the u32 words below
+//   1  storage read_write  out       array<f32>, contiguous, `count` elements
+//   2  storage read        x_buffer  array<f32>
+//   3  storage read        y_buffer  array<f32> (bind any read-only buffer when unused)
+//   4  storage read        z_buffer  array<f32> (bind any read-only buffer when unused)
+//
+// Parameters (u32 words):
+//   0  count            number of output elements
+//   1  rank             number of output axes (at most 6)
+//   2..7                output shape, outermost axis first
+//   8  x offset, 9..14 x strides (in elements, one per output axis)
+//   15 y offset, 16..21 y strides
+//   22 z offset, 23..28 z strides
+//
+// Dispatch: workgroups of 64 invocations; the grid (gx, gy, 1) holds at least
+// ceil(count / 64) workgroups, numbered gx * wy + wx.
+
+@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> x_buffer: array<f32>;
+@group(0) @binding(3) var<storage, read> y_buffer: array<f32>;
+@group(0) @binding(4) var<storage, read> z_buffer: array<f32>;
+
+// A private variable, not a constant: WGSL rejects infinities in constant expressions.
+var<private> infinity_bits: u32 = 0x7f800000u;
+var<private> nan_bits: u32 = 0x7fc00000u;
+
+fn word(index: u32) -> u32 {
+    return params[index / 4u][index % 4u];
+}
+
+fn infinity() -> f32 {
+    return bitcast<f32>(infinity_bits);
+}
+
+fn not_a_number() -> f32 {
+    return bitcast<f32>(nan_bits);
+}
+
+// The buffer index of output element i in the view whose offset is word `base`
+// and whose strides follow it.
+fn strided(i: u32, base: u32) -> u32 {
+    var rest = i;
+    var index = word(base);
+    var axis = i32(word(1u)) - 1;
+    loop {
+        if (axis < 0) {
+            break;
+        }
+        let extent = word(2u + u32(axis));
+        index += (rest % extent) * word(base + 1u + u32(axis));
+        rest = rest / extent;
+        axis -= 1;
+    }
+    return index;
+}
+
+// tanh to a few ulp of relative error: WGSL's tanh (an exp-based formula on many drivers) loses
+// the relative precision of small results. Near 0 a Taylor series (its next term is below 1e-8 of
+// the result for |x| < 0.25); beyond, 1 - 2 / (e^2|x| + 1); past 9, tanh is 1 in f32.
+fn safe_tanh(x: f32) -> f32 {
+    let a = abs(x);
+    var t = 1.0;
+    if (a < 0.25) {
+        let a2 = a * a;
+        t = a * (1.0 + a2 * (-0.3333333333 + a2 * (0.1333333333 + a2 * (-0.0539682540 + a2 * 0.0218694885))));
+    } else if (a < 9.0) {
+        t = 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
+    }
+    return select(t, -t, x < 0.0);
+}
+
+// The natural logarithm to a few ulp of relative error: WGSL only promises an absolute error of
+// 2^-21 near 1, where log's result is small. x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
+// log(m) = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...) with s = (m - 1) / (m + 1), |s| < 0.172;
+// ln 2 is split in a high part exact in f32 and a low part. Zero, negatives, infinities and
+// subnormals go to the builtin.
+fn precise_log(x: f32) -> f32 {
+    let bits = bitcast<u32>(x);
+    let biased = i32((bits >> 23u) & 0xffu);
+    if (!(x > 0.0) || biased == 0 || biased == 255) {
+        return log(x);
+    }
+    var e = biased - 127;
+    var m = bitcast<f32>((bits & 0x007fffffu) | 0x3f800000u);
+    if (m > 1.4142135) {
+        m = m * 0.5;
+        e += 1;
+    }
+    let s = (m - 1.0) / (m + 1.0);
+    let s2 = s * s;
+    let tail = s * s2 * (0.6666666667 + s2 * (0.4 + s2 * (0.2857142857 + s2 * 0.2222222222)));
+    let exponent = f32(e);
+    return exponent * 0.693145751953125 + ((exponent * 1.4286068203e-6 + tail) + 2.0 * s);
+}
+
+// 1 / (1 + e^-x) without overflow: the exponent is never positive.
+fn sigmoid(x: f32) -> f32 {
+    let z = exp(-abs(x));
+    return select(z / (1.0 + z), 1.0 / (1.0 + z), x >= 0.0);
+}
+
+// GELU, tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+fn gelu(x: f32) -> f32 {
+    let inner = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    return 0.5 * x * (1.0 + safe_tanh(inner));
+}
+
+// numpy's power for f32: WGSL's pow is undefined for a negative base, so the sign
+// is handled here (a negative base takes integer exponents only).
+fn power(x: f32, y: f32) -> f32 {
+    if (y == 0.0) {
+        return 1.0;
+    }
+    if (y == 1.0) {
+        return x;
+    }
+    if (y == 2.0) {
+        return x * x;
+    }
+    if (x == 0.0) {
+        return select(0.0, infinity(), y < 0.0);
+    }
+    let magnitude = exp2(y * log2(abs(x)));
+    if (x > 0.0) {
+        return magnitude;
+    }
+    if (fract(y) != 0.0) {
+        return not_a_number();
+    }
+    return select(magnitude, -magnitude, fract(y * 0.5) != 0.0);
+}
+
+fn load_x(i: u32) -> f32 {
+    return {{LOAD_X}};
+}
+
+fn load_y(i: u32) -> f32 {
+    return {{LOAD_Y}};
+}
+
+fn load_z(i: u32) -> f32 {
+    return {{LOAD_Z}};
+}
+
+@compute @workgroup_size(64)
+fn main(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = (group.y * groups.x + group.x) * 64u + lane;
+    if (i >= word(0u)) {
+        return;
+    }
+    let x = load_x(i);
+    let y = load_y(i);
+    let z = load_z(i);
+    out[i] = {{EXPRESSION}};
+}

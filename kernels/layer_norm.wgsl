@@ -1,0 +1,94 @@
+// topos kernel family "layer_norm": fused normalisation along the last axis,
+// out = (x - mean) / sqrt(var + eps), with var the biased variance of the row.
+//
+// Chosen where the plan shows the pattern that topos.layer_norm records (Sum / n for the
+// mean, Sub, Mul, Sum / n for the variance, Add eps, Rsqrt, Mul) and no other node reads
+// the values in between; the weight and bias stay ordinary elementwise launches. One
+// workgroup of 64 invocations owns one row and takes two passes over it (mean, then the
+// variance of the centred values, as the unfused nodes compute it) before writing it.
+//
+// The input is read through a strided view: row r's element j lives at
+// offset + outer(r) + j * stride. The output is contiguous: out[r * length + j].
+//
+// Bindings (group 0):
+//   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
+//   1  storage read_write  out     array<f32>
+//   2  storage read        source  array<f32>
+//
+// Parameters (u32 words):
+//   0 rows, 1 length (elements per row), 2 outer rank (at most 6), 3 offset, 4 stride,
+//   5 eps (f32 bits), 8..13 outer shape, 14..19 outer strides
+//
+// Dispatch: one workgroup per row, as a grid (gx, gy, 1) numbered gx * wy + wx.
+
+@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> source: array<f32>;
+
+var<workgroup> partial: array<f32, 64>;
+
+fn word(index: u32) -> u32 {
+    return params[index / 4u][index % 4u];
+}
+
+fn row_start(row: u32) -> u32 {
+    var rest = row;
+    var index = word(3u);
+    var axis = i32(word(2u)) - 1;
+    loop {
+        if (axis < 0) {
+            break;
+        }
+        let extent = word(8u + u32(axis));
+        index += (rest % extent) * word(14u + u32(axis));
+        rest = rest / extent;
+        axis -= 1;
+    }
+    return index;
+}
+
+// The sum of the 64 invocations' values; every invocation gets the result.
+fn total(lane: u32, value: f32) -> f32 {
+    partial[lane] = value;
+    workgroupBarrier();
+    for (var width = 32u; width > 0u; width = width / 2u) {
+        if (lane < width) {
+            partial[lane] = partial[lane] + partial[lane + width];
+        }
+        workgroupBarrier();
+    }
+    let result = partial[0];
+    workgroupBarrier();
+    return result;
+}
+
+@compute @workgroup_size(64)
+fn layer_norm(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let row = group.y * groups.x + group.x;
+    if (row >= word(0u)) {
+        return;
+    }
+    let length = word(1u);
+    let stride = word(4u);
+    let start = row_start(row);
+    let count = f32(length);
+    var sum = 0.0;
+    for (var j = lane; j < length; j += 64u) {
+        sum += source[start + j * stride];
+    }
+    let mean = total(lane, sum) / count;
+    var squares = 0.0;
+    for (var j = lane; j < length; j += 64u) {
+        let centred = source[start + j * stride] - mean;
+        squares += centred * centred;
+    }
+    let variance = total(lane, squares) / count;
+    let scale = inverseSqrt(variance + bitcast<f32>(word(5u)));
+    for (var j = lane; j < length; j += 64u) {
+        out[row * length + j] = (source[start + j * stride] - mean) * scale;
+    }
+}

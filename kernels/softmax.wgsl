@@ -1,0 +1,133 @@
+// topos kernel family "softmax": fused softmax and log-softmax along the last axis.
+//
+// Chosen where the plan shows the pattern that topos.softmax and topos.log_softmax
+// record (Max, StopGradient, Sub, Exp, Sum, then Div or Log and Sub) and no other node
+// reads the values in between. One workgroup of 64 invocations owns one row: it finds
+// the row's maximum, sums exp(x - max), then writes every element, so the row is read
+// three times and written once instead of passing through seven buffers.
+//
+// Entry points:
+//   softmax      out = exp(x - max) / sum(exp(x - max))
+//   log_softmax  out = (x - max) - log(sum(exp(x - max)))
+//
+// The input is read through a strided view: row r's element j lives at
+// offset + outer(r) + j * stride, where outer() decodes r through the outer shape and
+// strides. The output is contiguous: out[r * length + j].
+//
+// Bindings (group 0):
+//   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
+//   1  storage read_write  out     array<f32>
+//   2  storage read        source  array<f32>
+//
+// Parameters (u32 words):
+//   0 rows, 1 length (elements per row), 2 outer rank (at most 6), 3 offset, 4 stride
+//   8..13 outer shape, 14..19 outer strides
+//
+// Dispatch: one workgroup per row, as a grid (gx, gy, 1) numbered gx * wy + wx.
+
+@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
+@group(0) @binding(1) var<storage, read_write> out: array<f32>;
+@group(0) @binding(2) var<storage, read> source: array<f32>;
+
+var<private> infinity_bits: u32 = 0x7f800000u;
+var<workgroup> partial: array<f32, 64>;
+
+fn word(index: u32) -> u32 {
+    return params[index / 4u][index % 4u];
+}
+
+fn infinity() -> f32 {
+    return bitcast<f32>(infinity_bits);
+}
+
+fn row_start(row: u32) -> u32 {
+    var rest = row;
+    var index = word(3u);
+    var axis = i32(word(2u)) - 1;
+    loop {
+        if (axis < 0) {
+            break;
+        }
+        let extent = word(8u + u32(axis));
+        index += (rest % extent) * word(14u + u32(axis));
+        rest = rest / extent;
+        axis -= 1;
+    }
+    return index;
+}
+
+// Folds the 64 invocations' values with max (maximum = true) or +; every invocation gets the result.
+fn fold(lane: u32, value: f32, maximum: bool) -> f32 {
+    partial[lane] = value;
+    workgroupBarrier();
+    for (var width = 32u; width > 0u; width = width / 2u) {
+        if (lane < width) {
+            let other = partial[lane + width];
+            partial[lane] = select(partial[lane] + other, max(partial[lane], other), maximum);
+        }
+        workgroupBarrier();
+    }
+    let result = partial[0];
+    workgroupBarrier();
+    return result;
+}
+
+struct RowStatistics {
+    maximum: f32,
+    total: f32,
+}
+
+fn statistics(row: u32, lane: u32) -> RowStatistics {
+    let length = word(1u);
+    let stride = word(4u);
+    let start = row_start(row);
+    var largest = -infinity();
+    for (var j = lane; j < length; j += 64u) {
+        largest = max(largest, source[start + j * stride]);
+    }
+    let maximum = fold(lane, largest, true);
+    var sum = 0.0;
+    for (var j = lane; j < length; j += 64u) {
+        sum += exp(source[start + j * stride] - maximum);
+    }
+    return RowStatistics(maximum, fold(lane, sum, false));
+}
+
+@compute @workgroup_size(64)
+fn softmax(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let row = group.y * groups.x + group.x;
+    if (row >= word(0u)) {
+        return;
+    }
+    let s = statistics(row, lane);
+    let length = word(1u);
+    let stride = word(4u);
+    let start = row_start(row);
+    for (var j = lane; j < length; j += 64u) {
+        out[row * length + j] = exp(source[start + j * stride] - s.maximum) / s.total;
+    }
+}
+
+@compute @workgroup_size(64)
+fn log_softmax(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let row = group.y * groups.x + group.x;
+    if (row >= word(0u)) {
+        return;
+    }
+    let s = statistics(row, lane);
+    let log_total = log(s.total);
+    let length = word(1u);
+    let stride = word(4u);
+    let start = row_start(row);
+    for (var j = lane; j < length; j += 64u) {
+        out[row * length + j] = (source[start + j * stride] - s.maximum) - log_total;
+    }
+}

@@ -1,0 +1,417 @@
+"""The kernel reading: a plan as WGSL launches (``plan.kernels()``).
+
+Kernel selection walks the plan's schedule once. Each node either runs on the
+device, as launches of the kernel family its primitive names (``kernel`` in its
+op block: elementwise, reduce, matmul, copy, gather), or on the host, where the
+numpy interpreter runs it: float64 values (WGSL has no f64), int32 results, ops
+whose ``kernel`` is None (ScatterAdd), values too large for one storage binding.
+
+- Reshapes of contiguous values, broadcasts, transposes, slices and stop-gradients
+  launch nothing: they are new views of their operand's buffer, which the next
+  kernel reads through strides. Leaves of one repeated value are constants that
+  need no buffer at all.
+- Softmax, log-softmax, layer norm and mean run fused where the plan shows the
+  pattern their functions record (``topos.webgpu.patterns``).
+- Buffers follow the plan's liveness: each value is first given a buffer of its
+  own, then ``share_buffers`` packs them by lifetime (from the step that writes a
+  value to the last that reads it), so the device holds about the plan's peak,
+  not the sum of all values. Parameters and non-constant leaves keep their
+  buffers (they stay on the device between runs); inputs are uploaded every run.
+- Uploads happen first (sources) or right after a host step whose value the
+  device reads; readbacks only where the host needs a device value (the operand
+  of a host step) and at the end (the readables and gradients).
+
+The result, a ``KernelReading``, holds the ``Program`` (``topos.webgpu.program``)
+that the WebGPU backend executes and ``describe()`` prints it.
+"""
+
+import threading
+import weakref
+
+import numpy as np
+
+from ..model.tape import plural
+from ..ops import lookup
+from ..ops.registry import format_shape
+from ..webgpu import launch as build
+from ..webgpu.launch import EXPRESSIONS, LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
+from ..webgpu.patterns import find_groups
+from ..webgpu.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, share_buffers
+from ..webgpu.views import View, element_count
+
+#: WebGPU's default maxStorageBufferBindingSize (128 MiB) in 4-byte elements.
+MAX_ELEMENTS = (128 << 20) // 4
+#: Primitives that only re-view their operand's elements.
+VIEW_OPCODES = ("Broadcast", "Transpose", "Slice", "StopGradient")
+SOURCE_OPCODES = ("Parameter", "Input", "Leaf")
+
+
+def decline_reason(node, nodes):
+    """Why the device does not run ``node`` (a sentence), or None when it does."""
+    primitive = lookup(node.opcode)
+    operand_dtypes = {nodes[j].dtype for j in node.operands}
+    if node.dtype == "float64" or "float64" in operand_dtypes:
+        return "float64: WGSL has no f64"
+    if primitive.kernel is None:
+        return f"no WGSL kernel for {node.opcode}"
+    if node.dtype not in ("float32",):
+        return f"{node.dtype} results stay on the host"
+    if node.size == 0 or any(nodes[j].size == 0 for j in node.operands):
+        return "an empty value"
+    if node.size > MAX_ELEMENTS or any(nodes[j].size > MAX_ELEMENTS for j in node.operands):
+        return "a value larger than one storage binding (128 MiB)"
+    if len(node.shape) > MAX_RANK or any(len(nodes[j].shape) > MAX_RANK for j in node.operands):
+        return f"more than {MAX_RANK} axes"
+    if node.opcode == "MatMul" and len(node.shape) - 2 > MAX_BATCH_RANK:
+        return f"more than {MAX_BATCH_RANK} batch axes"
+    if node.opcode == "MatMul" and nodes[node.operands[0]].shape[-1] > 16 * LOOP_LIMIT:
+        return f"a contracting axis longer than {16 * LOOP_LIMIT} (the kernels' loop limit)"
+    if primitive.kernel == "elementwise" and node.opcode not in EXPRESSIONS:
+        return f"no elementwise expression for {node.opcode}"
+    return None
+
+
+class KernelReading:
+    """A plan's kernel program and what it says: launches, views, transfers, host steps.
+
+    ``program`` is what the WebGPU backend runs; ``launches`` lists its launches;
+    ``backends`` maps each scheduled node to "webgpu" or "numpy" (a source: whether a
+    launch reads it); ``groups`` holds the fused groups by first node; ``declined``
+    the reason for each node the host runs.
+    """
+
+    def __init__(self, plan, program, backends, groups, declined):
+        self.plan = plan
+        self.program = program
+        self.backends = backends
+        self.groups = groups
+        self.declined = declined
+
+    @property
+    def launches(self):
+        return self.program.launches
+
+    def __len__(self):
+        return len(self.launches)
+
+    def __iter__(self):
+        return iter(self.launches)
+
+    def summary(self):
+        steps = self.program.steps
+        uploads = sum(isinstance(s, Upload) for s in steps)
+        readbacks = sum(isinstance(s, Readback) for s in steps)
+        host = sum(isinstance(s, HostStep) for s in steps)
+        device_nodes = sum(
+            1 for i in self.plan.schedule
+            if self.backends[i] == "webgpu" and self.plan.nodes[i].opcode not in SOURCE_OPCODES
+        )
+        return (
+            f"kernels: {plural(len(self.launches), 'launch', 'launches')} for {plural(device_nodes, 'node')}, "
+            f"{plural(host, 'host step')}, {plural(uploads, 'upload')}, {plural(readbacks, 'readback')}"
+        )
+
+    def describe(self):
+        """One row a step in execution order (launch, view, upload, readback, host step), then the totals.
+
+        A launch row: its number, ``kernel:entry``, the nodes it covers, its workgroup grid, and
+        its output view ``<-`` the views it reads (``b3[4, 10]``: buffer 3, a dense [4, 10]; a strided
+        view adds its offset and strides), then its specialisation (the elementwise expression).
+        """
+        lines = []
+        number = 0
+        nodes = self.plan.nodes
+        for step in self.program.steps:
+            if isinstance(step, Launch):
+                lines.append(_row(str(number), f"{step.kernel}:{step.entry}", _ranges(step.nodes),
+                                  "x".join(str(g) for g in step.workgroups), _launch_text(step)))
+                number += 1
+            elif isinstance(step, ViewStep):
+                lines.append(_row("view", nodes[step.key].opcode, str(step.key), "-", _view_text(step.view)))
+            elif isinstance(step, Upload):
+                how = " (constant)" if step.constant else " (resident)" if step.resident else ""
+                name = nodes[step.key].opcode + how
+                lines.append(_row("upload", name, str(step.key), "-", f"b{step.buffer} <- host"))
+            elif isinstance(step, Readback):
+                lines.append(_row("read", "", str(step.key), "-", f"host <- {_view_text(step.view)}"))
+            elif isinstance(step, HostStep):
+                lines.append(_row("numpy", nodes[step.key].opcode, str(step.key), "-", f"({step.reason})"))
+        lines.append(self.summary())
+        lines.append(
+            f"device memory: {plural(len(self.program.buffers), 'buffer')}, {self.program.device_bytes} bytes "
+            f"(plan peak {plural(self.plan.peak, 'element')}, {4 * self.plan.peak} bytes as float32)"
+        )
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<KernelReading: {self.summary()}>"
+
+
+#: The columns of a reading's rows: step (launch number, view, upload, read, numpy), kernel or opcode,
+#: nodes, workgroups, then the buffers. ``NODE_COLUMN`` slices a row's node column out.
+COLUMN_WIDTHS = (8, 26, 14, 12)
+NODE_COLUMN = slice(34, 48)
+
+
+def _row(first, kernel, nodes, workgroups, text):
+    step, name, node_width, grid_width = COLUMN_WIDTHS
+    if len(nodes) >= node_width:  # a long list of covered nodes pushes the rest along
+        return f"{first:<{step}}{kernel:<{name}}{nodes}  {workgroups:<{grid_width}}{text}"
+    return f"{first:<{step}}{kernel:<{name}}{nodes:<{node_width}}{workgroups:<{grid_width}}{text}"
+
+
+def _ranges(indices):
+    """``1-8, 10, 12-13``: sorted node indices with runs joined."""
+    parts = []
+    run = []
+    for index in sorted(indices):
+        if run and index == run[-1] + 1:
+            run.append(index)
+            continue
+        if run:
+            parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+        run = [index]
+    if run:
+        parts.append(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}")
+    return ", ".join(parts)
+
+
+def _view_text(view):
+    if view.is_constant:
+        return f"constant {np.float32(view.constant)} {format_shape(view.shape)}"
+    text = f"b{view.buffer}{format_shape(view.shape)}"
+    if not view.is_dense:
+        text += f" offset {view.offset} strides {format_shape(view.strides)}"
+    return text
+
+
+def _launch_text(launch):
+    roles = dict(launch.views)
+    out = roles.pop("out")
+    reads = ", ".join(_view_text(view) for view in roles.values())
+    text = f"{_view_text(out)} <- {reads}" if reads else _view_text(out)
+    specialisation = dict(launch.specialisation)
+    detail = specialisation.get("EXPRESSION") or specialisation.get("COMBINE")
+    return f"{text}  {detail}" if detail else text
+
+
+class Pool:
+    """One new buffer for every value; ``share_buffers`` later packs them by lifetime."""
+
+    def __init__(self):
+        self.buffers = []
+        self.pinned = set()
+
+    def allocate(self, elements, dtype="float32"):
+        buffer = Buffer(len(self.buffers), int(elements), dtype)
+        self.buffers.append(buffer)
+        return buffer.id
+
+
+class Selector:
+    """Walks a plan's schedule once and writes its kernel program."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.nodes = plan.nodes
+        self.pool = Pool()
+        self.steps = []
+        self.views = {}  # node -> View of its value on the device
+        self.on_host = set()  # nodes whose value the host holds during a run
+        self.backends = {}
+        self.declined = {}
+        for index in plan.schedule:
+            node = self.nodes[index]
+            if node.opcode in SOURCE_OPCODES:
+                continue
+            reason = decline_reason(node, self.nodes)
+            if reason is not None:
+                self.declined[index] = reason
+        groups = find_groups(self.nodes, plan.schedule, plan.outputs, self.runs_on_device)
+        # A row kernel's invocations each walk 1/64 of a row: rows too long for one loop stay unfused.
+        self.groups = {
+            first: group for first, group in groups.items()
+            if group.kind == "mean" or -(-self.nodes[group.source].shape[-1] // LANES) <= LOOP_LIMIT
+        }
+        self.covered = {i for group in self.groups.values() for i in group.covered}
+
+    def runs_on_device(self, index):
+        return self.nodes[index].opcode not in SOURCE_OPCODES and index not in self.declined
+
+    # Buffers, views and launches -------------------------------------------------------
+    def allocate(self, shape, dtype="float32"):
+        return View.of_buffer(self.pool.allocate(element_count(shape), dtype), shape)
+
+    def launch(self, launch, covers, label=None):
+        """Append a launch covering node ``covers`` (an index, or a fused group's indices)."""
+        covers = (covers,) if isinstance(covers, int) else tuple(covers)
+        self.steps.append(launch.covering(covers, label or self.nodes[covers[-1]].opcode))
+
+    def with_buffer(self, view, index):
+        """``view`` if it has a buffer; a constant is first written into a new one."""
+        if not view.is_constant:
+            return view
+        dense = self.allocate(view.shape)
+        self.launch(build.fill(dense, view.constant), index)
+        return dense
+
+    def dense(self, view, index):
+        """``view`` itself when it is its buffer's head in row-major order, else a dense copy."""
+        if view.is_dense:
+            return view
+        dense = self.allocate(view.shape)
+        self.place(view, dense, index)
+        return dense
+
+    def place(self, view, target, index):
+        """Write ``view``'s elements into the window ``target`` of a buffer."""
+        if view.is_constant:
+            self.launch(build.fill(target, view.constant), index)
+        else:
+            self.launch(build.copy(view, target), index)
+
+    # Transfers --------------------------------------------------------------------
+    def upload(self, index):
+        node = self.nodes[index]
+        constant = constant_view(node)
+        if constant is not None:
+            self.views[index] = constant
+            return
+        view = self.allocate(node.shape, node.dtype)
+        step = Upload(index, view.buffer, node.dtype, constant=node.opcode == "Leaf",
+                      resident=node.opcode in ("Parameter", "Leaf"))
+        if step.resident:
+            self.pool.pinned.add(view.buffer)
+        self.steps.append(step)
+        self.views[index] = view
+
+    def read_back(self, index):
+        if index not in self.on_host:
+            self.steps.append(Readback(index, self.views[index], self.nodes[index].dtype))
+            self.on_host.add(index)
+
+    # The walk ---------------------------------------------------------------------
+    def read(self):
+        plan = self.plan
+        device_reads = set()
+        for index in plan.schedule:
+            if self.runs_on_device(index):
+                device_reads.update(self.nodes[index].operands)
+        # Sources first: their uploads open the program, so a run submits them together.
+        for index in plan.schedule:
+            if self.nodes[index].opcode in SOURCE_OPCODES:
+                self.on_host.add(index)
+                self.backends[index] = "webgpu" if index in device_reads else "numpy"
+                if index in device_reads:
+                    self.upload(index)
+        for index in plan.schedule:
+            node = self.nodes[index]
+            if node.opcode in SOURCE_OPCODES or (index in self.covered and index not in self.groups):
+                continue
+            if index in self.declined:
+                for operand in node.operands:
+                    self.read_back(operand)
+                self.steps.append(HostStep(index, self.declined[index]))
+                self.on_host.add(index)
+                self.backends[index] = "numpy"
+                if index in device_reads:
+                    self.upload(index)
+            elif index in self.groups:
+                self.emit_group(self.groups[index])
+            else:
+                self.emit(index, [self.views[j] for j in node.operands])
+        for index in plan.outputs:
+            self.read_back(index)
+        for index in plan.schedule:
+            self.backends.setdefault(index, "webgpu")
+        buffers, steps = share_buffers(self.pool.buffers, self.steps, self.pool.pinned)
+        return KernelReading(plan, Program(buffers, steps), self.backends, self.groups, self.declined)
+
+    def emit_group(self, group):
+        node = self.nodes[group.root]
+        source = self.with_buffer(self.views[group.source], group.root)
+        out = self.allocate(node.shape)
+        if group.kind == "mean":
+            total = next(self.nodes[i] for i in group.covered if self.nodes[i].opcode == "Sum")
+            launches = build.reduce("Sum", source, total.attrs["axes"], out.buffer, scale=group.constant,
+                                    allocate=self.pool.allocate)
+        elif group.kind == "layer_norm":
+            launches = [build.layer_norm(source, out.buffer, group.constant)]
+        else:
+            launches = [getattr(build, group.kind)(source, out.buffer)]
+        for launch in launches:
+            self.launch(launch, group.covered, group.kind)
+        self.views[group.root] = out
+
+    def emit(self, index, views):
+        """Launches (or a new view) for one device node whose operands have ``views``."""
+        node = self.nodes[index]
+        opcode = node.opcode
+        attrs = node.attrs
+        if opcode in VIEW_OPCODES or opcode == "Reshape":
+            view = views[0]
+            if opcode == "Broadcast":
+                view = view.broadcast(node.shape)
+            elif opcode == "Transpose":
+                view = view.transpose(attrs["axes"])
+            elif opcode == "Slice":
+                view = view.slice(attrs["start"], attrs["step"], node.shape)
+            elif opcode == "Reshape":
+                # A strided view cannot always be reshaped in place: then its elements are copied first.
+                view = view.reshape(node.shape) or self.dense(view, index).reshape(node.shape)
+            self.views[index] = view
+            self.steps.append(ViewStep(index, view))
+            return
+        out = self.allocate(node.shape)
+        if opcode in EXPRESSIONS:
+            self.launch(build.elementwise(EXPRESSIONS[opcode], out.buffer, node.shape, views), index)
+        elif opcode in ("Sum", "Max"):
+            source = self.with_buffer(views[0], index)
+            for launch in build.reduce(opcode, source, attrs["axes"], out.buffer, allocate=self.pool.allocate):
+                self.launch(launch, index)
+        elif opcode == "MatMul":
+            a, b = (self.with_buffer(v, index) for v in views)
+            self.launch(build.matmul(a, b, out.buffer), index)
+        elif opcode == "Take":
+            values, indices = (self.dense(v, index) for v in views)
+            self.launch(build.take(values, indices, attrs["axis"], out.buffer), index)
+        elif opcode == "OneHot":
+            self.launch(build.one_hot(self.dense(views[0], index), attrs["depth"], out.buffer), index)
+        elif opcode == "Pad":
+            self.launch(build.fill(out, 0.0), index)
+            step = tuple(inner + 1 for inner in attrs["interior"])
+            self.place(views[0], out.slice(attrs["low"], step, views[0].shape), index)
+        elif opcode == "Concatenate":
+            axis = attrs["axis"]
+            offset = 0
+            for view in views:
+                start = tuple(offset if a == axis else 0 for a in range(len(node.shape)))
+                self.place(view, out.slice(start, (1,) * len(node.shape), view.shape), index)
+                offset += view.shape[axis]
+        else:
+            raise AssertionError(f"kernel selection has no rule for {opcode}")
+        self.views[index] = out
+
+
+def constant_view(node):
+    """A leaf of one repeated float32 value needs no buffer: it is a constant view."""
+    if node.opcode != "Leaf" or node.dtype != "float32" or node.size == 0:
+        return None
+    flat = node.payload.reshape(-1)
+    if (flat == flat[0]).all():
+        return View.of_constant(float(flat[0]), node.shape)
+    return None
+
+
+_readings = weakref.WeakKeyDictionary()
+_readings_lock = threading.Lock()
+
+
+def kernel_reading(plan):
+    """``plan.kernels()``: the plan's ``KernelReading``, made once per plan (plans are immutable)."""
+    with _readings_lock:
+        reading = _readings.get(plan)
+        if reading is None:
+            reading = Selector(plan).read()
+            _readings[plan] = reading
+        return reading

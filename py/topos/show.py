@@ -1,0 +1,272 @@
+"""Cards: readings and results rendered for a notebook, a terminal or the playground.
+
+Each ``show.*`` call returns a ``Card``. A card has three faces:
+
+- ``str(card)``: plain text, for a terminal;
+- ``card._repr_mimebundle_()``: rich output for Jupyter (escaped HTML, the plain
+  text, and the card's JSON under ``application/vnd.topos.card+json``);
+- ``card.to_json()``: a JSON-able dict that the playground renders.
+
+Cards carry text and numbers only, never markup: whatever a user prints or
+labels is data, and every renderer treats it as text.
+
+While ``capture()`` is active (the playground does this around the user's
+code), every card made is also appended to its list, so that ``show.lines(...)``
+anywhere in a script reaches the output pane.
+
+The plot builder is immutable: every method returns a new builder::
+
+    show.plot(Plot().layer(Line.y(losses).label("loss")).title("training").log_y())
+"""
+
+import html
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+MIME_TYPE = "application/vnd.topos.card+json"
+
+_captures = []
+
+
+@contextmanager
+def capture(cards=None):
+    """Collect every card made inside the ``with`` block into the yielded list.
+
+    Pass a list to have the cards appended to it (the playground shares one
+    list between cards and printed text, so that both keep their order).
+    """
+    cards = [] if cards is None else cards
+    _captures.append(cards)
+    try:
+        yield cards
+    finally:
+        _captures.pop()
+
+
+class Card:
+    """One entry of the output: ``kind`` names how it is drawn, ``data`` what it holds."""
+
+    def __init__(self, kind, data, text):
+        self.kind = kind
+        self.data = data
+        self._text = text
+        for cards in _captures:
+            cards.append(self)
+
+    def to_json(self):
+        return {"kind": self.kind, **self.data}
+
+    def __str__(self):
+        return self._text
+
+    def __repr__(self):
+        return f"<{self.kind} card>\n{self._text}"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {
+            "text/plain": self._text,
+            "text/html": f'<pre class="topos-{self.kind}">{html.escape(self._text)}</pre>',
+            MIME_TYPE: self.to_json(),
+        }
+
+
+# Text cards -------------------------------------------------------------------
+
+
+def spec(text):
+    """The spec reading (``tape.describe()`` or ``network.describe()``)."""
+    text = _text_of(text)
+    return Card("spec", {"text": text}, text)
+
+
+def hlo(text):
+    """StableHLO text (``plan.emit_stablehlo()``)."""
+    text = _text_of(text)
+    return Card("hlo", {"text": text}, text)
+
+
+def lines(items):
+    """Lines of text, one card: ``show.lines([f"loss = {loss}", ...])``."""
+    if isinstance(items, str):
+        raise TypeError("show.lines() takes a list of strings; use show.lines([text]) for one line")
+    items = [str(item) for item in items]
+    return Card("lines", {"lines": items}, "\n".join(items))
+
+
+def text(value):
+    """Any value as plain text (what ``print`` would show)."""
+    value = str(value)
+    return Card("text", {"text": value}, value)
+
+
+def _text_of(value):
+    """Accept a string or anything with ``describe()`` (a tape, a network, a plan)."""
+    if isinstance(value, str):
+        return value
+    describe = getattr(value, "describe", None)
+    if callable(describe):
+        return describe()
+    raise TypeError(f"expected text or something with describe(), got {type(value).__name__}")
+
+
+# Graph ------------------------------------------------------------------------
+
+
+def graph(value):
+    """The graph reading: a ``Graph``, or a tape, a network or nodes to make one from."""
+    data = graph_json(value)
+    return Card("graph", {"graph": data}, graph_text(data))
+
+
+def graph_json(value):
+    """The JSON form of a graph: ``{"nodes": [...], "edges": [...]}``.
+
+    A ``Graph`` from ``topos.compiler`` gives its own JSON form; anything with
+    ``nodes()`` (a tape, a network) or a sequence of nodes is read directly.
+    """
+    to_json = getattr(value, "to_json", None)
+    if callable(to_json):
+        return to_json()
+    nodes = value.nodes() if callable(getattr(value, "nodes", None)) else value
+    return nodes_json(list(nodes))
+
+
+def nodes_json(nodes):
+    """Graph JSON straight from recorded nodes (the same fields the compiler's graph has)."""
+    from .ops.registry import format_shape
+
+    return {
+        "nodes": [
+            {
+                "index": node.index,
+                "opcode": node.opcode,
+                "shape": format_shape(node.shape),
+                "line": node.source[1] if node.source else None,
+            }
+            for node in nodes
+        ],
+        "edges": [[operand, node.index] for node in nodes for operand in node.operands],
+    }
+
+
+def graph_text(data):
+    """A graph as text: one line a node, naming the nodes it reads."""
+    readers = {}
+    for source, target in data.get("edges", []):
+        readers.setdefault(target, []).append(source)
+    rows = []
+    for node in data.get("nodes", []):
+        operands = ", ".join(str(i) for i in readers.get(node["index"], []))
+        arrow = f" <- {operands}" if operands else ""
+        rows.append(f"{node['index']:>4}  {node['opcode']} {node['shape']}{arrow}")
+    return "\n".join(rows)
+
+
+# Plots ------------------------------------------------------------------------
+
+
+def _numbers(values):
+    """A flat list of floats; NaN and infinities become None (JSON has no such numbers)."""
+    array = np.asarray(getattr(values, "array", values), dtype=np.float64).reshape(-1)
+    return [float(v) if math.isfinite(v) else None for v in array.tolist()]
+
+
+@dataclass(frozen=True)
+class Line:
+    """One series of a plot: ``Line.y(values)`` (x = 0, 1, ...) or ``Line.xy(xs, ys)``."""
+
+    xs: tuple
+    ys: tuple
+    name: str = ""
+
+    @classmethod
+    def y(cls, values):
+        ys = _numbers(values)
+        return cls(tuple(range(len(ys))), tuple(ys))
+
+    @classmethod
+    def xy(cls, xs, ys):
+        xs, ys = _numbers(xs), _numbers(ys)
+        if len(xs) != len(ys):
+            raise ValueError(f"Line.xy needs as many x as y values, got {len(xs)} and {len(ys)}")
+        return cls(tuple(xs), tuple(ys))
+
+    def label(self, name):
+        return replace(self, name=str(name))
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A line plot: layers of ``Line``s, a title, axis labels, a linear or log y axis."""
+
+    layers: tuple = field(default=())
+    title_text: str = ""
+    x_label_text: str = ""
+    y_label_text: str = ""
+    log_scale_y: bool = False
+
+    def layer(self, line):
+        if not isinstance(line, Line):
+            raise TypeError(f"Plot.layer() takes a Line, got {type(line).__name__}")
+        return replace(self, layers=self.layers + (line,))
+
+    def title(self, text):
+        return replace(self, title_text=str(text))
+
+    def x_label(self, text):
+        return replace(self, x_label_text=str(text))
+
+    def y_label(self, text):
+        return replace(self, y_label_text=str(text))
+
+    def log_y(self, on=True):
+        return replace(self, log_scale_y=bool(on))
+
+    def to_json(self):
+        layers = []
+        for line in self.layers:
+            ys = list(line.ys)
+            if self.log_scale_y:
+                # A log axis cannot place zero or a negative number: those points become gaps.
+                ys = [v if v is not None and v > 0 else None for v in ys]
+            layers.append({"label": line.name, "x": list(line.xs), "y": ys})
+        return {
+            "title": self.title_text,
+            "x_label": self.x_label_text,
+            "y_label": self.y_label_text,
+            "log_y": self.log_scale_y,
+            "layers": layers,
+        }
+
+
+def plot(value):
+    """A plot card from a ``Plot`` builder (or a single ``Line``)."""
+    if isinstance(value, Line):
+        value = Plot().layer(value)
+    if not isinstance(value, Plot):
+        raise TypeError(f"show.plot() takes a Plot, got {type(value).__name__}")
+    return Card("plot", value.to_json(), plot_text(value))
+
+
+def plot_text(value):
+    """A plot in words, for terminals: each line's length, first, last, least and largest value."""
+    head = value.title_text or "plot"
+    axes = f" ({value.x_label_text or 'x'} against {value.y_label_text or 'y'}{', log y' if value.log_scale_y else ''})"
+    rows = [head + axes]
+    for number, line in enumerate(value.layers):
+        finite = [v for v in line.ys if v is not None]
+        name = line.name or f"line {number + 1}"
+        if not finite:
+            rows.append(f"  {name}: {len(line.ys)} points, none finite")
+            continue
+        rows.append(
+            f"  {name}: {len(line.ys)} points, first {finite[0]:.6g}, last {finite[-1]:.6g}, "
+            f"min {min(finite):.6g}, max {max(finite):.6g}"
+        )
+    return "\n".join(rows)
+
+
+__all__ = ["Card", "Line", "Plot", "capture", "graph", "hlo", "lines", "plot", "spec", "text"]

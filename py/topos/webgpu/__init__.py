@@ -1,0 +1,53 @@
+"""WebGPU execution of topos plans through wgpu-py (the optional ``topos[wgpu]`` extra).
+
+- ``views``: strided views of device buffers (broadcasts and transposes without copies);
+- ``launch``: launches as data, and the builders that fill each kernel's parameters;
+- ``program``: buffers and steps (uploads, launches, readbacks, host steps) as data;
+- ``sources``: the WGSL files in ``kernels/`` and their specialisation;
+- ``device`` and ``runner``: the wgpu-py device and the program runner;
+- ``backend``: ``plan.run(..., backend="webgpu")`` and ``"auto"``;
+- ``trainer``: ``DeviceTrainer``, training steps whose parameters stay on the device.
+
+Everything but ``device``, ``runner`` and ``backend`` is plain Python and runs
+where wgpu-py does not (Pyodide prints the kernel reading too).
+"""
+
+from .device import NoAdapterError, available
+from .launch import Launch
+from .program import Buffer, HostStep, Program, Readback, Upload, ViewStep
+from .trainer import DeviceTrainer
+from .views import View
+
+__all__ = ["Buffer", "DeviceTrainer", "HostStep", "Launch", "NoAdapterError", "Program", "Readback", "Upload", "View",
+           "ViewStep", "available", "run_launches"]
+
+
+def run_launches(launches, arrays, sizes=None, outputs=None, runner=None):
+    """Run launches on raw arrays (tests and benchmarks).
+
+    ``arrays`` maps buffer ids to host arrays written before the first launch;
+    ``sizes`` maps further buffer ids to their element counts; ``outputs`` maps
+    names to views read back after the last launch. Returns {name: array}.
+    """
+    import numpy as np
+
+    from .runner import default_runner
+
+    sizes = dict(sizes or {})
+    buffers = []
+    steps = []
+    values = {}
+    for buffer_id, array in arrays.items():
+        array = np.asarray(array)
+        dtype = "int32" if array.dtype.kind in "iu" else "float32"
+        buffers.append(Buffer(buffer_id, int(array.size), dtype))
+        steps.append(Upload(("in", buffer_id), buffer_id, dtype))
+        values[("in", buffer_id)] = array
+    for buffer_id, elements in sizes.items():
+        buffers.append(Buffer(buffer_id, int(elements)))
+    steps.extend(launches)
+    for name, view in (outputs or {}).items():
+        steps.append(Readback(("out", name), view))
+    program = Program(tuple(buffers), tuple(steps))
+    values = (runner or default_runner()).run(program, values)
+    return {name: values[("out", name)] for name in (outputs or {})}

@@ -1,0 +1,144 @@
+"""``plan.run(..., backend="webgpu")`` and ``backend="auto"``.
+
+The WebGPU executor runs a whole plan at once rather than node by node: it
+executes the plan's kernel program (``plan.kernels().program``), in which the
+nodes the device declines are host steps that the numpy interpreter computes.
+Values cross between host and device only at the program's edges: sources are
+uploaded, readables and gradients read back, and a host step's operands read
+back and its result uploaded only where a launch reads it.
+
+``"auto"`` is WebGPU where an adapter exists and numpy elsewhere, so the engine's
+correctness never depends on a GPU. A plan with no launches at all (float64)
+runs its host steps without touching a device.
+"""
+
+import threading
+import weakref
+
+import numpy as np
+
+from ..ops import lookup
+from ..tensor import frozen
+from . import device as device_module
+from .program import HostStep
+
+_readings = weakref.WeakKeyDictionary()
+_readings_lock = threading.Lock()
+
+
+def reading_of(plan):
+    """The plan's kernel reading, computed once per plan (plans are immutable)."""
+    from ..compiler.kernels import kernel_reading
+
+    with _readings_lock:
+        reading = _readings.get(plan)
+        if reading is None:
+            reading = kernel_reading(plan)
+            _readings[plan] = reading
+        return reading
+
+
+class WebGPUExecutor:
+    """Runs one plan's kernel program on the process's WebGPU device."""
+
+    name = "webgpu"
+
+    def __init__(self, plan, runner=None):
+        self.plan = plan
+        self.reading = reading_of(plan)
+        self._runner = runner
+        self._index_checks = _index_checks(plan, self.reading)
+
+    @property
+    def runner(self):
+        if self._runner is None:
+            from .runner import default_runner
+
+            self._runner = default_runner()
+        return self._runner
+
+    def run(self, node, inputs):
+        """The node-by-node protocol: declined, since this executor runs whole plans (``run_plan``)."""
+        return None
+
+    def run_plan(self, parameters, feeds):
+        """Evaluate the plan: ``parameters`` a checked ``Parameters`` table, ``feeds`` checked
+        {input index: array}. Returns the interpreter's ``PlanRun``."""
+        from ..compiler.interpreter import PlanRun
+
+        plan = self.plan
+        values = self.source_values(parameters.slots, feeds)
+        program = self.reading.program
+        if needs_device(program):
+            self.runner.run(program, values, self.host_step)
+        else:
+            for step in program.steps:
+                values[step.key] = self.host_step(step.key, values)
+        results = {index: frozen(values[index]) for index in plan.outputs}
+        peak = program.device_bytes // 4
+        return PlanRun(plan, results, dict(self.reading.backends), peak, None)
+
+    def source_values(self, parameter_slots, feeds):
+        """{node: array} for the plan's parameters, inputs and leaves (gather indices checked)."""
+        values = {}
+        for index in self.plan.schedule:
+            node = self.plan.nodes[index]
+            if node.opcode == "Parameter":
+                values[index] = parameter_slots.get(index, node.payload)
+            elif node.opcode == "Input":
+                values[index] = feeds.get(index, node.payload)
+            elif node.opcode == "Leaf":
+                values[index] = node.payload
+            else:
+                continue
+            if index in self._index_checks:
+                self._check_indices(index, values[index])
+        return values
+
+    def host_step(self, index, values):
+        node = self.plan.nodes[index]
+        inputs = [values[j] for j in node.operands]
+        with np.errstate(all="ignore"):
+            value = lookup(node.opcode).forward(inputs, node.attrs)
+        if index in self._index_checks:
+            self._check_indices(index, value)
+        return value
+
+    def _check_indices(self, index, array):
+        """A device gather reads 0.0 for an index out of range; numpy raises, and so does this."""
+        for extent, opcode in self._index_checks[index]:
+            if array.size and (array.min() < 0 or array.max() >= extent):
+                raise IndexError(f"{opcode}: index out of range 0..{extent - 1} (got {array.min()}..{array.max()})")
+
+
+def _index_checks(plan, reading):
+    """index node -> [(extent, opcode)] for each device Take that reads it."""
+    checks = {}
+    for index in plan.schedule:
+        node = plan.nodes[index]
+        if node.opcode == "Take" and reading.backends.get(index) == "webgpu":
+            extent = plan.nodes[node.operands[0]].shape[node.attrs["axis"]]
+            checks.setdefault(node.operands[1], []).append((extent, "Take"))
+    return checks
+
+
+def needs_device(program):
+    """False for a program of host steps alone (a float64 plan): it runs without a device."""
+    return not all(isinstance(step, HostStep) for step in program.steps)
+
+
+def webgpu_executor(plan):
+    """``backend="webgpu"``: needs an adapter, unless the plan runs on the host alone."""
+    executor = WebGPUExecutor(plan)
+    if needs_device(executor.reading.program):
+        device_module.device()  # raises NoAdapterError with the reason
+    return executor
+
+
+def auto_executor(plan):
+    """``backend="auto"``: WebGPU where an adapter exists, else the numpy interpreter."""
+    if device_module.available():
+        return WebGPUExecutor(plan)
+    from ..compiler.backends import NumpyExecutor
+
+    return NumpyExecutor(plan)

@@ -1,0 +1,417 @@
+"""Launches: one dispatch of one WGSL kernel, as plain data.
+
+A ``Launch`` names its kernel file (``kernels/<kernel>.wgsl``), entry point and
+specialisation (the text substituted into the file's ``{{NAME}}`` tokens), the
+plan nodes it covers, its workgroup grid, its buffer bindings and its uniform
+parameter words. Nothing here touches a GPU: the kernel reading prints launches,
+``topos.webgpu.runner`` executes them with wgpu-py, and the browser's runner can
+execute the same data.
+
+The builders below turn views (``topos.webgpu.views``) into launches; each one
+follows the parameter layout written in its kernel file's header comment.
+"""
+
+import struct
+from dataclasses import dataclass, field
+
+from .views import View, contiguous_strides, element_count
+
+#: Axes a view may have after merging (the kernels' parameter blocks hold 6).
+MAX_RANK = 6
+#: Batch axes a matmul operand may have after merging.
+MAX_BATCH_RANK = 4
+#: Words in a launch's uniform parameter block (array<vec4<u32>, 16>).
+PARAM_WORDS = 64
+#: The most workgroups WebGPU lets one grid dimension hold.
+MAX_GROUPS_PER_DIMENSION = 65535
+#: Invocations per workgroup of the one-dimensional kernels.
+LANES = 64
+#: The most iterations any kernel loop may run in one invocation. lavapipe (llvmpipe) silently
+#: leaves a loop after 32767 iterations (measured: a serial sum of 40000 ones gives 32767), so
+#: the builders split work until every loop stays within this.
+LOOP_LIMIT = 32767
+
+#: The elementwise template's expression for each opcode, over operands x, y, z.
+EXPRESSIONS = {
+    "Neg": "-x",
+    "Exp": "exp(x)",
+    "Log": "precise_log(x)",
+    "Sqrt": "sqrt(x)",
+    "Rsqrt": "inverseSqrt(x)",
+    "Tanh": "safe_tanh(x)",
+    "Sigmoid": "sigmoid(x)",
+    "Relu": "max(x, 0.0)",
+    "Gelu": "gelu(x)",
+    "StopGradient": "x",
+    "Add": "x + y",
+    "Sub": "x - y",
+    "Mul": "x * y",
+    "Div": "x / y",
+    "Pow": "power(x, y)",
+    "Maximum": "max(x, y)",
+    "Minimum": "min(x, y)",
+    "Less": "select(0.0, 1.0, x < y)",
+    "LessEqual": "select(0.0, 1.0, x <= y)",
+    "Greater": "select(0.0, 1.0, x > y)",
+    "GreaterEqual": "select(0.0, 1.0, x >= y)",
+    "Equal": "select(0.0, 1.0, x == y)",
+    "NotEqual": "select(0.0, 1.0, x != y)",
+    "Where": "select(z, y, x != 0.0)",
+}
+
+#: How the reduce kernel folds for each reduction opcode: (identity, combine).
+REDUCTIONS = {
+    "Sum": ("0.0", "a + b"),
+    "Max": ("-infinity()", "max(a, b)"),
+}
+
+
+def f32_bits(value):
+    """The u32 word holding ``value`` as an IEEE single (how f32 parameters travel)."""
+    return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Buffer ``buffer`` bound at ``index`` (group 0), ``read`` or ``read_write``."""
+
+    index: int
+    buffer: object
+    access: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str
+    entry: str
+    specialisation: tuple
+    workgroups: tuple
+    bindings: tuple
+    params: tuple
+    nodes: tuple = ()
+    label: str = ""
+    #: what the launch reads and writes, for the kernel reading: (role, view) pairs
+    views: tuple = field(default=(), compare=False)
+
+    @property
+    def key(self):
+        """What the pipeline cache keys on: the compiled text and the binding layout."""
+        layout = tuple((b.index, b.access) for b in self.bindings)
+        return (self.kernel, self.entry, self.specialisation, layout)
+
+    def covering(self, nodes, label=None):
+        """The same launch, recorded as covering ``nodes``."""
+        return Launch(
+            self.kernel, self.entry, self.specialisation, self.workgroups, self.bindings, self.params,
+            tuple(nodes), label if label is not None else self.label, self.views,
+        )
+
+
+def grid(groups):
+    """A workgroup grid (gx, gy, 1) with at least ``groups`` workgroups, numbered gx * wy + wx."""
+    groups = max(int(groups), 1)
+    if groups <= MAX_GROUPS_PER_DIMENSION:
+        return (groups, 1, 1)
+    rows = -(-groups // MAX_GROUPS_PER_DIMENSION)
+    if rows > MAX_GROUPS_PER_DIMENSION:
+        raise ValueError(f"{groups} workgroups do not fit a WebGPU grid")
+    return (MAX_GROUPS_PER_DIMENSION, rows, 1)
+
+
+def pack(words):
+    """Parameter words, each an int (u32) or a float (f32 bits), padded to the block size."""
+    packed = []
+    for word in words:
+        packed.append(f32_bits(word) if isinstance(word, float) else int(word) & 0xFFFFFFFF)
+    if len(packed) > PARAM_WORDS:
+        raise ValueError(f"{len(packed)} parameter words exceed the block of {PARAM_WORDS}")
+    return tuple(packed)
+
+
+def padded(values, length):
+    values = list(values)
+    return values + [0] * (length - len(values))
+
+
+def merge_jointly(shape, stride_lists):
+    """Drop size-1 axes and join neighbouring axes that step evenly in *every* stride list.
+
+    Returns ``(shape, stride_lists)`` of equal or lower rank that address the same elements.
+    """
+    kept = [axis for axis, extent in enumerate(shape) if extent != 1]
+    merged_shape = []
+    merged = [[] for _ in stride_lists]
+    for axis in kept:
+        extent = shape[axis]
+        if merged_shape and all(
+            strides[-1] == source[axis] * extent for strides, source in zip(merged, stride_lists)
+        ):
+            merged_shape[-1] *= extent
+            for strides, source in zip(merged, stride_lists):
+                strides[-1] = source[axis]
+        else:
+            merged_shape.append(extent)
+            for strides, source in zip(merged, stride_lists):
+                strides.append(source[axis])
+    return tuple(merged_shape), [tuple(s) for s in merged]
+
+
+# Elementwise -------------------------------------------------------------------------
+
+_OPERAND_NAMES = ("x", "y", "z")
+
+
+def elementwise(expression, out_buffer, shape, operands, label="", always_strided=False):
+    """``out = expression(x, y, z)`` over ``shape``; ``operands`` are views (constants allowed).
+
+    An operand laid out like the output is read at ``offset + i``; any other through its
+    strides. ``always_strided`` decodes every index (the general path, for benchmarks).
+    """
+    shape = tuple(shape)
+    count = element_count(shape)
+    merged_shape, strides = merge_jointly(shape, [contiguous_strides(shape)] + [v.strides for v in operands])
+    out_strides, operand_strides = strides[0], strides[1:]
+    if len(merged_shape) > MAX_RANK:
+        raise ValueError(f"elementwise: {len(merged_shape)} axes exceed {MAX_RANK}")
+    words = [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
+    specialisation = {"EXPRESSION": expression}
+    bindings = [Binding(1, out_buffer, "read_write")]
+    for position, name in enumerate(_OPERAND_NAMES):
+        base = 8 + 7 * position
+        token = f"LOAD_{name.upper()}"
+        if position >= len(operands):
+            specialisation[token] = "0.0"
+            words += [0] * 7
+            continue
+        view = operands[position]
+        if view.is_constant:
+            specialisation[token] = f"bitcast<f32>(word({base}u))"
+            words += [float(view.constant)] + [0] * 6
+            continue
+        bindings.append(Binding(2 + position, view.buffer, "read"))
+        if operand_strides[position] == out_strides and not always_strided:
+            specialisation[token] = f"{name}_buffer[word({base}u) + i]"
+        else:
+            specialisation[token] = f"{name}_buffer[strided(i, {base}u)]"
+        words += [view.offset] + padded(operand_strides[position], MAX_RANK)
+    roles = (("out", View.of_buffer(out_buffer, shape)),) + tuple(zip(_OPERAND_NAMES, operands))
+    return Launch(
+        "elementwise", "main", tuple(sorted(specialisation.items())), grid(-(-count // LANES)),
+        tuple(bindings), pack(words), label=label, views=roles,
+    )
+
+
+# Copy and fill -------------------------------------------------------------------------
+
+
+def copy(source, out, label=""):
+    """Element i of view ``out`` gets element i of view ``source`` (equal shapes)."""
+    merged_shape, (source_strides, out_strides) = merge_jointly(source.shape, [source.strides, out.strides])
+    if len(merged_shape) > MAX_RANK:
+        raise ValueError(f"copy: {len(merged_shape)} axes exceed {MAX_RANK}")
+    count = source.size
+    words = (
+        [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
+        + [source.offset] + padded(source_strides, MAX_RANK)
+        + [out.offset] + padded(out_strides, MAX_RANK)
+    )
+    bindings = (Binding(1, out.buffer, "read_write"), Binding(2, source.buffer, "read"))
+    return Launch(
+        "copy", "copy", (), grid(-(-count // LANES)), bindings, pack(words), label=label,
+        views=(("out", out), ("source", source)),
+    )
+
+
+def fill(out, value, label=""):
+    """Every element of view ``out`` gets ``value``."""
+    merged_shape, (out_strides,) = merge_jointly(out.shape, [out.strides])
+    count = out.size
+    words = (
+        [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
+        + [0] * 7 + [out.offset] + padded(out_strides, MAX_RANK) + [float(value)]
+    )
+    return Launch(
+        "copy", "fill", (), grid(-(-count // LANES)), (Binding(1, out.buffer, "read_write"),), pack(words),
+        label=label, views=(("out", out),),
+    )
+
+
+# Reductions ------------------------------------------------------------------------------
+
+#: Terms per output up to which one invocation per output folds them all.
+SERIAL_TERMS = 32
+#: Terms per output from which a reduction over few outputs takes two passes.
+TWO_PASS_TERMS = 8192
+#: Outputs below which a long reduction takes two passes (too few workgroups otherwise).
+TWO_PASS_OUTPUTS = 64
+#: Terms per chunk of a two-pass reduction's first pass.
+CHUNK_TERMS = 2048
+
+
+def reduction_strategy(outputs, terms):
+    """Which reduction kernel to use: "serial", "workgroup" or "two-pass"."""
+    if terms <= SERIAL_TERMS:
+        return "serial"
+    if (terms >= TWO_PASS_TERMS and outputs < TWO_PASS_OUTPUTS) or -(-terms // LANES) > LOOP_LIMIT:
+        return "two-pass"
+    return "workgroup"
+
+
+def _check_loop(what, iterations):
+    if iterations > LOOP_LIMIT:
+        raise ValueError(f"{what}: {iterations} iterations of one loop exceed the limit of {LOOP_LIMIT}")
+
+
+def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=None, chunk=CHUNK_TERMS, label=""):
+    """Reduce view ``source`` over ``axes`` into ``out_buffer`` (contiguous, the kept axes in order).
+
+    Returns the launches: one, or two for a two-pass reduction, whose partial results
+    go to a scratch buffer from ``allocate(elements)``.
+    """
+    identity, combine = REDUCTIONS[opcode]
+    kept = [axis for axis in range(source.rank) if axis not in axes]
+    outer = View(source.buffer, 0, tuple(source.shape[a] for a in kept), tuple(source.strides[a] for a in kept))
+    inner = View(source.buffer, 0, tuple(source.shape[a] for a in axes), tuple(source.strides[a] for a in axes))
+    outer, inner = outer.merged(), inner.merged()
+    if outer.rank > MAX_RANK or inner.rank > MAX_RANK:
+        raise ValueError(f"reduce: more than {MAX_RANK} axes after merging")
+    outputs, terms = outer.size, inner.size
+    strategy = strategy or reduction_strategy(outputs, terms)
+    specialisation = (("COMBINE", combine), ("IDENTITY", identity))
+
+    def launch(entry, read, outer, inner, out, per_chunk, chunks, launch_scale, groups):
+        words = (
+            [outer.size, inner.size, outer.rank, inner.rank, read.offset, per_chunk, chunks, float(launch_scale)]
+            + padded(outer.shape, MAX_RANK) + padded(outer.strides, MAX_RANK)
+            + padded(inner.shape, MAX_RANK) + padded(inner.strides, MAX_RANK)
+        )
+        bindings = (Binding(1, out, "read_write"), Binding(2, read.buffer, "read"))
+        return Launch(
+            "reduce", entry, specialisation, grid(groups), bindings, pack(words), label=label,
+            views=(("out", View.of_buffer(out, (outer.size * chunks,))), ("source", read)),
+        )
+
+    if strategy == "serial":
+        _check_loop("serial reduction", terms)
+        return [launch("reduce_serial", source, outer, inner, out_buffer, terms, 1, scale, -(-outputs // LANES))]
+    if strategy == "workgroup":
+        _check_loop("workgroup reduction", -(-terms // LANES))
+        return [launch("reduce_workgroup", source, outer, inner, out_buffer, terms, 1, scale, outputs)]
+    if strategy != "two-pass":
+        raise ValueError(f"unknown reduction strategy {strategy!r}")
+    chunks = -(-terms // chunk)
+    _check_loop("two-pass reduction", max(-(-chunk // LANES), -(-chunks // LANES)))
+    partials = allocate(outputs * chunks)
+    first = launch("reduce_workgroup", source, outer, inner, partials, chunk, chunks, 1.0, outputs * chunks)
+    rows = View(partials, 0, (outputs,), (chunks,)).merged()
+    across = View(partials, 0, (chunks,), (1,))
+    second_entry = "reduce_serial" if chunks <= SERIAL_TERMS else "reduce_workgroup"
+    second_groups = -(-outputs // LANES) if second_entry == "reduce_serial" else outputs
+    table = View.of_buffer(partials, (outputs, chunks))
+    second = launch(second_entry, table, rows, across, out_buffer, chunks, 1, scale, second_groups)
+    return [first, second]
+
+
+# Matrix products ---------------------------------------------------------------------------
+
+#: Output elements (batch * m * n) below which the simple kernel runs.
+SIMPLE_MATMUL_OUTPUTS = 4096
+
+
+#: The most a 64 x 64 tiling may pad a product's output before the simple kernel is chosen.
+MAX_TILE_PADDING = 4.0
+
+
+def matmul_strategy(batch, m, n, k):
+    """"tiled" (the register-blocked kernel) for products large enough to fill its 64 x 64 tiles,
+    else "simple". A batch of 16 x 16 products would leave 15/16 of each tile idle."""
+    padded = (-(-m // 64) * 64) * (-(-n // 64) * 64)
+    small = batch * m * n < SIMPLE_MATMUL_OUTPUTS or padded > MAX_TILE_PADDING * m * n
+    return "simple" if small and k <= LOOP_LIMIT else "tiled"
+
+
+def matmul(a, b, out_buffer, strategy=None, label=""):
+    """``out = a @ b`` over the last two axes of views ``a`` [..., m, k] and ``b`` [..., k, n]."""
+    batch_shape = a.shape[:-2]
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    merged_batch, (a_batch, b_batch) = merge_jointly(batch_shape, [a.strides[:-2], b.strides[:-2]])
+    if len(merged_batch) > MAX_BATCH_RANK:
+        raise ValueError(f"matmul: {len(merged_batch)} batch axes exceed {MAX_BATCH_RANK}")
+    batch = element_count(batch_shape)
+    words = (
+        [m, n, k, len(merged_batch)] + padded(merged_batch, MAX_BATCH_RANK)
+        + [a.offset] + padded(a_batch, MAX_BATCH_RANK) + [a.strides[-2], a.strides[-1]]
+        + [b.offset] + padded(b_batch, MAX_BATCH_RANK) + [b.strides[-2], b.strides[-1]]
+        + [batch]
+    )
+    strategy = strategy or matmul_strategy(batch, m, n, k)
+    _check_loop(f"{strategy} matmul", -(-k // 16) if strategy == "tiled" else k)
+    if strategy == "tiled":
+        if batch > MAX_GROUPS_PER_DIMENSION:
+            raise ValueError(f"matmul: {batch} batches exceed a grid dimension")
+        entry, workgroups = "matmul_tiled", (-(-n // 64), -(-m // 64), batch)
+    elif strategy == "simple":
+        entry, workgroups = "matmul_simple", grid(-(-(batch * m * n) // LANES))
+    else:
+        raise ValueError(f"unknown matmul strategy {strategy!r}")
+    bindings = (Binding(1, out_buffer, "read_write"), Binding(2, a.buffer, "read"), Binding(3, b.buffer, "read"))
+    out = View.of_buffer(out_buffer, batch_shape + (m, n))
+    return Launch("matmul", entry, (), workgroups, tuple(bindings), pack(words), label=label,
+                  views=(("out", out), ("a", a), ("b", b)))
+
+
+# Rows: fused softmax, log-softmax and layer norm -------------------------------------------------
+
+
+def rows(kernel, entry, source, out_buffer, eps=0.0, label=""):
+    """A one-workgroup-per-row kernel over the last axis of view ``source``; the output is contiguous."""
+    outer = View(source.buffer, 0, source.shape[:-1], source.strides[:-1]).merged()
+    _check_loop(entry, -(-source.shape[-1] // LANES))
+    if outer.rank > MAX_RANK:
+        raise ValueError(f"{entry}: more than {MAX_RANK} axes after merging")
+    words = (
+        [outer.size, source.shape[-1], outer.rank, source.offset, source.strides[-1], float(eps), 0, 0]
+        + padded(outer.shape, MAX_RANK) + padded(outer.strides, MAX_RANK)
+    )
+    bindings = (Binding(1, out_buffer, "read_write"), Binding(2, source.buffer, "read"))
+    return Launch(kernel, entry, (), grid(outer.size), bindings, pack(words), label=label,
+                  views=(("out", View.of_buffer(out_buffer, source.shape)), ("source", source)))
+
+
+def softmax(source, out_buffer, label=""):
+    return rows("softmax", "softmax", source, out_buffer, label=label)
+
+
+def log_softmax(source, out_buffer, label=""):
+    return rows("softmax", "log_softmax", source, out_buffer, label=label)
+
+
+def layer_norm(source, out_buffer, eps, label=""):
+    return rows("layer_norm", "layer_norm", source, out_buffer, eps=eps, label=label)
+
+
+# Gathers ----------------------------------------------------------------------------------------
+
+
+def take(values, indices, axis, out_buffer, label=""):
+    """``Take(values, indices)`` along ``axis``; both views dense (values float32, indices int32)."""
+    extent = values.shape[axis]
+    inner = element_count(values.shape[axis + 1:])
+    out_shape = values.shape[:axis] + indices.shape + values.shape[axis + 1:]
+    count = element_count(out_shape)
+    words = [count, indices.size, extent, inner]
+    bindings = (Binding(1, out_buffer, "read_write"), Binding(2, indices.buffer, "read"),
+                Binding(3, values.buffer, "read"))
+    return Launch("gather", "take", (), grid(-(-count // LANES)), bindings, pack(words), label=label,
+                  views=(("out", View.of_buffer(out_buffer, out_shape)), ("indices", indices), ("values", values)))
+
+
+def one_hot(indices, depth, out_buffer, label=""):
+    """``OneHot(indices)`` with ``depth`` classes; ``indices`` a dense int32 view."""
+    count = indices.size * depth
+    words = [count, indices.size, depth, 1]
+    bindings = (Binding(1, out_buffer, "read_write"), Binding(2, indices.buffer, "read"))
+    out = View.of_buffer(out_buffer, indices.shape + (depth,))
+    return Launch("gather", "one_hot", (), grid(-(-count // LANES)), bindings, pack(words), label=label,
+                  views=(("out", out), ("indices", indices)))

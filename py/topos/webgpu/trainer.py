@@ -1,0 +1,164 @@
+"""Training on the device: parameters stay in device buffers between steps.
+
+``plan.run(..., backend="webgpu")`` uploads the parameters it is given (once per
+array: the same array objects are not written again) and reads every gradient
+back. A training loop whose optimizer runs on the host therefore moves every
+parameter and gradient across each step. ``DeviceTrainer`` moves neither: each
+step runs the forward+backward plan's launches and then one optimizer launch a
+parameter (``kernels/optimizer.wgsl``) that updates the parameter's buffer in
+place; only the feeds go up and only the readables (the loss) come back.
+``trainer.parameters()`` reads the parameters back when they are wanted.
+
+```python
+plan = network.entry([loss]).backward(loss).lower()
+trainer = DeviceTrainer(plan, network.parameters(), optim.Adam(lr=1e-2))
+for step in range(100):
+    run = trainer.step({tokens: inputs, targets: expected})
+    print(run.of(loss))
+parameters = trainer.parameters()
+```
+
+The updates follow ``topos.model.optim`` (SGD with momentum, Nesterov and weight
+decay; Adam; AdamW) operation by operation in float32, so a device run tracks a
+host run to rounding.
+"""
+
+import math
+
+import numpy as np
+
+from ..model import optim
+from ..model.network import Parameters
+from ..tensor import frozen
+from . import launch as build
+from .launch import Binding, Launch, grid, pack
+from .program import Buffer, HostStep, Program, Readback, Upload
+from .views import View
+
+
+class DeviceTrainer:
+    """Runs a forward+backward plan and an optimizer step on the device, step after step."""
+
+    def __init__(self, plan, parameters, optimizer, runner=None):
+        from .backend import WebGPUExecutor, reading_of
+
+        if plan.target is None:
+            raise ValueError("DeviceTrainer needs a forward+backward plan: network.entry([...]).backward(loss).lower()")
+        if not isinstance(optimizer, (optim.SGD, optim.Adam, optim.AdamW)):
+            raise TypeError(f"DeviceTrainer runs SGD, Adam and AdamW; got {type(optimizer).__name__}")
+        plan.network.check_parameters(parameters)
+        self.plan = plan
+        self.optimizer = optimizer
+        self.steps = 0
+        self._initial = dict(parameters.slots)
+        self._template = parameters
+        reading = reading_of(plan)
+        self._program, self._updates = self._build(plan, reading)
+        if runner is None:
+            from .runner import default_runner
+
+            runner = default_runner()
+        self.runner = runner
+        self._executor = WebGPUExecutor(plan, runner)
+        self._executor_backends = dict(reading.backends)
+
+    def _build(self, plan, reading):
+        """The plan's program without its gradient readbacks, then one update launch a parameter."""
+        program = reading.program
+        gradient_nodes = {gradient for _, gradient in plan.gradients} - set(plan.readables)
+        steps = [s for s in program.steps if not (isinstance(s, Readback) and s.key in gradient_nodes)]
+        buffers = list(program.buffers)
+        uploads = {s.key: s.buffer for s in program.steps if isinstance(s, Upload)}
+        readbacks = {s.key: s.view for s in program.steps if isinstance(s, Readback)}
+        updates = []
+
+        def new_buffer(elements):
+            buffer = Buffer(len(buffers), elements)
+            buffers.append(buffer)
+            return buffer.id
+
+        def gradient_on_device(gradient):
+            shape = plan.nodes[gradient].shape
+            if gradient in readbacks:
+                return readbacks[gradient]
+            if gradient in uploads:
+                return View.of_buffer(uploads[gradient], shape)
+            # Computed on the host (ScatterAdd, say) and read by no launch: upload it after its host step.
+            position = next(i for i, s in enumerate(steps) if isinstance(s, HostStep) and s.key == gradient)
+            view = View.of_buffer(new_buffer(plan.nodes[gradient].size), shape)
+            steps.insert(position + 1, Upload(gradient, view.buffer))
+            return view
+
+        for parameter, gradient in plan.gradients:
+            if parameter not in self._initial:
+                continue
+            node = plan.nodes[parameter]
+            if parameter not in uploads:
+                raise ValueError(f"no launch reads parameter {parameter}, so it is not on the device")
+            view = gradient_on_device(gradient)
+            if not view.is_dense:
+                dense = View.of_buffer(new_buffer(view.size), view.shape)
+                filling = build.fill(dense, view.constant) if view.is_constant else build.copy(view, dense)
+                steps.append(filling.covering((gradient,), "gradient"))
+                view = dense
+            count = node.size
+            entry = self._entry()
+            bindings = [Binding(1, uploads[parameter], "read_write"), Binding(2, view.buffer, "read")]
+            if entry != "sgd":
+                bindings.append(Binding(3, new_buffer(count), "read_write"))
+            if entry == "adam":
+                bindings.append(Binding(4, new_buffer(count), "read_write"))
+            launch = Launch("optimizer", entry, (), grid(-(-count // 64)), tuple(bindings), pack([count]),
+                            (parameter,), type(self.optimizer).__name__)
+            steps.append(launch)
+            updates.append((parameter, launch))
+        return Program(tuple(buffers), tuple(steps)), updates
+
+    def _entry(self):
+        if isinstance(self.optimizer, optim.SGD):
+            return "sgd_momentum" if self.optimizer.momentum != 0.0 else "sgd"
+        return "adam"
+
+    def _words(self, count):
+        """This step's parameter words for an update launch over ``count`` elements."""
+        o = self.optimizer
+        f32 = np.float32
+        if isinstance(o, optim.SGD):
+            flags = (2 if self.steps == 0 else 0) | (4 if o.nesterov else 0)
+            return [count, flags, f32(o.lr), f32(o.momentum), f32(1.0 - o.dampening), f32(o.weight_decay)]
+        beta1, beta2 = o.betas
+        step = self.steps + 1
+        correction1 = 1.0 - beta1**step
+        correction2 = 1.0 - beta2**step
+        return [
+            count, 1 if o.decoupled else 0, f32(o.lr), f32(beta1), f32(beta2), f32(o.weight_decay), f32(o.eps),
+            f32(o.lr / correction1), f32(math.sqrt(correction2)), f32(1.0 - beta1), f32(1.0 - beta2),
+            f32(1.0 - o.lr * o.weight_decay),
+        ]
+
+    def step(self, feeds=None):
+        """One training step; returns a ``PlanRun`` holding the readables (the loss) of this step."""
+        from ..compiler.interpreter import PlanRun
+
+        plan = self.plan
+        feeds = plan.network.check_feeds(feeds)
+        for parameter, launch in self._updates:
+            words = [float(w) if isinstance(w, np.floating) else w for w in self._words(plan.nodes[parameter].size)]
+            self.runner.write_params(self._program, launch, pack(words))
+        executor = self._executor
+        # The very arrays of the first step: resident uploads skip them after it.
+        values = executor.source_values(self._initial, feeds)
+        self.runner.run(self._program, values, executor.host_step)
+        self.steps += 1
+        results = {index: frozen(values[index]) for index in plan.readables}
+        return PlanRun(plan, results, dict(self._executor_backends), self._program.device_bytes // 4, None)
+
+    def parameters(self):
+        """The parameters as they are on the device now, as a new ``Parameters`` table."""
+        weights = {s.key: s.buffer for s in self._program.steps if isinstance(s, Upload)}
+        arrays = {}
+        for index in self._initial:
+            node = self.plan.nodes[index]
+            if index in weights:
+                arrays[index] = self.runner.read_view(self._program, View.of_buffer(weights[index], node.shape))
+        return self._template.replace(arrays) if arrays else Parameters(self.plan.network, dict(self._initial))

@@ -1,0 +1,369 @@
+"""The WGSL kernels through wgpu-py on raw numpy inputs, against numpy in float64.
+
+Each kernel family is launched directly (``topos.webgpu.launch`` builders, no
+plan), over element counts at the edges of 64-wide workgroups (1, 7, 63, 64, 65,
+1023, 4097), non-square and batched matrix products, broadcasts on every axis and
+operands read through strides. Agreement is tests/cases/README.md's rule: 1e-5
+relative, plus 4 sqrt(n) 2^-24 sum(|terms|) for a sum of n terms, plus 8 times
+numpy's own float32 error where a formula loses precision in float32.
+
+These tests need a WebGPU adapter (lavapipe here and in CI) and fail without one.
+"""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from topos import webgpu
+from topos.webgpu import View, run_launches
+from topos.webgpu import launch as build
+from topos.webgpu.sources import kernel_names, kernel_text, tokens
+
+EDGE_SIZES = (1, 7, 63, 64, 65, 1023, 4097)
+UNIT = 2.0**-24
+rng = np.random.default_rng(5)
+
+
+def test_a_webgpu_adapter_is_present():
+    assert webgpu.available(), (
+        "no WebGPU adapter: the kernel tests need one (apt-get install mesa-vulkan-drivers gives lavapipe)"
+    )
+
+
+def assert_agrees(got, exact, rounded=None, terms=1, magnitude=None, what=""):
+    """``got`` (float32) against ``exact`` (float64) by the documented rule."""
+    exact = np.asarray(exact, dtype=np.float64)
+    got = np.asarray(got, dtype=np.float64)
+    assert got.shape == exact.shape, f"{what}: shape {got.shape}, expected {exact.shape}"
+    allowed = 1e-5 * np.abs(exact) + 1e-37
+    if rounded is not None:
+        allowed = np.maximum(allowed, 8.0 * np.abs(np.asarray(rounded, dtype=np.float64) - exact))
+    if terms > 1:
+        allowed = allowed + 4.0 * math.sqrt(terms) * UNIT * np.asarray(magnitude, dtype=np.float64)
+    error = np.abs(got - exact)
+    same_special = (np.isinf(exact) & (got == exact)) | (np.isnan(exact) & np.isnan(got))
+    bad = ~same_special & ~(error <= allowed)
+    assert not bad.any(), (
+        f"{what}: {int(bad.sum())} of {got.size} elements disagree, e.g. got {got[bad][:3]} for {exact[bad][:3]}"
+    )
+
+
+def dense(buffer, shape):
+    return View.of_buffer(buffer, shape)
+
+
+def run_one(launches, arrays, out_shape, out_buffer=9, extra=None):
+    launches = launches if isinstance(launches, list) else [launches]
+    sizes = {out_buffer: max(int(np.prod(out_shape)), 1)}
+    sizes.update(extra or {})
+    return run_launches(launches, arrays, sizes, {"out": dense(out_buffer, out_shape)})["out"]
+
+
+# Elementwise ----------------------------------------------------------------------------
+
+UNARY = {
+    # opcode: (input sampler, float64 formula usable on float32 arrays too)
+    "Neg": (lambda n: rng.normal(0, 3, n), lambda x: -x),
+    "Exp": (lambda n: rng.uniform(-20, 20, n), np.exp),
+    "Log": (lambda n: np.exp(rng.uniform(-8, 8, n)), np.log),
+    "Sqrt": (lambda n: rng.uniform(0, 100, n), np.sqrt),
+    "Rsqrt": (lambda n: np.exp(rng.uniform(-8, 8, n)), lambda x: 1 / np.sqrt(x)),
+    "Tanh": (lambda n: rng.normal(0, 3, n), np.tanh),
+    "Sigmoid": (lambda n: rng.normal(0, 10, n), lambda x: 1 / (1 + np.exp(-x))),
+    "Relu": (lambda n: rng.normal(0, 1, n), lambda x: np.maximum(x, 0)),
+    "Gelu": (lambda n: rng.normal(0, 3, n),
+             lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))),
+    "StopGradient": (lambda n: rng.normal(0, 1, n), lambda x: x),
+}
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES)
+def test_unary_ops_over_edge_sizes(n):
+    for opcode, (sample, formula) in UNARY.items():
+        x = sample(n).astype(np.float32)
+        got = run_one(build.elementwise(build.EXPRESSIONS[opcode], 9, (n,), [dense(0, (n,))]), {0: x}, (n,))
+        with np.errstate(all="ignore"):
+            assert_agrees(got, formula(x.astype(np.float64)), formula(x), what=f"{opcode} of {n}")
+
+
+BINARY = {
+    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Maximum": np.maximum,
+    "Minimum": np.minimum, "Pow": np.power,
+    "Less": np.less, "LessEqual": np.less_equal, "Greater": np.greater, "GreaterEqual": np.greater_equal,
+    "Equal": np.equal, "NotEqual": np.not_equal,
+}
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES)
+def test_binary_ops_over_edge_sizes_with_ties(n):
+    for opcode, function in BINARY.items():
+        if opcode == "Pow":
+            x = rng.uniform(0.1, 4, n).astype(np.float32)
+            y = rng.uniform(-3, 3, n).astype(np.float32)
+        else:
+            x = rng.integers(-3, 4, n).astype(np.float32) * 0.5  # many ties, no zero divisors below
+            y = np.where((rng.random(n) < 0.3) & (x != 0), x, rng.integers(1, 4, n) * 0.75).astype(np.float32)
+        got = run_one(build.elementwise(build.EXPRESSIONS[opcode], 9, (n,), [dense(0, (n,)), dense(1, (n,))]),
+                      {0: x, 1: y}, (n,))
+        exact = function(x.astype(np.float64), y.astype(np.float64)).astype(np.float64)
+        assert_agrees(got, exact, function(x, y).astype(np.float64), what=f"{opcode} of {n}")
+
+
+def test_pow_takes_negative_bases_to_integer_powers_as_numpy_does():
+    x = np.array([-2.0, -1.5, -0.5, 0.0, 0.0, 0.0, 3.0, -2.0], dtype=np.float32)
+    y = np.array([3.0, 2.0, -1.0, 2.0, 0.0, 1.5, 0.5, 0.5], dtype=np.float32)
+    got = run_one(build.elementwise("power(x, y)", 9, (8,), [dense(0, (8,)), dense(1, (8,))]), {0: x, 1: y}, (8,))
+    with np.errstate(invalid="ignore"):
+        exact = np.power(x.astype(np.float64), y.astype(np.float64))
+    assert np.isnan(got[-1]) and np.isnan(exact[-1])
+    assert_agrees(got[:-1], exact[:-1], what="power")
+
+
+def test_broadcast_on_every_axis_reads_through_zero_strides():
+    shape = (3, 4, 5)
+    y = rng.normal(size=shape).astype(np.float32)
+    for kept in itertools.product((False, True), repeat=3):
+        x_shape = tuple(extent if keep else 1 for extent, keep in zip(shape, kept))
+        x = rng.normal(size=x_shape).astype(np.float32)
+        view = dense(0, x_shape).broadcast(shape)
+        got = run_one(build.elementwise("x - y", 9, shape, [view, dense(1, shape)]), {0: x, 1: y}, shape)
+        assert_agrees(got, x.astype(np.float64) - y, what=f"broadcast {x_shape}")
+    # New leading axes (numpy's broadcasting of a lower rank).
+    z = rng.normal(size=(5,)).astype(np.float32)
+    got = run_one(build.elementwise("x * y", 9, shape, [dense(1, shape), dense(0, (5,)).broadcast(shape)]),
+                  {0: z, 1: y}, shape)
+    assert_agrees(got, y.astype(np.float64) * z, what="leading axes")
+
+
+def test_where_reads_transposed_sliced_and_constant_operands():
+    base = rng.normal(size=(6, 8)).astype(np.float32)
+    condition = (rng.random((8, 6)) < 0.5).astype(np.float32)
+    transposed = dense(0, (6, 8)).transpose((1, 0))  # [8, 6], strides (1, 8)
+    sliced = dense(2, (8, 12)).slice((0, 1), (1, 2), (8, 6))
+    wide = rng.normal(size=(8, 12)).astype(np.float32)
+    got = run_one(build.elementwise("select(z, y, x != 0.0)", 9, (8, 6), [dense(1, (8, 6)), transposed, sliced]),
+                  {0: base, 1: condition, 2: wide}, (8, 6))
+    assert_agrees(got, np.where(condition != 0, base.T, wide[:, 1:12:2]), what="where")
+    constant = View.of_constant(2.5, (8, 6))
+    got = run_one(build.elementwise("x * y", 9, (8, 6), [transposed, constant]), {0: base}, (8, 6))
+    assert_agrees(got, base.T.astype(np.float64) * 2.5, what="constant")
+
+
+# Copy and fill ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES)
+def test_copy_materialises_transposes_and_slices(n):
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    got = run_one(build.copy(dense(0, (n, 3)).transpose((1, 0)), dense(9, (3, n))), {0: x}, (3, n))
+    assert np.array_equal(got, x.T)
+    rows = (n + 1) // 2
+    got = run_one(build.copy(dense(0, (n, 3)).slice((0, 1), (2, 1), (rows, 2)), dense(9, (rows, 2))), {0: x}, (rows, 2))
+    assert np.array_equal(got, x[::2, 1:])
+
+
+def test_copy_and_fill_write_into_windows_of_a_buffer():
+    a = rng.normal(size=(4, 3)).astype(np.float32)
+    out = dense(9, (4, 7))
+    launches = [
+        build.fill(out, -1.0),
+        build.copy(dense(0, (4, 3)), out.slice((0, 1), (1, 2), (4, 3))),
+        build.fill(out.slice((1, 0), (2, 7), (2, 1)), 5.0),
+    ]
+    got = run_one(launches, {0: a}, (4, 7))
+    expected = np.full((4, 7), -1.0, dtype=np.float32)
+    expected[:, 1::2] = a
+    expected[1::2, 0] = 5.0
+    assert np.array_equal(got, expected)
+
+
+# Reductions -------------------------------------------------------------------------------
+
+STRATEGIES = ("serial", "workgroup", "two-pass")
+
+
+def reduce_on_device(opcode, x, axes, strategy, scale=1.0, chunk=build.CHUNK_TERMS, view=None):
+    view = view or dense(0, x.shape)
+    kept = tuple(e for a, e in enumerate(view.shape) if a not in axes)
+    scratch = iter(range(20, 30))
+    sizes = {}
+
+    def allocate(elements):
+        buffer = next(scratch)
+        sizes[buffer] = elements
+        return buffer
+
+    launches = build.reduce(opcode, view, axes, 9, scale=scale, allocate=allocate,
+                            strategy=strategy, chunk=chunk)
+    return run_one(launches, {0: x}, kept, extra=sizes)
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES)
+def test_sum_and_max_over_edge_sizes_with_every_strategy(n):
+    x = rng.normal(size=(n,)).astype(np.float32)
+    for strategy in STRATEGIES:
+        got = reduce_on_device("Sum", x, (0,), strategy, chunk=256)
+        assert_agrees(got, x.astype(np.float64).sum(), terms=n, magnitude=np.abs(x).sum(), what=f"sum {strategy}")
+        got = reduce_on_device("Max", x, (0,), strategy, chunk=256)
+        assert got == x.max(), f"max {strategy} of {n}"
+
+
+@pytest.mark.parametrize("axes", [(0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2)])
+def test_reductions_over_axis_sets_read_strided_rows(axes):
+    x = rng.normal(size=(5, 65, 7)).astype(np.float32)
+    terms = int(np.prod([x.shape[a] for a in axes]))
+    for strategy in STRATEGIES:
+        got = reduce_on_device("Sum", x, axes, strategy, scale=0.5, chunk=64)
+        exact = 0.5 * x.astype(np.float64).sum(axis=axes)
+        assert_agrees(got, exact, terms=terms, magnitude=0.5 * np.abs(x).sum(axis=axes), what=f"sum {axes} {strategy}")
+        assert np.array_equal(reduce_on_device("Max", x, axes, strategy, chunk=64), x.max(axis=axes))
+
+
+def test_a_two_pass_reduction_with_many_chunks_folds_them_in_a_workgroup():
+    x = rng.normal(size=(3, 4097)).astype(np.float32)
+    got = reduce_on_device("Sum", x, (1,), "two-pass", chunk=64)  # 65 chunks: the second pass is a workgroup
+    assert_agrees(got, x.astype(np.float64).sum(axis=1), terms=4097, magnitude=np.abs(x).sum(axis=1))
+
+
+def test_reducing_a_transposed_view():
+    x = rng.normal(size=(7, 130)).astype(np.float32)
+    view = dense(0, (7, 130)).transpose((1, 0))
+    got = reduce_on_device("Sum", x, (0,), "workgroup", view=view)
+    assert_agrees(got, x.astype(np.float64).sum(axis=1), terms=130, magnitude=np.abs(x).sum(axis=1))
+
+
+# Matrix products ------------------------------------------------------------------------------
+
+MATMUL_SHAPES = [
+    # (batch, m, k, n)
+    ((), 1, 1, 1),
+    ((), 7, 63, 65),
+    ((), 64, 64, 64),
+    ((), 65, 33, 63),
+    ((), 3, 1023, 5),
+    ((), 2, 4097, 3),
+    ((), 130, 7, 66),
+    ((2, 3), 17, 9, 5),
+    ((4,), 65, 16, 33),
+]
+
+
+@pytest.mark.parametrize("batch, m, k, n", MATMUL_SHAPES)
+def test_matmul_simple_and_tiled_agree_with_numpy(batch, m, k, n):
+    a = rng.normal(size=batch + (m, k)).astype(np.float32)
+    b = rng.normal(size=batch + (k, n)).astype(np.float32)
+    exact = a.astype(np.float64) @ b
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b)
+    for strategy in ("simple", "tiled"):
+        got = run_one(build.matmul(dense(0, a.shape), dense(1, b.shape), 9, strategy=strategy), {0: a, 1: b}, exact.shape)
+        assert_agrees(got, exact, terms=k, magnitude=magnitude, what=f"{strategy} {batch} {m}x{k}x{n}")
+
+
+def test_matmul_reads_transposed_operands_and_broadcast_batches_in_place():
+    a = rng.normal(size=(40, 70)).astype(np.float32)  # used as a^T: [70, 40]
+    b = rng.normal(size=(40, 33)).astype(np.float32)  # broadcast over a batch of 3
+    a_view = dense(0, (40, 70)).transpose((1, 0)).broadcast((3, 70, 40))
+    b_view = dense(1, (40, 33)).broadcast((3, 40, 33))
+    exact = np.broadcast_to(a.T.astype(np.float64) @ b, (3, 70, 33))
+    magnitude = np.broadcast_to(np.abs(a.T).astype(np.float64) @ np.abs(b), (3, 70, 33))
+    for strategy in ("simple", "tiled"):
+        got = run_one(build.matmul(a_view, b_view, 9, strategy=strategy), {0: a, 1: b}, (3, 70, 33))
+        assert_agrees(got, exact, terms=40, magnitude=magnitude, what=strategy)
+
+
+# Rows: softmax, log-softmax, layer norm ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", EDGE_SIZES)
+def test_fused_row_kernels_over_edge_lengths(n):
+    x = rng.normal(0, 4, size=(3, n)).astype(np.float32)
+    x64 = x.astype(np.float64)
+    shifted = x64 - x64.max(axis=1, keepdims=True)
+    total = np.exp(shifted).sum(axis=1, keepdims=True)
+    got = run_one(build.softmax(dense(0, x.shape), 9), {0: x}, x.shape)
+    assert_agrees(got, np.exp(shifted) / total, terms=n, magnitude=np.exp(shifted) / total, what="softmax")
+    got = run_one(build.log_softmax(dense(0, x.shape), 9), {0: x}, x.shape)
+    exact = shifted - np.log(total)
+    assert_agrees(got, exact, terms=n, magnitude=np.abs(x64).max(), what="log_softmax")
+    got = run_one(build.layer_norm(dense(0, x.shape), 9, 1e-5), {0: x}, x.shape)
+    centred = x64 - x64.mean(axis=1, keepdims=True)
+    exact = centred / np.sqrt((centred**2).mean(axis=1, keepdims=True) + 1e-5)
+    assert_agrees(got, exact, terms=n, magnitude=np.abs(exact).max(), what="layer_norm")
+
+
+def test_row_kernels_read_rows_through_strides():
+    x = rng.normal(size=(9, 2, 5)).astype(np.float32)
+    view = dense(0, x.shape).transpose((1, 2, 0))  # rows of 9 along a stride of 10
+    got = run_one(build.softmax(view, 9), {0: x}, (2, 5, 9))
+    y = x.transpose(1, 2, 0).astype(np.float64)
+    e = np.exp(y - y.max(axis=-1, keepdims=True))
+    assert_agrees(got, e / e.sum(axis=-1, keepdims=True), terms=9, magnitude=1.0)
+
+
+# Gathers ----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_take_gathers_along_any_axis(axis):
+    values = rng.normal(size=(4, 6, 3)).astype(np.float32)
+    indices = rng.integers(0, values.shape[axis], size=(2, 5)).astype(np.int32)
+    out_shape = values.shape[:axis] + indices.shape + values.shape[axis + 1:]
+    got = run_one(build.take(dense(0, values.shape), dense(1, indices.shape), axis, 9), {0: values, 1: indices}, out_shape)
+    assert np.array_equal(got, np.take(values, indices, axis=axis))
+
+
+def test_take_reads_zero_for_an_index_out_of_range_and_one_hot_marks_each_index():
+    values = rng.normal(size=(5, 2)).astype(np.float32)
+    indices = np.array([4, -1, 5, 0], dtype=np.int32)
+    got = run_one(build.take(dense(0, (5, 2)), dense(1, (4,)), 0, 9), {0: values, 1: indices}, (4, 2))
+    assert np.array_equal(got, np.stack([values[4], np.zeros(2), np.zeros(2), values[0]]))
+    labels = np.array([[3, 0], [6, 2]], dtype=np.int32)
+    got = run_one(build.one_hot(dense(1, (2, 2)), 7, 9), {1: labels}, (2, 2, 7))
+    assert np.array_equal(got, np.eye(7, dtype=np.float32)[labels])
+
+
+# The files ---------------------------------------------------------------------------------------------
+
+
+def test_every_kernel_file_documents_its_bindings_and_parameters():
+    assert set(kernel_names()) >= {"copy", "elementwise", "gather", "layer_norm", "matmul", "reduce", "softmax"}
+    for name in kernel_names():
+        text = kernel_text(name)
+        header = text.split("\n@group")[0]
+        assert header.startswith(f'// topos kernel family "{name}"'), name
+        assert "// Bindings (group 0):" in header and "// Parameters (u32 words):" in header, name
+        for token in tokens(text):
+            assert f"{{{{{token}}}}}" in header, f"{name}: the header does not explain {{{{{token}}}}}"
+
+
+def test_each_primitive_names_a_kernel_family_with_a_file():
+    from topos.ops import primitives
+
+    families = {"elementwise", "reduce", "matmul", "copy", "gather"}
+    for name, primitive in primitives().items():
+        if primitive.is_source:
+            continue
+        assert primitive.kernel in families | {None}, f"{name} names an unknown kernel family {primitive.kernel!r}"
+        if primitive.kernel == "elementwise":
+            assert name in build.EXPRESSIONS, f"{name} has no elementwise expression"
+    assert families <= set(kernel_names())
+    assert set(build.EXPRESSIONS) <= {n for n, p in primitives().items() if p.kernel == "elementwise"}
+
+
+def test_long_sums_and_contractions_stay_within_the_loop_limit():
+    # lavapipe leaves any loop after 32767 iterations, silently: the builders split the work instead.
+    ones = np.ones(40000, dtype=np.float32)
+    with pytest.raises(ValueError, match="exceed the limit of 32767"):
+        reduce_on_device("Sum", ones, (0,), "serial")
+    n = 64 * build.LOOP_LIMIT + 100
+    x = rng.normal(size=n).astype(np.float32)
+    assert build.reduction_strategy(1, n) == "two-pass"
+    got = reduce_on_device("Sum", x, (0,), None)
+    assert_agrees(got, x.astype(np.float64).sum(), terms=n, magnitude=np.abs(x).sum(), what="long sum")
+    a = rng.normal(size=(2, 40000)).astype(np.float32)
+    b = rng.normal(size=(40000, 3)).astype(np.float32)
+    assert build.matmul_strategy(1, 2, 3, 40000) == "tiled"
+    got = run_one(build.matmul(dense(0, a.shape), dense(1, b.shape), 9), {0: a, 1: b}, (2, 3))
+    assert_agrees(got, a.astype(np.float64) @ b, terms=40000, magnitude=np.abs(a).astype(np.float64) @ np.abs(b))
