@@ -53,6 +53,7 @@ def _float_dtype(tape, operands):
 
 
 def broadcast_to(value, shape):
+    """``value`` broadcast to ``shape`` by numpy's rules (records ``Broadcast``; none if the shape already matches)."""
     shape = tuple(int(d) for d in shape)
     if value.shape == shape:
         return value
@@ -83,30 +84,37 @@ def _elementwise(opcode, *operands):
 
 
 def add(a, b):
+    """``a + b`` elementwise; operands broadcast numpy's way (records ``Add``)."""
     return _elementwise("Add", a, b)
 
 
 def sub(a, b):
+    """``a - b`` elementwise; operands broadcast numpy's way (records ``Sub``)."""
     return _elementwise("Sub", a, b)
 
 
 def mul(a, b):
+    """``a * b`` elementwise; operands broadcast numpy's way (records ``Mul``)."""
     return _elementwise("Mul", a, b)
 
 
 def div(a, b):
+    """``a / b`` elementwise; operands broadcast numpy's way (records ``Div``)."""
     return _elementwise("Div", a, b)
 
 
 def power(a, b):
+    """``a ** b`` elementwise; operands broadcast numpy's way (records ``Pow``)."""
     return _elementwise("Pow", a, b)
 
 
 def maximum(a, b):
+    """The larger of ``a`` and ``b``, elementwise, as ``numpy.maximum`` (records ``Maximum``)."""
     return _elementwise("Maximum", a, b)
 
 
 def minimum(a, b):
+    """The smaller of ``a`` and ``b``, elementwise, as ``numpy.minimum`` (records ``Minimum``)."""
     return _elementwise("Minimum", a, b)
 
 
@@ -116,22 +124,27 @@ def less(a, b):
 
 
 def less_equal(a, b):
+    """1.0 where a <= b, else 0.0 (records ``LessEqual``; its derivative is zero)."""
     return _elementwise("LessEqual", a, b)
 
 
 def greater(a, b):
+    """1.0 where a > b, else 0.0 (records ``Greater``; its derivative is zero)."""
     return _elementwise("Greater", a, b)
 
 
 def greater_equal(a, b):
+    """1.0 where a >= b, else 0.0 (records ``GreaterEqual``; its derivative is zero)."""
     return _elementwise("GreaterEqual", a, b)
 
 
 def equal(a, b):
+    """1.0 where a == b, else 0.0 (records ``Equal``; ``==`` itself is not overloaded on values)."""
     return _elementwise("Equal", a, b)
 
 
 def not_equal(a, b):
+    """1.0 where a != b, else 0.0 (records ``NotEqual``)."""
     return _elementwise("NotEqual", a, b)
 
 
@@ -147,34 +160,42 @@ def _unary(opcode, value):
 
 
 def neg(v):
+    """``-v`` (records ``Neg``)."""
     return _unary("Neg", v)
 
 
 def exp(v):
+    """e to the power ``v``, elementwise (records ``Exp``)."""
     return _unary("Exp", v)
 
 
 def log(v):
+    """The natural logarithm, elementwise (records ``Log``)."""
     return _unary("Log", v)
 
 
 def sqrt(v):
+    """The square root, elementwise (records ``Sqrt``)."""
     return _unary("Sqrt", v)
 
 
 def rsqrt(v):
+    """``1 / sqrt(v)``, elementwise (records ``Rsqrt``)."""
     return _unary("Rsqrt", v)
 
 
 def tanh(v):
+    """The hyperbolic tangent, elementwise (records ``Tanh``)."""
     return _unary("Tanh", v)
 
 
 def sigmoid(v):
+    """``1 / (1 + exp(-v))``, elementwise (records ``Sigmoid``)."""
     return _unary("Sigmoid", v)
 
 
 def relu(v):
+    """``max(v, 0)``, elementwise (records ``Relu``)."""
     return _unary("Relu", v)
 
 
@@ -189,6 +210,7 @@ def stop_gradient(v):
 
 
 def abs(v):  # noqa: A001  (numpy's name)
+    """``|v|``, recorded as ``v * sign(v)``: a composite, so its derivative is ``sign(v)``."""
     return v * sign(v)
 
 
@@ -198,6 +220,7 @@ def sign(v):
 
 
 def square(v):
+    """``v * v`` (records ``Mul`` reading ``v`` twice)."""
     return v * v
 
 
@@ -209,14 +232,17 @@ def _reduce(opcode, value, axis, keepdims):
 
 
 def sum(value, axis=None, keepdims=False):  # noqa: A001
+    """The sum over ``axis`` (an int, a tuple of ints, or None for every axis), as ``numpy.sum`` (records ``Sum``)."""
     return _reduce("Sum", value, axis, keepdims)
 
 
 def max(value, axis=None, keepdims=False):  # noqa: A001
+    """The largest element over ``axis`` (an int, a tuple, or None for every axis), as ``numpy.max`` (records ``Max``)."""
     return _reduce("Max", value, axis, keepdims)
 
 
 def min(value, axis=None, keepdims=False):  # noqa: A001
+    """The smallest element over ``axis``, recorded as ``-max(-value)``."""
     return neg(max(neg(value), axis, keepdims))
 
 
@@ -231,6 +257,7 @@ def _count(value, axis):
 
 
 def mean(value, axis=None, keepdims=False):
+    """The mean over ``axis``, recorded as the ``Sum`` divided by the number of elements summed."""
     return sum(value, axis, keepdims) / float(_count(value, axis))
 
 
@@ -244,6 +271,7 @@ def var(value, axis=None, keepdims=False):
 
 
 def reshape(value, shape):
+    """The same elements in a new ``shape`` (an int or a tuple; records ``Reshape``, none if unchanged)."""
     if isinstance(shape, int):
         shape = (shape,)
     shape = tuple(int(d) for d in shape)
@@ -253,6 +281,7 @@ def reshape(value, shape):
 
 
 def transpose(value, axes=None):
+    """Axes permuted to ``axes`` (default: reversed), as ``numpy.transpose`` (records ``Transpose``)."""
     if axes is None:
         axes = tuple(reversed(range(value.ndim)))
     if tuple(axes) == tuple(range(value.ndim)):
@@ -261,16 +290,19 @@ def transpose(value, axes=None):
 
 
 def permute(value, axes):
+    """The same as ``transpose(value, axes)`` (PyTorch's name)."""
     return transpose(value, axes)
 
 
 def swapaxes(value, a, b):
+    """Axes ``a`` and ``b`` exchanged, as ``numpy.swapaxes`` (a ``Transpose``)."""
     axes = list(range(value.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(value, axes)
 
 
 def expand_dims(value, axis):
+    """A new axis of length 1 at ``axis``, as ``numpy.expand_dims`` (a ``Reshape``)."""
     rank = value.ndim + 1
     axis = axis % rank if -rank <= axis < rank else axis
     shape = list(value.shape)
@@ -279,6 +311,7 @@ def expand_dims(value, axis):
 
 
 def squeeze(value, axis=None):
+    """Axes of length 1 removed (all of them, or those in ``axis``), as ``numpy.squeeze`` (a ``Reshape``)."""
     if axis is None:
         shape = [d for d in value.shape if d != 1]
     else:
@@ -294,6 +327,7 @@ def squeeze(value, axis=None):
 
 
 def concatenate(values, axis=0):
+    """The values joined along an existing ``axis``, as ``numpy.concatenate``; numbers and arrays become leaves."""
     values = list(values)
     tape = _tape_of(*values)
     dtype = _float_dtype(tape, values)
@@ -304,6 +338,7 @@ def concatenate(values, axis=0):
 
 
 def stack(values, axis=0):
+    """The values joined along a new ``axis``, as ``numpy.stack`` (``Reshape``s, then a ``Concatenate``)."""
     values = list(values)
     rank = values[0].ndim + 1
     return concatenate([expand_dims(v, axis % rank) for v in values], axis)
@@ -427,17 +462,20 @@ def one_hot(indices, n, dtype=None):
 
 
 def logsumexp(v, axis=-1, keepdims=False):
+    """``log(sum(exp(v)))`` over ``axis``, computed stably (the maximum is shifted out first)."""
     shift = stop_gradient(max(v, axis, keepdims=True))
     total = log(sum(exp(v - shift), axis, keepdims=True)) + shift
     return total if keepdims else squeeze(total, axis)
 
 
 def softmax(v, axis=-1):
+    """``exp(v) / sum(exp(v))`` over ``axis``, computed stably; a composite of primitives."""
     shifted = exp(v - stop_gradient(max(v, axis, keepdims=True)))
     return shifted / sum(shifted, axis, keepdims=True)
 
 
 def log_softmax(v, axis=-1):
+    """``log(softmax(v))`` over ``axis``, computed stably without forming the softmax."""
     shifted = v - stop_gradient(max(v, axis, keepdims=True))
     return shifted - log(sum(exp(shifted), axis, keepdims=True))
 
@@ -468,6 +506,7 @@ def cross_entropy(logits, targets):
 
 
 def mse(prediction, target):
+    """The mean squared error, ``mean((prediction - target) ** 2)``, a rank-0 value."""
     error = prediction - target
     return mean(error * error)
 

@@ -1,0 +1,260 @@
+"""Build the docs: run every live block, write its output, and write the built pages as JSON.
+
+    python docs/tools/build_docs.py                 # rebuild every page (and docs/api.md)
+    python docs/tools/build_docs.py readings        # rebuild one page
+    python docs/tools/build_docs.py --check         # change nothing; exit 1 if anything is stale
+
+For each page in ``PAGES`` (docs/<name>.md) the builder
+
+1. regenerates docs/api.md from the docstrings (``api_reference.py``) when it builds ``api``;
+2. copies each gallery script into its ``example=`` block;
+3. runs every live block on its own (``run_block.py``): a fresh ``__main__``
+   module, a fresh working directory; a block that raises stops the build;
+4. writes the output into the ```` ```output ```` fence after the block (the
+   Markdown stays readable on its own, outputs included);
+5. writes docs/generated/<name>.json (the format is in docs/tools/README.md)
+   and docs/generated/pages.json, the pages in reading order.
+
+``--check`` does steps 1-3 and compares the results with the files on disk:
+a changed output, an edited block that was not rebuilt, or a gallery script
+that changed all fail it. The docs test (tests/python/test_docs.py) runs it.
+"""
+
+import argparse
+import difflib
+import json
+import math
+import os
+import sys
+
+# One BLAS thread: how a multi-threaded BLAS splits a matrix product depends on the machine's
+# core count, and with it the last bits of a sum. The outputs should depend on the code alone.
+# (This has to happen before numpy is first imported.)
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = "1"
+
+TOOLS = os.path.dirname(os.path.abspath(__file__))
+DOCS = os.path.dirname(TOOLS)
+ROOT = os.path.dirname(DOCS)
+GENERATED = os.path.join(DOCS, "generated")
+sys.path.insert(0, TOOLS)
+sys.path.insert(0, os.path.join(ROOT, "py"))
+
+import api_reference  # noqa: E402
+from docs_source import Code, DocsSourceError, Prose, fence_text, parse_page, render_page, title_of  # noqa: E402
+from run_block import run_block  # noqa: E402
+
+# The reading order of the site. Pages that other engineers write (extending, kernels,
+# playground) are built the same way once they exist; until then they are skipped.
+PAGES = [
+    "index",
+    "getting-started",
+    "readings",
+    "recording",
+    "training",
+    "extending",
+    "kernels",
+    "gallery",
+    "playground",
+    "api",
+]
+FORMAT_VERSION = 1
+# Plot and graph cards carry numbers; they are compared to this relative tolerance, so that
+# a last-bit difference in a BLAS summation on another CPU does not fail the check. Printed
+# text is always compared exactly.
+CARD_NUMBER_TOLERANCE = 1e-9
+
+
+class BuildError(Exception):
+    """A page that cannot be built: a block raised, a gallery script is missing, a fence is misplaced."""
+
+
+def page_path(name):
+    return os.path.join(DOCS, f"{name}.md")
+
+
+def existing_pages():
+    return [name for name in PAGES if os.path.exists(page_path(name))]
+
+
+def read_text(path):
+    with open(path, encoding="utf-8") as file:
+        return file.read()
+
+
+def _with_example_code(part, filename):
+    path = os.path.normpath(os.path.join(DOCS, part.example))
+    if not os.path.exists(path):
+        raise BuildError(f"{filename}:{part.line}: the gallery script {part.example} does not exist")
+    code = read_text(path).rstrip("\n")
+    return Code(part.language, part.attributes, code, part.line, part.output)
+
+
+def build_page(name, markdown=None):
+    """Run a page's blocks. Returns ``(markdown text, page JSON)``; writes nothing.
+
+    ``markdown`` is the page's source (default: docs/<name>.md as it is on disk).
+    """
+    filename = f"docs/{name}.md"
+    if markdown is None:
+        markdown = api_reference.render() if name == "api" else read_text(page_path(name))
+    try:
+        parts = parse_page(markdown, filename)
+        title = title_of(parts, filename)
+    except DocsSourceError as error:
+        raise BuildError(str(error)) from None
+    built_parts, json_parts = [], []
+    block_number = 0
+    for part in parts:
+        if isinstance(part, Prose):
+            built_parts.append(part)
+            json_parts.append({"kind": "markdown", "text": part.text})
+            continue
+        if not part.live:
+            built_parts.append(part)
+            json_parts.append({"kind": "code", "language": part.language, "live": False, "code": part.code})
+            continue
+        if part.example:
+            part = _with_example_code(part, filename)
+        block_number += 1
+        result = run_block(part.code)
+        if result.error:
+            raise BuildError(f"{filename}:{part.line}: block {block_number} raised:\n{result.error}")
+        part = Code(part.language, part.attributes, part.code, part.line, fence_text(result.text))
+        built_parts.append(part)
+        json_parts.append({
+            "kind": "code",
+            "language": "python",
+            "live": True,
+            "id": f"{name}-{block_number}",
+            "example": part.example,
+            "code": part.code,
+            "output": result.items,
+            "output_text": result.text,
+        })
+    page = {
+        "format": "topos.docs.page",
+        "version": FORMAT_VERSION,
+        "name": name,
+        "title": title,
+        "source": filename,
+        "parts": json_parts,
+    }
+    return render_page(built_parts), page
+
+
+def pages_json(pages):
+    return {
+        "format": "topos.docs.pages",
+        "version": FORMAT_VERSION,
+        "pages": [{"name": name, "title": title, "file": f"{name}.json", "source": f"docs/{name}.md"}
+                  for name, title in pages],
+    }
+
+
+def dump_json(value):
+    return json.dumps(value, indent=1, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+# Checking ----------------------------------------------------------------------------------
+
+
+def same_json(built, rerun):
+    """Equal JSON values, numbers to ``CARD_NUMBER_TOLERANCE`` (strings exactly)."""
+    if isinstance(built, bool) or isinstance(rerun, bool):
+        return built == rerun
+    if isinstance(built, (int, float)) and isinstance(rerun, (int, float)):
+        return math.isclose(built, rerun, rel_tol=CARD_NUMBER_TOLERANCE, abs_tol=1e-300)
+    if isinstance(built, dict) and isinstance(rerun, dict):
+        return built.keys() == rerun.keys() and all(same_json(built[k], rerun[k]) for k in built)
+    if isinstance(built, list) and isinstance(rerun, list):
+        return len(built) == len(rerun) and all(same_json(a, b) for a, b in zip(built, rerun))
+    return built == rerun
+
+
+def _diff(expected, actual, label):
+    lines = difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
+                                 f"{label} (on disk)", f"{label} (rebuilt now)")
+    return "".join(lines)
+
+
+def check_page(name):
+    """Rebuild a page in memory and compare it with the files on disk; returns a list of problems."""
+    problems = []
+    markdown, page = build_page(name)
+    on_disk = read_text(page_path(name))
+    if markdown != on_disk:
+        problems.append(f"docs/{name}.md is stale (rebuild it with python docs/tools/build_docs.py {name}):\n"
+                        + _diff(on_disk, markdown, f"docs/{name}.md"))
+    generated = os.path.join(GENERATED, f"{name}.json")
+    if not os.path.exists(generated):
+        problems.append(f"docs/generated/{name}.json is missing: run python docs/tools/build_docs.py {name}")
+    else:
+        with open(generated, encoding="utf-8") as file:
+            built = json.load(file)
+        if not same_json(built, page):
+            problems.append(f"docs/generated/{name}.json differs from a fresh build of docs/{name}.md:\n"
+                            + _diff(dump_json(built), dump_json(page), f"docs/generated/{name}.json"))
+    return problems
+
+
+def check_pages_list():
+    pages = []
+    for name in existing_pages():
+        parts = parse_page(read_text(page_path(name)), f"docs/{name}.md")
+        pages.append((name, title_of(parts, f"docs/{name}.md")))
+    path = os.path.join(GENERATED, "pages.json")
+    expected = dump_json(pages_json(pages))
+    if not os.path.exists(path) or read_text(path) != expected:
+        return ["docs/generated/pages.json is stale: run python docs/tools/build_docs.py"]
+    return []
+
+
+# Building ------------------------------------------------------------------------------------
+
+
+def write_if_changed(path, text):
+    if os.path.exists(path) and read_text(path) == text:
+        return False
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(text)
+    return True
+
+
+def build(names):
+    os.makedirs(GENERATED, exist_ok=True)
+    for name in names:
+        markdown, page = build_page(name)
+        changed = write_if_changed(page_path(name), markdown)
+        changed |= write_if_changed(os.path.join(GENERATED, f"{name}.json"), dump_json(page))
+        print(f"{'rebuilt' if changed else 'current'}  docs/{name}.md")
+    titles = [(name, title_of(parse_page(read_text(page_path(name))), name)) for name in existing_pages()]
+    write_if_changed(os.path.join(GENERATED, "pages.json"), dump_json(pages_json(titles)))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pages", nargs="*", help="page names (docs/<name>.md); default: every page")
+    parser.add_argument("--check", action="store_true", help="compare with the files on disk; write nothing")
+    arguments = parser.parse_args(argv)
+    unknown = [name for name in arguments.pages if name not in PAGES]
+    if unknown:
+        parser.error(f"unknown page(s) {', '.join(unknown)}; pages: {', '.join(PAGES)}")
+    names = arguments.pages or existing_pages()
+    try:
+        if not arguments.check:
+            build(names)
+            return 0
+        problems = [problem for name in names for problem in check_page(name)]
+        if not arguments.pages:
+            problems += check_pages_list()
+    except BuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for problem in problems:
+        print(problem)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
