@@ -5,7 +5,7 @@
 
 The public names are ``__all__`` of ``topos``, ``topos.model``, ``topos.compiler``
 and ``topos.show``, and every public class and function defined in
-``topos.model.optim`` (which has no ``__all__``). A name exported by several
+``topos.model.optim``. A name exported by several
 modules is documented once, under the first module in ``MODULES`` that exports
 it, and listed by the others. A class lists its public methods and properties,
 its own and those it inherits from other topos classes.

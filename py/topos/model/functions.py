@@ -275,6 +275,8 @@ def reshape(value, shape):
     if isinstance(shape, int):
         shape = (shape,)
     shape = tuple(int(d) for d in shape)
+    if shape.count(-1) == 1 and value.size and value.size % -math.prod(shape) == 0:
+        shape = tuple(value.size // -math.prod(shape) if d == -1 else d for d in shape)
     if shape == value.shape:
         return value
     return value.tape.apply("Reshape", [value], shape=shape)
@@ -304,7 +306,12 @@ def swapaxes(value, a, b):
 def expand_dims(value, axis):
     """A new axis of length 1 at ``axis``, as ``numpy.expand_dims`` (a ``Reshape``)."""
     rank = value.ndim + 1
-    axis = axis % rank if -rank <= axis < rank else axis
+    if not -rank <= axis < rank:
+        raise ShapeError(
+            f"Reshape: axis {axis} is out of range for a new axis of {format_shape(value.shape)}",
+            opcode="Reshape", shapes=[value.shape], source=user_source(),
+        )
+    axis %= rank
     shape = list(value.shape)
     shape.insert(axis, 1)
     return reshape(value, shape)

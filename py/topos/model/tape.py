@@ -60,10 +60,12 @@ class Node:
 
     @property
     def meta(self):
+        """The node's ``Meta``: its shape and dtype, as ``Primitive.infer`` sees an operand."""
         return Meta(self.shape, self.dtype)
 
     @property
     def size(self):
+        """The number of elements: the product of ``shape`` (1 for rank 0)."""
         size = 1
         for extent in self.shape:
             size *= extent
@@ -71,6 +73,7 @@ class Node:
 
     @property
     def is_source(self):
+        """Whether the node is a ``Parameter``, an ``Input`` or a ``Leaf``: it holds a payload and has no operands."""
         return self.opcode in ("Parameter", "Input", "Leaf")
 
     def describe_row(self, shape_width=0):
@@ -83,6 +86,10 @@ class Node:
         return row
 
     def attrs_text(self):
+        """The attributes as ``describe()`` prints them: space-separated ``key=repr(value)`` pairs.
+
+        For a ``Sum`` over axis 1: ``axes=(1,) keepdims=False``; for a node without attributes, ``""``.
+        """
         return " ".join(f"{key}={value!r}" for key, value in self.attrs.items())
 
     def __repr__(self):

@@ -34,10 +34,12 @@ class Meta:
 
     @property
     def rank(self):
+        """The number of axes: ``len(shape)``."""
         return len(self.shape)
 
     @property
     def size(self):
+        """The number of elements: the product of ``shape`` (1 for rank 0)."""
         size = 1
         for extent in self.shape:
             size *= extent
@@ -58,15 +60,80 @@ class Primitive:
     kernel = None
 
     def infer(self, metas, attrs):
+        """The shape rule: the output's ``Meta`` (shape, dtype) from the operands' metas.
+
+        ``metas`` holds one ``Meta`` per operand (``arity`` of them unless the op is
+        variadic), ``attrs`` the dict that ``normalize`` returned. Operands come as
+        recorded: the ``topos.*`` functions insert ``Broadcast`` nodes, ``infer`` does
+        not. When they cannot meet, raise through ``self.fail(message, metas)``: the
+        ``ShapeError`` then names the user's line. ``Tape.append`` calls it once per
+        recorded node (the graph emitter's backward nodes included), and loading a
+        network calls it again to check each node, so it must be pure.
+
+        ```python
+        def infer(self, metas, attrs):
+            if metas[0].rank != 2:
+                self.fail(f"needs a matrix, got rank {metas[0].rank}", metas)
+            rows, cols = metas[0].shape
+            return Meta((cols, rows), metas[0].dtype)
+        ```
+        """
         raise NotImplementedError
 
     def forward(self, inputs, attrs):
+        """The numpy evaluation: one array, of the shape and dtype ``infer`` gave, from ``inputs``.
+
+        ``inputs`` holds one numpy array per operand; they are read-only and may be
+        shared, so never write into them. The numpy interpreter (``Network.forward``,
+        ``plan.run``) calls it, and so does ``EagerEmitter.apply`` when a derivative
+        rule applies the op eagerly: there a constant from ``e.like`` is a rank-0
+        array, which the forward must broadcast as numpy does.
+        """
         raise NotImplementedError
 
     def vjp(self, e, g, operands, out, attrs):
+        """The derivative rule: a list of one cotangent (or ``None``) per operand, given ``g``.
+
+        ``g`` is the cotangent of the node's output; ``operands`` and ``out`` are the
+        forward values of its operands and of itself. All are handles of the emitter
+        ``e`` (``topos.model.autodiff``): numpy arrays for ``EagerEmitter``
+        (``Run.backward``), node indices for the compiler's ``GraphEmitter`` (the
+        gradient reading), so compute only through ``e``: its helpers (``e.add``,
+        ``e.mul``, ``e.sum(a, axes, keepdims)``, ``e.broadcast``, ...),
+        ``e.apply(opcode, operands, **attrs)``, ``e.shape(handle)`` and
+        ``e.like(handle, value)`` (a constant shaped like ``handle``). Each cotangent
+        has its operand's shape and dtype. ``None`` means no cotangent (a condition
+        operand, say); return it where ``e.wants(position)`` is false to skip the work.
+
+        The reverse scan calls it only when some operand is wanted, never for a
+        primitive with ``differentiable = False``; this base raises ``NotImplementedError``.
+
+        ```python
+        def vjp(self, e, g, operands, out, attrs):  # Exp: d exp(x) = exp(x)
+            return [e.mul(g, out)]
+        ```
+        """
         raise NotImplementedError(f"{self.name} has no derivative rule")
 
     def stablehlo(self, ctx, node):
+        """The StableHLO lowering: write the node through ``ctx`` and return the SSA name of its value.
+
+        ``node`` is the plan's ``Node`` (``.shape``, ``.dtype``, ``.attrs``,
+        ``.operands``); ``ctx`` is a ``topos.compiler.Lowering``:
+        ``ctx.operands(node)`` are the operands' SSA names, ``ctx.operand_node(node, i)``
+        an operand's node, ``ctx.type(node)`` and ``ctx.tensor_type(shape, dtype)``
+        MLIR types (``tensor<2x3xf64>``); ``ctx.emit(text)`` writes ``%name = text``
+        and returns the new name, and ``elementwise``, ``splat``, ``compare``,
+        ``convert``, ``select``, ``broadcast_in_dim``, ``reshape``, ``reduce`` and
+        ``region`` write common forms. The context renames the node's last line
+        ``%v{index}``. Raising ``NotImplementedError`` (as this base does) or
+        returning nothing makes emitting raise ``LoweringError`` naming the node.
+
+        ```python
+        def stablehlo(self, ctx, node):  # Exp
+            return ctx.elementwise("stablehlo.exponential", node)
+        ```
+        """
         raise NotImplementedError
 
     def normalize(self, metas, attrs):
@@ -98,6 +165,10 @@ def unregister(name):
 
 
 def lookup(name):
+    """The registered primitive (the one instance ``@register`` made) whose opcode is ``name``.
+
+    Raises ``KeyError`` if no primitive of that name is registered.
+    """
     try:
         return _REGISTRY[name]
     except KeyError:
