@@ -26,9 +26,21 @@ class Emitter:
     def like(self, handle, value):
         raise NotImplementedError
 
+    #: Set by the reverse scan before each rule: for each operand of the node, whether
+    #: the scan keeps its cotangent. ``None`` (outside a scan) means every operand.
+    wanted = None
+
     def at(self, node):
         """Called by the reverse scan before it applies ``node``'s rule; a graph
         emitter notes the node so the gradient nodes carry its source line."""
+
+    def wants(self, position):
+        """Whether the rule being applied should form the cotangent of operand ``position``.
+
+        A rule may return ``None`` for an operand that is not wanted (a constant,
+        say) instead of computing a cotangent that the scan would drop.
+        """
+        return self.wanted is None or self.wanted[position]
 
     def neg(self, a):
         return self.apply("Neg", [a])
@@ -164,10 +176,12 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed):
             continue
         operands = [handles[j] for j in node.operands]
         emitter.at(node)
+        emitter.wanted = wanted
         grads = primitive.vjp(emitter, g, operands, handles[index], node.attrs)
         for operand, grad, want in zip(node.operands, grads, wanted):
             if grad is None or not want:
                 continue
             previous = cotangents.get(operand)
             cotangents[operand] = grad if previous is None else emitter.add(previous, grad)
+    emitter.wanted = None
     return cotangents

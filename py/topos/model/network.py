@@ -51,12 +51,14 @@ class Network:
 
     # Reading -------------------------------------------------------------
     def nodes(self):
+        """The recorded nodes, in order: a tuple of immutable ``Node``s, node ``i`` at position ``i``."""
         return self._nodes
 
     def __len__(self):
         return len(self._nodes)
 
     def describe(self):
+        """One line a node, then a summary (the spec reading, as ``Tape.describe`` writes it)."""
         return describe_nodes(self._nodes)
 
     def __repr__(self):
@@ -77,6 +79,10 @@ class Network:
         return index
 
     def node(self, symbol):
+        """The ``Node`` that ``symbol`` (a ``Symbol``, or a value of this network's tape) names.
+
+        Raises ``FeedError`` for anything else, or for a symbol of another network.
+        """
         return self._nodes[self.index_of(symbol)]
 
     def symbol(self, index):
@@ -86,9 +92,11 @@ class Network:
         return Symbol(self.lineages[-1], index)
 
     def parameter_symbols(self):
+        """The symbols of the ``Parameter`` nodes, in node order."""
         return [self.symbol(i) for i in self._parameter_indices]
 
     def input_symbols(self):
+        """The symbols of the ``Input`` nodes, in node order."""
         return [self.symbol(i) for i in self._input_indices]
 
     # Running -------------------------------------------------------------
@@ -115,6 +123,12 @@ class Network:
         return converted
 
     def check_parameters(self, parameters):
+        """Return ``parameters`` unchanged if this network can run with it; raise otherwise.
+
+        A table of this network, or of a network this one was reopened from, fits.
+        Raises ``TypeError`` if ``parameters`` is not a ``Parameters`` table and
+        ``FeedError`` if it belongs to another network.
+        """
         if not isinstance(parameters, Parameters):
             raise TypeError(f"expected a Parameters table, got {type(parameters).__name__}")
         if parameters.network is not self and not set(parameters.network.lineages) <= set(self.lineages):
@@ -144,6 +158,13 @@ class Network:
 
     # Readings and files (the compiler and checkpoint modules) -----------------
     def entry(self, readables):
+        """A ``topos.compiler.Entry`` that reads the nodes ``readables`` names.
+
+        ``readables`` is a list or tuple of symbols, in the order of the results
+        (one symbol alone counts as a list of one; a set or a dict raises
+        ``TypeError``). ``network.entry([loss]).backward(loss).lower()`` gives a
+        ``Plan`` that reads the loss and its gradient with respect to every parameter.
+        """
         from ..compiler.entry import Entry
 
         return Entry(self, readables)
@@ -156,6 +177,13 @@ class Network:
 
     @classmethod
     def load(cls, path):
+        """Read a spec written by ``save`` into a new ``Network``, checking every node.
+
+        The new network is a lineage of its own: symbols of the saved one do not
+        name its nodes (take them from ``parameter_symbols()``, ``input_symbols()``
+        or ``symbol(index)``). Every opcode it uses must be registered. Raises
+        ``CheckpointError`` naming the file and the cause.
+        """
         from .checkpoint import load_network
 
         return load_network(path)
@@ -221,15 +249,21 @@ class Parameters:
         self.slots = {index: frozen(array) for index, array in slots.items()}
 
     def of(self, symbol):
+        """The value of the parameter that ``symbol`` names, as a ``Tensor`` of its shape and dtype.
+
+        Raises ``FeedError`` if the node is not a parameter or the symbol belongs to another network.
+        """
         index = self.network.index_of(symbol)
         if index not in self.slots:
             raise FeedError(f"{describe_node(self.network.nodes()[index])} is not a parameter")
         return Tensor(self.slots[index])
 
     def names(self):
+        """The parameters' names (``p{index}`` unless named when recorded), in node order."""
         return [self.network.nodes()[i].name for i in self.slots]
 
     def symbols(self):
+        """The parameters' symbols, in node order (the same order as ``names()``)."""
         return [self.network.symbol(i) for i in self.slots]
 
     def items(self):
@@ -277,12 +311,17 @@ class Gradients:
         self.slots = {index: frozen(array) for index, array in slots.items()}
 
     def of(self, symbol):
+        """The gradient of the parameter that ``symbol`` names, as a ``Tensor`` of that parameter's shape.
+
+        Raises ``FeedError`` if the node has no slot here or the symbol belongs to another network.
+        """
         index = self.network.index_of(symbol)
         if index not in self.slots:
             raise FeedError(f"{describe_node(self.network.nodes()[index])} has no slot in these gradients")
         return Tensor(self.slots[index])
 
     def items(self):
+        """(parameter name, gradient ``Tensor``) pairs, one per slot, in node order."""
         nodes = self.network.nodes()
         return [(nodes[i].name, Tensor(array)) for i, array in self.slots.items()]
 
@@ -294,6 +333,7 @@ class Gradients:
         return float(np.sqrt(total))
 
     def scale(self, factor):
+        """A new table with every gradient times ``factor`` (a number, cast to each slot's dtype)."""
         return Gradients(self.network, {i: (a * a.dtype.type(factor)) for i, a in self.slots.items()})
 
 
@@ -306,6 +346,10 @@ class Run:
         self._values = values
 
     def of(self, symbol):
+        """The value of the node that ``symbol`` names in this run, as a ``Tensor``.
+
+        Raises ``FeedError`` for a symbol of another network.
+        """
         return Tensor(self._values[self.network.index_of(symbol)])
 
     def values(self):
@@ -362,6 +406,11 @@ class Field:
         return array
 
     def of(self, symbol):
+        """d target / d the node that ``symbol`` names, as a ``Tensor`` of that node's shape.
+
+        A node with no path to the target gets zeros (an ``int32`` node, zeros
+        of the network's dtype). Raises ``FeedError`` for a symbol of another network.
+        """
         return Tensor(self._array(self.run.network.index_of(symbol)))
 
     def parameters(self, parameters=None):

@@ -257,7 +257,7 @@ class Sub(Binary):
         return np.subtract(inputs[0], inputs[1])
 
     def vjp(self, e, g, operands, out, attrs):
-        return [g, e.neg(g)]
+        return [g, e.neg(g) if e.wants(1) else None]
 
     def stablehlo(self, ctx, node):
         return ctx.elementwise("stablehlo.subtract", node)
@@ -272,7 +272,8 @@ class Mul(Binary):
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
-        return [e.mul(g, b), e.mul(g, a)]
+        # An operand the scan drops (a constant factor, say) gets no cotangent computed.
+        return [e.mul(g, b) if e.wants(0) else None, e.mul(g, a) if e.wants(1) else None]
 
     def stablehlo(self, ctx, node):
         return ctx.elementwise("stablehlo.multiply", node)
@@ -287,8 +288,10 @@ class Div(Binary):
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
-        # d(a/b)/db = -a / b^2
-        return [e.div(g, b), e.neg(e.div(e.mul(g, a), e.mul(b, b)))]
+        # d(a/b)/db = -a / b^2; a divisor the scan drops (a constant count, say) costs nothing.
+        grad_a = e.div(g, b) if e.wants(0) else None
+        grad_b = e.neg(e.div(e.mul(g, a), e.mul(b, b))) if e.wants(1) else None
+        return [grad_a, grad_b]
 
     def stablehlo(self, ctx, node):
         return ctx.elementwise("stablehlo.divide", node)
@@ -304,7 +307,9 @@ class Pow(Binary):
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
         # d/da = b a^(b-1); d/db = a^b log a, taken as 0 where a == 0 and b >= 0 (as PyTorch does).
-        base_grad = e.mul(g, e.mul(b, e.pow(a, e.sub(b, e.like(b, 1.0)))))
+        base_grad = e.mul(g, e.mul(b, e.pow(a, e.sub(b, e.like(b, 1.0))))) if e.wants(0) else None
+        if not e.wants(1):
+            return [base_grad, None]
         zero = e.like(a, 0.0)
         at_zero = e.mul(e.equal(a, zero), e.greater_equal(b, zero))
         safe_a = e.where(at_zero, e.like(a, 1.0), a)
@@ -349,8 +354,8 @@ def _select_grads(e, g, a_wins, operands):
     tie = e.equal(a, b)
     half = e.mul(g, e.like(g, 0.5))
     zero = e.like(g, 0.0)
-    grad_a = e.where(tie, half, e.where(a_wins, g, zero))
-    grad_b = e.where(tie, half, e.where(a_wins, zero, g))
+    grad_a = e.where(tie, half, e.where(a_wins, g, zero)) if e.wants(0) else None
+    grad_b = e.where(tie, half, e.where(a_wins, zero, g)) if e.wants(1) else None
     return [grad_a, grad_b]
 
 
@@ -427,7 +432,7 @@ class Where(Primitive):
     def vjp(self, e, g, operands, out, attrs):
         c = operands[0]
         zero = e.like(g, 0.0)
-        return [None, e.where(c, g, zero), e.where(c, zero, g)]
+        return [None, e.where(c, g, zero) if e.wants(1) else None, e.where(c, zero, g) if e.wants(2) else None]
 
     def stablehlo(self, ctx, node):
         c, a, b = ctx.operands(node)

@@ -39,7 +39,9 @@ class MatMul(Primitive):
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
-        return [e.matmul(g, swap_last(e, b)), e.matmul(swap_last(e, a), g)]
+        grad_a = e.matmul(g, swap_last(e, b)) if e.wants(0) else None
+        grad_b = e.matmul(swap_last(e, a), g) if e.wants(1) else None
+        return [grad_a, grad_b]
 
     def stablehlo(self, ctx, node):
         a, b = ctx.operands(node)
