@@ -171,9 +171,15 @@ def continue_text(network, parameters, tokens, logits, prompt, length, config):
     return text
 
 
-def main(config=Config()):
+# The recording the playground's panes read. float32, as models are trained, so that its
+# kernels run on WebGPU; the PyTorch oracle test records the same build in float64.
+CONFIG = Config()
+network, (tokens, targets, logits, loss) = Tape.record(lambda tape: build(tape, CONFIG), dtype="float32")
+
+
+def main(config=CONFIG):
     """Train for ``config.steps`` Adam steps, printing the loss; returns the list of losses."""
-    network, (tokens, targets, logits, loss) = Tape.record(lambda tape: build(tape, config))
+    network, (tokens, targets, logits, loss) = Tape.record(lambda tape: build(tape, config), dtype="float32")
     parameters = network.parameters()
     count = sum(tensor.size for _, tensor in parameters.items())
     print(f"{len(network)} nodes, {len(parameters)} parameter tensors, {count} numbers")
