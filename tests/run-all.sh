@@ -3,3 +3,4 @@
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bash "$root/tests/run-python.sh"
+bash "$root/tests/run-browser.sh"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# `npm start`: set up, then run the gallery examples and print their readings.
+# `npm start`: set up (idempotent), build the playground, and serve it on http://127.0.0.1:5173/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bash "$root/py/scripts/setup-venv.sh"
-for example in "$root"/docs/examples/*.py; do
-  echo "== $(basename "$example")"
-  "$root/.venv/bin/python" "$example"
-done
+cd "$root"
+bash web/scripts/setup.sh
+npx vite build --logLevel warn
+echo
+echo "topos playground: http://127.0.0.1:5173/"
+echo
+exec npx vite preview --host 127.0.0.1 --port 5173 --strictPort

@@ -1,0 +1,505 @@
+"""The Python side of the browser playground.
+
+The worker calls ``run(code)`` after every (debounced) edit. It executes the
+user's code in a fresh module, captures what it prints and every card it makes,
+picks the recording the panes read, and returns all readings as one JSON text.
+
+Which recording the panes read, when a script makes several:
+
+1. the last network sealed from the user's code (``tape.seal()``,
+   ``Tape.record``), else
+2. the last tape the user's code recorded a node on, read as it stands.
+
+A recording counts as the user's when one of its nodes was recorded by a line
+of the user's code (not by topos itself).
+
+- **plan**: ``network.entry(readables).lower()``, where the readables are the
+  values the builder returned to ``Tape.record`` less its parameters and inputs
+  and leaves, else the last recorded node;
+- **gradient**: ``entry.backward(target, parameters).lower()``, where the target
+  is the last rank-0 floating readable (the loss) and ``parameters`` are all of
+  the network's parameters;
+- **spec**, **graph**, **HLO** and **kernels** read the same network and plan.
+
+Each reading is computed on its own: one that raises carries its error and the
+others still show. An error in the user's code returns no readings (the page
+keeps the last good ones) and names the user's line.
+
+The user's code runs as a module named ``__playground__`` rather than
+``__main__``: a script's ``if __name__ == "__main__":`` block (a long training
+run, say) does not run on every keystroke.
+"""
+
+import contextlib
+import io
+import json
+import linecache
+import math
+import re
+import sys
+import time
+import traceback
+import types
+
+from . import show
+from .model.network import Network, Symbol
+from .model.tape import Tape
+from .ops.registry import format_shape
+
+FILENAME = "main.py"
+MODULE_NAME = "__playground__"
+READINGS = ("spec", "graph", "plan", "gradient", "hlo", "kernels")
+MAX_OUTPUT_CHARACTERS = 200_000
+
+
+# Watching what the user's code records -------------------------------------------------
+
+
+class RecordingWatch:
+    """While active, notes every tape made, every network sealed and what ``Tape.record`` returned.
+
+    It wraps three methods of ``Tape`` for the duration of one run and puts the
+    originals back on exit, so nothing outside a playground run is affected.
+    """
+
+    def __enter__(self):
+        self.tapes = []
+        self.networks = []
+        self.returned = {}
+        self._originals = {name: Tape.__dict__[name] for name in ("__init__", "seal", "record")}
+        watch = self
+        original_init = self._originals["__init__"]
+        original_seal = self._originals["seal"]
+        original_record = self._originals["record"].__func__
+
+        def watched_init(tape, *args, **kwargs):
+            original_init(tape, *args, **kwargs)
+            watch.tapes.append(tape)
+
+        def watched_seal(tape):
+            network = original_seal(tape)
+            watch.networks.append(network)
+            return network
+
+        def watched_record(cls, fn, dtype="float64"):
+            network, symbols = original_record(cls, fn, dtype)
+            watch.returned[id(network)] = symbols
+            return network, symbols
+
+        Tape.__init__ = watched_init
+        Tape.seal = watched_seal
+        Tape.record = classmethod(watched_record)
+        return self
+
+    def __exit__(self, *exc):
+        for name, original in self._originals.items():
+            setattr(Tape, name, original)
+        return False
+
+    def pick(self, filename):
+        """The recording the panes read: ``(network, readable indices, kind)`` or None."""
+        for network in reversed(self.networks):
+            if recorded_by(network.nodes(), filename):
+                symbols = self.returned.get(id(network))
+                return network, readable_indices(network, symbols), "network"
+        for tape in reversed(self.tapes):
+            nodes = tape.nodes()
+            if nodes and recorded_by(nodes, filename):
+                network = Network(nodes, tape.dtype, tape.lineages)
+                return network, readable_indices(network, None), "tape"
+        return None
+
+
+def recorded_by(nodes, filename):
+    return any(node.source and node.source[0] == filename for node in nodes)
+
+
+def flatten_symbols(value):
+    if isinstance(value, Symbol):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from flatten_symbols(item)
+
+
+def readable_indices(network, symbols):
+    """The builder's returned values that are computed (not sources), else the last node."""
+    nodes = network.nodes()
+    indices = []
+    for symbol in flatten_symbols(symbols):
+        index = network.index_of(symbol)
+        if not nodes[index].is_source and index not in indices:
+            indices.append(index)
+    return indices or [len(nodes) - 1]
+
+
+# Running the user's code ---------------------------------------------------------------
+
+
+class OutputWriter(io.TextIOBase):
+    """A text stream that appends to the shared output list (cards go to the same list)."""
+
+    def __init__(self, output):
+        self.output = output
+        self.characters = 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        if self.characters >= MAX_OUTPUT_CHARACTERS:
+            return len(text)
+        text = text[: MAX_OUTPUT_CHARACTERS - self.characters]
+        self.characters += len(text)
+        if self.output and isinstance(self.output[-1], str):
+            self.output[-1] += text
+        else:
+            self.output.append(text)
+        return len(text)
+
+
+def user_line(error, filename):
+    """The line of the user's code an exception points at (None if it has none there)."""
+    if isinstance(error, SyntaxError) and error.filename == filename:
+        return error.lineno
+    source = getattr(error, "source", None)
+    if isinstance(source, tuple) and len(source) == 2 and source[0] == filename:
+        return source[1]
+    line = None
+    for frame, lineno in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == filename:
+            line = lineno  # the innermost frame in the user's code wins
+    return line
+
+
+def describe_error(error, filename):
+    """The error as the page shows it: type, message, the user's line and the traceback text."""
+    line = user_line(error, filename)
+    frames = traceback.extract_tb(error.__traceback__)
+    # The traceback starts at the first frame of the user's code: the playground's own frames are noise.
+    firsts = [number for number, frame in enumerate(frames) if frame.filename == filename]
+    frames = frames[firsts[0]:] if firsts else []
+    trace = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
+    result = {
+        "type": type(error).__name__,
+        "message": str(error) if not isinstance(error, SyntaxError) else error.msg,
+        "line": line,
+        "traceback": trace + "".join(traceback.format_exception_only(type(error), error)),
+    }
+    if isinstance(error, SyntaxError) and error.offset:
+        result["column"] = error.offset
+    return result
+
+
+def execute(code, filename=FILENAME):
+    """Run ``code`` as a fresh module; returns (output items, watch, error or None)."""
+    output = []
+    writer = OutputWriter(output)
+    module = types.ModuleType(MODULE_NAME)
+    module.__file__ = filename
+    previous_module = sys.modules.get(MODULE_NAME)
+    sys.modules[MODULE_NAME] = module  # dataclasses and pickle look a class's module up here
+    # Tracebacks quote the user's lines from linecache, as they would for a file on disk.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    error = None
+    watch = RecordingWatch()
+    try:
+        with watch, show.capture(output), contextlib.redirect_stdout(writer), contextlib.redirect_stderr(writer):
+            compiled = compile(code, filename, "exec")
+            exec(compiled, module.__dict__)
+    except MemoryError:
+        raise  # the worker restarts Pyodide: its heap is not to be trusted afterwards
+    except BaseException as caught:  # noqa: BLE001  (user code may raise anything, SystemExit included)
+        error = caught
+    finally:
+        if previous_module is None:
+            sys.modules.pop(MODULE_NAME, None)
+        else:
+            sys.modules[MODULE_NAME] = previous_module
+    return output, watch, error
+
+
+def output_json(output):
+    items = []
+    for item in output:
+        if isinstance(item, str):
+            items.append({"kind": "print", "text": item})
+        else:
+            items.append(item.to_json())
+    return items
+
+
+# The readings ---------------------------------------------------------------------------
+
+
+class Readings:
+    """The six readings of one network, each computed on demand and at most once."""
+
+    def __init__(self, network, readables, filename=FILENAME):
+        self.network = network
+        self.readables = readables
+        self.filename = filename
+        self._plan = None
+        self._kernels = None
+
+    def symbols(self, indices):
+        return [self.network.symbol(i) for i in indices]
+
+    def entry(self):
+        return self.network.entry(self.symbols(self.readables))
+
+    def plan(self):
+        if self._plan is None:
+            self._plan = self.entry().lower()
+        return self._plan
+
+    def gradient_target(self):
+        nodes = self.network.nodes()
+        for index in reversed(self.readables):
+            if nodes[index].shape == () and nodes[index].dtype in ("float32", "float64"):
+                return index
+        last = self.readables[-1]
+        raise ValueError(
+            f"the gradient reading needs a rank-0 floating value to differentiate; "
+            f"the last value read, node {last}, is {format_shape(nodes[last].shape)} {nodes[last].dtype}"
+        )
+
+    def read_spec(self):
+        return {"text": self.network.describe()}
+
+    def read_graph(self):
+        from .compiler import Graph
+
+        data = show.graph_json(Graph.from_nodes(self.network.nodes()))
+        for node in data["nodes"]:
+            if node.get("file", self.filename) != self.filename:
+                node["line"] = None  # recorded inside topos, not by a line the editor shows
+        return {"graph": data, "text": show.graph_text(data)}
+
+    def read_plan(self):
+        return {"text": self.plan().describe()}
+
+    def read_gradient(self):
+        parameters = self.network.parameter_symbols()
+        if not parameters:
+            raise ValueError("the gradient reading differentiates with respect to parameters; this network has none")
+        target = self.network.symbol(self.gradient_target())
+        plan = self.entry().backward(target, parameters).lower()
+        return {"text": plan.describe()}
+
+    def read_hlo(self):
+        return {"text": self.plan().emit_stablehlo()}
+
+    def kernels(self):
+        if self._kernels is None:
+            self._kernels = self.plan().kernels()
+        return self._kernels
+
+    def read_kernels(self):
+        kernels = self.kernels()
+        text = kernels.describe()
+        return {"text": text, "launches": launch_lines(text, kernels.launches)}
+
+
+KERNEL_ROW = re.compile(r"^(\d+)\s")
+KERNEL_NODE_ROW = re.compile(r"^(view|upload|read|numpy)\s")
+#: Where the node column of a kernels row starts and ends (see topos.compiler.kernels).
+KERNEL_NODE_COLUMN = slice(34, 48)
+
+
+def launch_lines(text, launches):
+    """Which line of the kernels reading describes which launch (and the nodes the other rows name)."""
+    rows = []
+    for number, line in enumerate(text.split("\n")):
+        launch = KERNEL_ROW.match(line)
+        if launch and int(launch.group(1)) < len(launches):
+            found = launches[int(launch.group(1))]
+            rows.append({"line": number, "kernel": f"{found.kernel}:{found.entry}", "nodes": list(found.nodes)})
+        elif KERNEL_NODE_ROW.match(line) and line[KERNEL_NODE_COLUMN].strip().isdigit():
+            rows.append({"line": number, "kernel": "", "nodes": [int(line[KERNEL_NODE_COLUMN])]})
+    return rows
+
+
+def nodes_json(network, filename):
+    """Each node's opcode and the user's line that recorded it (None when topos recorded it)."""
+    return [
+        {
+            "index": node.index,
+            "opcode": node.opcode,
+            "line": node.source[1] if node.source and node.source[0] == filename else None,
+        }
+        for node in network.nodes()
+    ]
+
+
+def compute_readings(readings):
+    results, timings = {}, {}
+    for name in READINGS:
+        started = time.perf_counter()
+        try:
+            results[name] = getattr(readings, f"read_{name}")()
+        except MemoryError:
+            raise
+        except Exception as error:  # noqa: BLE001  (a reading that raises shows its error; the others still show)
+            results[name] = {"error": f"{type(error).__name__}: {error}"}
+        timings[name] = round((time.perf_counter() - started) * 1000, 2)
+    return results, timings
+
+
+#: The readings of the newest run that had some; the WebGPU bridge reads their kernel program.
+latest_readings = None
+
+
+def run(code, filename=FILENAME):
+    """Execute ``code`` and return everything the page shows, as a JSON text."""
+    global latest_readings
+    latest_readings = None
+    started = time.perf_counter()
+    output, watch, error = execute(code, filename)
+    timings = {"code": round((time.perf_counter() - started) * 1000, 2)}
+    result = {"output": output_json(output), "error": None, "recording": None, "nodes": [], "readings": None}
+    if error is not None:
+        result["error"] = describe_error(error, filename)
+    else:
+        picked = watch.pick(filename)
+        if picked is None:
+            result["readings"] = {name: {"empty": "this script recorded no tape"} for name in READINGS}
+        else:
+            network, readables, kind = picked
+            result["recording"] = {"kind": kind, "nodes": len(network), "readables": readables}
+            result["nodes"] = nodes_json(network, filename)
+            latest_readings = Readings(network, readables, filename)
+            result["readings"], reading_timings = compute_readings(latest_readings)
+            timings.update(reading_timings)
+    timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+    result["timings"] = timings
+    try:
+        return json.dumps(result, allow_nan=False, default=str)
+    except ValueError:
+        # JSON has no NaN or infinity (an attribute such as a clip bound may hold one): spell them as text.
+        return json.dumps(finite(result), allow_nan=False, default=str)
+
+
+def finite(value):
+    """``value`` with every non-finite float replaced by its text (``"nan"``, ``"inf"``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value
+
+
+# The WebGPU bridge ------------------------------------------------------------------------
+#
+# The worker executes the kernel program of the newest readings on the browser's
+# WebGPU, step by step, as topos.webgpu.runner does natively. Python holds the
+# host side: the values uploads read, readbacks write and host steps compute,
+# and the interpreter's values that each launch is compared against.
+
+
+def view_json(view):
+    if view is None:
+        return None
+    return {
+        "buffer": view.buffer,
+        "offset": view.offset,
+        "shape": list(view.shape),
+        "strides": list(view.strides),
+        "constant": view.constant,
+    }
+
+
+def step_json(step):
+    from .webgpu.launch import Launch
+    from .webgpu.program import HostStep, Readback, Upload, ViewStep
+
+    if isinstance(step, Launch):
+        return {
+            "type": "launch",
+            "kernel": step.kernel,
+            "entry": step.entry,
+            "specialisation": dict(step.specialisation),
+            "workgroups": list(step.workgroups),
+            "bindings": [{"index": b.index, "buffer": b.buffer, "access": b.access} for b in step.bindings],
+            "params": list(step.params),
+            "nodes": list(step.nodes),
+            "out": view_json(dict(step.views).get("out")),
+        }
+    if isinstance(step, Upload):
+        return {"type": "upload", "key": step.key, "buffer": step.buffer, "dtype": step.dtype}
+    if isinstance(step, Readback):
+        return {"type": "readback", "key": step.key, "view": view_json(step.view), "dtype": step.dtype}
+    if isinstance(step, HostStep):
+        return {"type": "host", "key": step.key, "reason": step.reason}
+    if isinstance(step, ViewStep):
+        return {"type": "view", "key": step.key}  # a new view of a buffer: nothing runs
+    raise TypeError(f"unknown program step {step!r}")
+
+
+class GpuBridge:
+    """The host side of one WebGPU run of the newest readings' kernel program."""
+
+    def __init__(self, readings):
+        import numpy as np
+
+        self.np = np
+        self.plan = readings.plan()
+        self.program = readings.kernels().program
+        network = readings.network
+        # The interpreter's value of every node: what uploads start from and what launches are held to.
+        self.expected = network.forward(network.parameters(), {}).values()
+        nodes = self.plan.nodes
+        self.values = {i: self.expected[i] for i in self.plan.schedule if nodes[i].is_source}
+
+    def program_json(self):
+        buffers = [{"id": b.id, "elements": b.elements, "dtype": b.dtype} for b in self.program.buffers]
+        return json.dumps({"buffers": buffers, "steps": [step_json(s) for s in self.program.steps],
+                           "outputs": list(self.plan.outputs)})
+
+    def upload(self, key, dtype):
+        """The bytes an upload writes: host value ``key`` as a dense array of ``dtype``."""
+        return self.np.ascontiguousarray(self.values[key], dtype=dtype).tobytes()
+
+    def array(self, data, dtype, shape):
+        # The worker hands over a JavaScript Uint8Array (a JsProxy with to_bytes()); tests pass bytes.
+        raw = data.to_bytes() if hasattr(data, "to_bytes") else bytes(data)
+        return self.np.frombuffer(raw, dtype=dtype).reshape(shape)
+
+    def readback(self, key, dtype, shape, data):
+        self.values[key] = self.array(data, dtype, shape)
+
+    def host_step(self, key):
+        """The interpreter computes node ``key`` from the host values (as the native runner's host does)."""
+        from .ops import lookup
+
+        node = self.plan.nodes[key]
+        inputs = [self.values[j] for j in node.operands]
+        self.values[key] = lookup(node.opcode).forward(inputs, node.attrs)
+
+    def difference(self, node, dtype, shape, data):
+        """Largest |device - interpreter| for node ``node``; None when the shapes do not match."""
+        return self.gap(self.array(data, dtype, shape), self.expected[node])
+
+    def output_differences(self):
+        """After the program ran: each readable's largest |run - interpreter|, as JSON."""
+        return json.dumps([{"node": k, "maxAbsDiff": self.gap(self.values[k], self.expected[k])} for k in self.plan.outputs])
+
+    def gap(self, actual, expected):
+        np = self.np
+        actual, expected = np.asarray(actual), np.asarray(expected)
+        if actual.size != expected.size:
+            return None
+        actual = actual.reshape(expected.shape).astype(np.float64)
+        expected = expected.astype(np.float64)
+        same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+        gap = np.where(same, 0.0, np.abs(actual - expected))
+        return float(np.max(gap)) if gap.size else 0.0
+
+
+def gpu_bridge():
+    """A bridge for the newest readings' kernel program (raises when there are none)."""
+    if latest_readings is None:
+        raise RuntimeError("no readings yet: nothing to run on WebGPU")
+    return GpuBridge(latest_readings)

@@ -1,0 +1,137 @@
+// The playground's benchmark, in headless Chromium (not part of `npm test`):
+//
+// 1. Cold start: a fresh browser profile (empty cache) opens the bare page, which only
+//    loads Pyodide and numpy in a module worker, then another fresh profile opens the
+//    playground until its first readings are shown; ROUNDS rounds, alternating, and
+//    the ratio of the medians. Both times are measured from navigation start.
+// 2. Edit to readings: with the transformer example recorded in the editor, EDITS edits,
+//    each timed from the paste event to the moment every pane shows the new readings
+//    (the graph drawn included); median and p95, for two kinds of edit:
+//    - edits that change the model (its width is new every time: 32, 36, 40, ...) with the
+//      page's graph layout cache switched off (?layoutCache=0): every edit lays out again;
+//    - the same edits with the cache on, as the page runs normally (a graph whose boxes keep
+//      their sizes keeps its layout);
+//    - edits that keep the model (a comment changes): the readings are all recomputed.
+//
+// Usage: npm run bench:playground   (builds and serves the site itself), or with
+// PLAYGROUND_URL=http://127.0.0.1:5173/ to measure a server that is already running.
+
+import { execSync, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+
+const ROUNDS = Number(process.env.ROUNDS ?? 5);
+const EDITS = Number(process.env.EDITS ?? 20);
+const PORT = 5198;
+const root = new URL("../..", import.meta.url).pathname;
+
+async function serve() {
+  if (process.env.PLAYGROUND_URL) return { url: process.env.PLAYGROUND_URL, stop: () => {} };
+  execSync("bash web/scripts/setup.sh && npx vite build --logLevel warn", { cwd: root, stdio: "inherit" });
+  const server = spawn("npx", ["vite", "preview", "--host", "127.0.0.1", "--port", String(PORT), "--strictPort"], {
+    cwd: root,
+    stdio: "ignore",
+    detached: true,
+  });
+  const url = `http://127.0.0.1:${PORT}/`;
+  for (let i = 0; i < 100; i++) {
+    try {
+      if ((await fetch(url)).ok) break;
+    } catch {
+      await sleep(100);
+    }
+  }
+  return { url, stop: () => process.kill(-server.pid) };
+}
+
+const median = (values) => quantile(values, 0.5);
+function quantile(values, q) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const at = (sorted.length - 1) * q;
+  const low = Math.floor(at);
+  return sorted[low] + (sorted[Math.ceil(at)] - sorted[low]) * (at - low);
+}
+
+/** Milliseconds from navigation to the page's first readings (data-readings-at), in a fresh profile. */
+async function coldStart(harness, path) {
+  const browser = await harness.openBrowser();
+  try {
+    const page = await browser.context.newPage();
+    await page.goto(new URL(path, process.env.PLAYGROUND_URL).href);
+    await page.waitForSelector('body[data-state="ready"]', { timeout: 120_000 });
+    if (browser.foreign.length) throw new Error(`requests left the origin: ${browser.foreign.join(", ")}`);
+    return Number(await page.$eval("body", (body) => body.dataset.readingsAt));
+  } finally {
+    await browser.close();
+  }
+}
+
+const TRANSFORMER = readFileSync(new URL("../../docs/examples/06_char_transformer.py", import.meta.url), "utf8");
+const record = (embed, comment = "") =>
+  `${TRANSFORMER}\nnetwork, (tokens, targets, logits, loss) = Tape.record(lambda tape: build(tape, Config(embed=${embed})))\n${comment}`;
+const changingTheModel = (edit) => ({ code: record(32 + 4 * (edit + 2)), width: 32 + 4 * (edit + 2) });
+const keepingTheModel = (edit) => ({ code: record(32, `# edit ${edit}\n`), width: 32 });
+
+async function editToReadings(harness, makeEdit, query) {
+  const browser = await harness.openBrowser();
+  try {
+    const { page } = await harness.openPlayground(browser.context, query);
+    const shown = () => page.$eval("body", (body) => Number(body.dataset.readingsShown));
+    const times = [];
+    for (let edit = -2; edit < EDITS; edit++) {
+      const before = await shown();
+      await page.click("#editor .view-lines");
+      await page.keyboard.press("ControlOrMeta+A");
+      // The paste is the edit; its time is taken in the page, on the clock the page stamps readings with.
+      const { code, width } = makeEdit(edit);
+      const pastedAt = await page.evaluate((code) => {
+        const data = new DataTransfer();
+        data.setData("text/plain", code);
+        const startedAt = performance.now();
+        document.activeElement.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+        return startedAt;
+      }, code);
+      await page.waitForFunction((count) => Number(document.body.dataset.readingsShown) > count, before, { timeout: 60_000 });
+      const readingsAt = Number(await page.$eval("body", (body) => body.dataset.readingsAt));
+      const spec = await harness.paneText(page, "spec");
+      if (!spec.includes(`[16, 16, ${width}]`)) throw new Error(`the spec pane shows another model:\n${spec.slice(0, 400)}`);
+      if (edit >= 0) times.push(readingsAt - pastedAt); // the first two edits warm up
+    }
+    const status = await page.$eval("#status", (element) => element.textContent);
+    return { times, status };
+  } finally {
+    await browser.close();
+  }
+}
+
+const server = await serve();
+process.env.PLAYGROUND_URL = server.url;
+const harness = await import("../browser/harness.mjs");
+try {
+  const bare = [];
+  const playground = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    bare.push(await coldStart(harness, "bench/bare.html"));
+    playground.push(await coldStart(harness, ""));
+  }
+  const ratio = median(playground) / median(bare);
+  console.log(`cold start, ${ROUNDS} rounds, fresh profile each (ms from navigation):`);
+  console.log(`  bare Pyodide + numpy   median ${median(bare).toFixed(0)}  [${bare.map((t) => t.toFixed(0)).join(", ")}]`);
+  console.log(`  playground (readings)  median ${median(playground).toFixed(0)}  [${playground.map((t) => t.toFixed(0)).join(", ")}]`);
+  console.log(`  ratio ${ratio.toFixed(3)} (aim: at most 1.2)`);
+
+  const series = [
+    ["edits that change the model, every graph laid out again", changingTheModel, "?layoutCache=0"],
+    ["edits that change the model, layout cache on", changingTheModel, ""],
+    ["edits that keep the model", keepingTheModel, ""],
+  ];
+  for (const [title, makeEdit, query] of series) {
+    const { times, status } = await editToReadings(harness, makeEdit, query);
+    console.log(`edit to all readings updated, transformer example, ${times.length} ${title} (ms):`);
+    console.log(`  median ${median(times).toFixed(1)}  p95 ${quantile(times, 0.95).toFixed(1)}  (aim: median under 150)`);
+    console.log(`  [${times.map((t) => t.toFixed(0)).join(", ")}]`);
+    console.log(`  last status: ${status}`);
+  }
+} finally {
+  server.stop();
+}

@@ -1,0 +1,92 @@
+// Shared set-up of the browser tests and the benchmark: Debian's Chromium driven by
+// playwright-core, with WebGPU on and no way to reach anything but the local server.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+export const BASE_URL = process.env.PLAYGROUND_URL ?? "http://127.0.0.1:5173/";
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+// DESIGN.md's flags: WebGPU (SwiftShader in headless Chromium), no outside name lookups, no background traffic.
+const FLAGS = [
+  "--no-sandbox",
+  "--enable-unsafe-webgpu",
+  "--enable-features=Vulkan",
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-default-apps",
+  "--disable-sync",
+  "--no-first-run",
+  "--metrics-recording-only",
+];
+
+/**
+ * A fresh browser profile. Every request is recorded; `foreign` lists those that tried to
+ * leave the page's origin (they are aborted, and the tests fail on any).
+ */
+export async function openBrowser() {
+  const profile = mkdtempSync(join(tmpdir(), "topos-browser-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: FLAGS,
+    viewport: { width: 1400, height: 900 },
+  });
+  const origin = new URL(BASE_URL).origin;
+  const foreign = [];
+  await context.route("**/*", (route) => {
+    const url = route.request().url();
+    const allowed = url.startsWith(origin + "/") || url.startsWith("data:") || url.startsWith("blob:");
+    if (allowed) return route.continue();
+    foreign.push(url);
+    return route.abort("blockedbyclient");
+  });
+  const close = async () => {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  };
+  return { context, foreign, close };
+}
+
+/** Open the playground (optionally with a fragment or query) and wait for its first readings. */
+export async function openPlayground(context, suffix = "", timeout = 120_000) {
+  const page = await context.newPage();
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  await page.goto(new URL(suffix, BASE_URL).href);
+  await page.waitForSelector('body[data-state="ready"]', { timeout });
+  return { page, errors };
+}
+
+/** The text content of a pane (data-reading="spec|graph|plan|gradient|hlo|kernels|output"). */
+export function paneText(page, name) {
+  return page.$eval(`[data-reading="${name}"]`, (element) => element.textContent);
+}
+
+/** Replace the editor's code the way a user pastes it, and let the debounced run happen. */
+export async function pasteCode(page, code) {
+  await page.click("#editor .view-lines");
+  await page.keyboard.press("ControlOrMeta+A");
+  await page.keyboard.press("Delete");
+  await page.evaluate((text) => {
+    const data = new DataTransfer();
+    data.setData("text/plain", text);
+    // Monaco listens for paste on its focused input element (an EditContext element in Chromium).
+    document.activeElement.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+  }, code);
+}
+
+/** Wait until a pane's text satisfies `predicate` (the readings update asynchronously). */
+export async function waitForPane(page, name, predicate, timeout = 30_000) {
+  const started = Date.now();
+  let text = null;
+  while (Date.now() - started < timeout) {
+    text = await paneText(page, name);
+    if (predicate(text)) return text;
+    await page.waitForTimeout(50);
+  }
+  throw new Error(`pane ${name} did not reach the expected text within ${timeout} ms; it shows:\n${text}`);
+}

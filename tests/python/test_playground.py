@@ -1,0 +1,223 @@
+"""The playground's Python side: running the user's code, picking the recording, the readings."""
+
+import json
+
+import numpy as np
+import pytest
+
+from topos import Tape, playground
+
+# The seed's first example and its readings, as the public contract (API.md) prints them.
+SEED = """from topos import Tape
+
+tape = Tape()                 # float64 by default; Tape(dtype="float32")
+w = tape.parameter(0.0)       # trainable source, recorded initial payload
+x = tape.input(0.0)           # fed per run, the payload is its default
+y = tape.input(0.0)           # (tape.leaf(value) records a constant)
+error = w * x - y             # every expression appends one node
+loss = error * error
+print(tape.describe())
+"""
+SEED_DESCRIBE = """   0  Parameter                         []
+   1  Input                             []
+   2  Input                             []
+   3  Mul            0, 1               []
+   4  Sub            3, 2               []
+   5  Mul            4, 4               []
+tape: 6 nodes, 1 parameter, 2 inputs"""
+SEED_PLAN = """   0  Parameter                         []           freed after 3
+   1  Input                             []           freed after 3
+   2  Input                             []           freed after 4
+   3  Mul            0, 1               []           freed after 4
+   4  Sub            3, 2               []           freed after 5
+   5  Mul            4, 4               []           kept
+plan: forward; 6 of 6 nodes evaluated, 1 readable
+live volume: peak 4 elements at node 3, retain-all 6"""
+SEED_HLO = """module @topos {
+  func.func @main(%arg0: tensor<f64>, %arg1: tensor<f64>, %arg2: tensor<f64>) -> (tensor<f64>) {
+    %v3 = stablehlo.multiply %arg0, %arg1 : tensor<f64>
+    %v4 = stablehlo.subtract %v3, %arg2 : tensor<f64>
+    %v5 = stablehlo.multiply %v4, %v4 : tensor<f64>
+    return %v5 : tensor<f64>
+  }
+}"""
+SEED_SEALED = """from topos import Tape
+
+def build(tape):
+    w = tape.parameter(0.5)
+    x = tape.input(2.0)
+    y = tape.input(4.0)
+    error = w * x - y
+    return [w, x, y, error * error]
+
+network, (w, x, y, loss) = Tape.record(build)
+run = network.forward(network.parameters(), {})
+gradients = run.backward(loss)
+print(run.of(loss), gradients.of(w), gradients.of(x), gradients.of(y))  # 9.0 -12.0 -3.0 6.0
+"""
+
+
+def run(code):
+    return json.loads(playground.run(code))
+
+
+@pytest.mark.parametrize("code", [SEED, SEED_SEALED], ids=["open tape", "sealed network"])
+def test_the_seed_shows_the_seed_readings(code):
+    result = run(code)
+    assert result["error"] is None
+    readings = result["readings"]
+    assert readings["spec"]["text"] == SEED_DESCRIBE
+    assert readings["plan"]["text"] == SEED_PLAN
+    assert readings["hlo"]["text"] == SEED_HLO
+    assert readings["gradient"]["text"].splitlines()[-2].startswith("plan: forward+backward;")
+    assert readings["gradient"]["text"].splitlines()[-2].endswith("1 readable, 1 gradient")
+    assert [n["opcode"] for n in readings["graph"]["graph"]["nodes"]] == ["Parameter", "Input", "Input", "Mul", "Sub", "Mul"]
+    assert "error" not in readings["kernels"]
+    # Both scripts record w, x, y on lines 4-6, error (Mul, Sub) on line 7 and the square on line 8.
+    assert [node["line"] for node in result["nodes"]] == [4, 5, 6, 7, 7, 8]
+
+
+def test_prints_and_cards_keep_their_order():
+    result = run(SEED_SEALED + "from topos import show\nshow.lines(['a', 'b'])\nprint('after')\n")
+    assert result["output"] == [
+        {"kind": "print", "text": "9.0 -12.0 -3.0 6.0\n"},
+        {"kind": "lines", "lines": ["a", "b"]},
+        {"kind": "print", "text": "after\n"},
+    ]
+
+
+def test_the_last_sealed_network_wins_over_tapes():
+    code = SEED + "\nnetwork, (a, b) = Tape.record(lambda t: [t.parameter([1.0, 2.0]), t.parameter(3.0).exp()])\n"
+    result = run(code)
+    assert result["recording"] == {"kind": "network", "nodes": 3, "readables": [2]}
+    assert result["readings"]["spec"]["text"].startswith("   0  Parameter                         [2]")
+
+
+def test_without_a_seal_the_last_tape_with_nodes_is_read():
+    code = SEED + "\nempty = Tape()\n"
+    result = run(code)
+    assert result["recording"] == {"kind": "tape", "nodes": 6, "readables": [5]}
+
+
+def test_readables_are_the_returned_values_less_sources():
+    code = (
+        "from topos import Tape\n"
+        "def build(t):\n"
+        "    w = t.parameter([1.0, 2.0])\n"
+        "    h = w * 2.0\n"
+        "    return [w, h, h.sum()]\n"
+        "network, symbols = Tape.record(build)\n"
+    )
+    result = run(code)
+    readables = result["recording"]["readables"]
+    nodes = result["nodes"]
+    assert [nodes[i]["opcode"] for i in readables] == ["Mul", "Sum"]
+    assert "2 readable" in result["readings"]["plan"]["text"]
+
+
+def test_a_script_that_records_nothing_says_so():
+    result = run("print('hello')\n")
+    assert result["error"] is None
+    assert result["readings"]["spec"] == {"empty": "this script recorded no tape"}
+    assert result["output"] == [{"kind": "print", "text": "hello\n"}]
+
+
+def test_a_shape_error_names_the_users_line_and_brings_no_readings():
+    code = SEED + "bad = error + tape.parameter([1.0, 2.0]) @ tape.parameter([1.0, 2.0, 3.0])\n"
+    result = run(code)
+    assert result["readings"] is None
+    assert result["error"]["type"] == "ShapeError"
+    assert result["error"]["line"] == 10
+    assert "MatMul" in result["error"]["message"]
+    assert result["output"][0]["text"].startswith("   0  Parameter")  # printed before the error
+    assert 'File "main.py", line 10' in result["error"]["traceback"]
+
+
+def test_a_syntax_error_names_its_line_and_column():
+    result = run("x = 1\ny = (2,\n")
+    assert result["error"]["type"] == "SyntaxError"
+    assert result["error"]["line"] == 2
+    assert result["error"]["column"] == 5
+
+
+def test_an_error_inside_a_users_function_points_at_the_innermost_user_line():
+    code = "def inner():\n    return 1 / 0\n\ndef outer():\n    return inner()\n\nouter()\n"
+    result = run(code)
+    assert result["error"]["type"] == "ZeroDivisionError"
+    assert result["error"]["line"] == 2
+
+
+def test_the_main_guard_does_not_run_and_tape_methods_are_restored():
+    original = (Tape.__init__, Tape.seal, Tape.__dict__["record"])
+    result = run("if __name__ == '__main__':\n    print('training')\nprint(__name__)\nraise RuntimeError('x')\n")
+    assert result["output"] == [{"kind": "print", "text": "__playground__\n"}]
+    assert (Tape.__init__, Tape.seal, Tape.__dict__["record"]) == original
+
+
+def test_a_reading_that_raises_shows_its_error_and_the_others_still_show(monkeypatch):
+    def broken(self):
+        raise RuntimeError("the emitter broke")
+
+    monkeypatch.setattr(playground.Readings, "read_hlo", broken)
+    readings = run(SEED)["readings"]
+    assert readings["hlo"] == {"error": "RuntimeError: the emitter broke"}
+    assert readings["spec"]["text"] == SEED_DESCRIBE
+
+
+def test_the_gradient_reading_needs_a_scalar_and_parameters():
+    no_parameters = run("from topos import Tape\nt = Tape()\nx = t.input(1.0)\ny = x * x\n")
+    assert "has none" in no_parameters["readings"]["gradient"]["error"]
+    vector = run("from topos import Tape\nt = Tape()\nw = t.parameter([1.0, 2.0])\ny = w * w\n")
+    assert "rank-0" in vector["readings"]["gradient"]["error"]
+    assert vector["readings"]["plan"]["text"]  # the other readings are unaffected
+
+
+def test_kernel_launch_lines_name_their_nodes():
+    code = SEED_SEALED.replace("Tape.record(build)", 'Tape.record(build, dtype="float32")')
+    kernels = run(code)["readings"]["kernels"]
+    lines = kernels["text"].split("\n")
+    launches = [row for row in kernels["launches"] if row["kernel"]]
+    assert launches, kernels["text"]
+    for row in launches:
+        number = int(lines[row["line"]].split()[0])
+        assert lines[row["line"]].split()[1] == row["kernel"]
+        assert number == launches.index(row)
+        assert row["nodes"]
+
+
+def test_the_gpu_bridge_hosts_a_float64_program_like_the_interpreter():
+    # float64 runs entirely on the host: executing the program's host steps in order
+    # through the bridge must give the interpreter's values.
+    run(SEED_SEALED)
+    bridge = playground.gpu_bridge()
+    program = json.loads(bridge.program_json())
+    for step in program["steps"]:
+        assert step["type"] == "host"
+        bridge.host_step(step["key"])
+    for output in program["outputs"]:
+        assert np.array_equal(bridge.values[output], bridge.expected[output])
+    assert json.loads(bridge.output_differences()) == [{"node": 5, "maxAbsDiff": 0.0}]
+
+
+def test_the_gpu_bridge_moves_float32_bytes_and_measures_differences():
+    code = SEED_SEALED.replace("Tape.record(build)", 'Tape.record(build, dtype="float32")')
+    run(code)
+    bridge = playground.gpu_bridge()
+    program = json.loads(bridge.program_json())
+    uploads = [s for s in program["steps"] if s["type"] == "upload"]
+    assert uploads, program
+    first = uploads[0]
+    raw = bridge.upload(first["key"], "float32")
+    assert np.frombuffer(raw, dtype=np.float32).tolist() == np.asarray(bridge.expected[first["key"]]).reshape(-1).tolist()
+    # A device value 0.5 away from the interpreter's, for the loss.
+    wrong = (np.asarray(bridge.expected[5], dtype=np.float32) + np.float32(0.5)).tobytes()
+    assert bridge.difference(5, "float32", [], wrong) == pytest.approx(0.5)
+    assert bridge.difference(5, "float32", [2], np.zeros(2, np.float32).tobytes()) is None
+
+
+def test_non_finite_numbers_are_spelled_as_text_for_json():
+    # An attribute of a user-registered primitive may hold an infinity; JSON cannot.
+    result = {"graph": {"attrs": {"low": float("-inf"), "high": float("nan"), "axes": [0, 1]}}, "text": "x"}
+    cleaned = playground.finite(result)
+    assert cleaned == {"graph": {"attrs": {"low": "-inf", "high": "nan", "axes": [0, 1]}}, "text": "x"}
+    json.dumps(cleaned, allow_nan=False)

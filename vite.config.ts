@@ -1,0 +1,36 @@
+// The playground's build: web/ is the root, public/ holds Pyodide's files and the
+// topos wheel (put there by web/scripts/setup.sh), dist/ receives the site.
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vite";
+
+const root = fileURLToPath(new URL(".", import.meta.url));
+
+export default defineConfig({
+  root: resolve(root, "web"),
+  publicDir: resolve(root, "public"),
+  base: "/",
+  resolve: {
+    // monaco-editor's export map appends ".js" to every path, which hides its CSS files; this alias does not.
+    alias: { "monaco-esm": resolve(root, "node_modules/monaco-editor/esm/vs") },
+  },
+  build: {
+    outDir: resolve(root, "dist"),
+    emptyOutDir: true,
+    target: "es2022",
+    // Monaco is one large chunk by nature; the warning would only repeat that.
+    chunkSizeWarningLimit: 8000,
+    rolldownOptions: {
+      // The timing report is for profiling the build, not news on every build.
+      checks: { bundlerTimings: false },
+      input: {
+        playground: resolve(root, "web/index.html"),
+        bare: resolve(root, "web/bench/bare.html"),
+      },
+    },
+  },
+  worker: { format: "es" },
+  // The gallery (docs/examples) and the kernels (kernels/) live outside web/.
+  server: { host: "127.0.0.1", port: 5173, strictPort: true, fs: { allow: [root] } },
+  preview: { host: "127.0.0.1", port: 5173, strictPort: true },
+});

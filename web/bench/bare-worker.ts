@@ -1,0 +1,10 @@
+// Loads Pyodide and numpy from the site's origin (as the playground's first stages do), then says so.
+export {};
+
+const PYODIDE_URL = new URL("/pyodide/", self.location.origin).href;
+
+const pyodideModule = (await import(/* @vite-ignore */ `${PYODIDE_URL}pyodide.mjs`)) as typeof import("pyodide");
+const pyodide = await pyodideModule.loadPyodide({ indexURL: PYODIDE_URL });
+await pyodide.loadPackage(["numpy"], { messageCallback: () => {} });
+pyodide.runPython("import numpy");
+self.postMessage("ready");

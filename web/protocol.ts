@@ -1,0 +1,178 @@
+// The messages between the page and the Python worker, and the shape of a run's result.
+// Types only: both sides import this module, and it must stay free of code, so
+// that the worker never pulls page code in (and the reverse).
+
+/**
+ * Where the kernels reading's program runs after each run: nowhere beyond the numpy
+ * interpreter ("numpy"), on the browser's WebGPU ("webgpu"), or on WebGPU when the
+ * adapter is a hardware one ("auto"; a software fallback adapter is slower than numpy).
+ */
+export type Backend = "numpy" | "webgpu" | "auto";
+
+/** The start-up stages, in order; each reports "started" then "done" (or "failed"). */
+export type StageName = "pyodide" | "numpy" | "topos" | "webgpu";
+export type StageState = "started" | "done" | "failed";
+
+/** The six readings of one recording. */
+export type ReadingName = "spec" | "graph" | "plan" | "gradient" | "hlo" | "kernels";
+
+// Page -> worker -------------------------------------------------------------------------
+
+export interface RunRequest {
+  type: "run";
+  /** Increases with every request; a result names the request it answers. */
+  id: number;
+  code: string;
+  backend: Backend;
+}
+
+export type HostToWorker = RunRequest;
+
+// Worker -> page -------------------------------------------------------------------------
+
+export interface StageMessage {
+  type: "stage";
+  stage: StageName;
+  state: StageState;
+  /** Milliseconds since the worker started, when the stage ended. */
+  ms?: number;
+  detail?: string;
+}
+
+export interface ReadyMessage {
+  type: "ready";
+  webgpu: WebGpuStatus;
+}
+
+export interface ResultMessage {
+  type: "result";
+  id: number;
+  result: RunResult;
+  /** Milliseconds the worker spent on the request (Python and WebGPU). */
+  ms: number;
+}
+
+/** The worker cannot go on: Python ran out of memory, or start-up or the runtime failed. The page restarts it. */
+export interface CrashedMessage {
+  type: "crashed";
+  id: number | null;
+  reason: "memory" | "fatal";
+  message: string;
+}
+
+export type WorkerToHost = StageMessage | ReadyMessage | ResultMessage | CrashedMessage;
+
+export interface WebGpuStatus {
+  available: boolean;
+  /** A software adapter (SwiftShader): "auto" leaves the kernels to numpy there. */
+  fallback: boolean;
+  /** The adapter's description, or why there is none. */
+  detail: string;
+}
+
+// A run's result (made by topos.playground.run in Python, completed by the worker) ---------
+
+export interface RunResult {
+  output: OutputItem[];
+  /** The user's code raised: no readings come with it (the page keeps the last good ones). */
+  error: UserError | null;
+  recording: RecordingInfo | null;
+  /** Every node of the recording and the user's line that recorded it (null when topos did). */
+  nodes: NodeInfo[];
+  readings: Record<ReadingName, Reading> | null;
+  timings: Record<string, number>;
+  /** Present when the kernels ran on WebGPU, or were asked to and could not. */
+  webgpu?: WebGpuReport;
+}
+
+export interface UserError {
+  type: string;
+  message: string;
+  line: number | null;
+  column?: number;
+  traceback: string;
+}
+
+export interface RecordingInfo {
+  kind: "network" | "tape";
+  nodes: number;
+  readables: number[];
+}
+
+export interface NodeInfo {
+  index: number;
+  opcode: string;
+  line: number | null;
+}
+
+/** One reading: its text (and, for some, structured data), or why there is none. */
+export interface Reading {
+  text?: string;
+  error?: string;
+  empty?: string;
+  graph?: GraphJson;
+  launches?: LaunchInfo[];
+}
+
+export interface GraphJson {
+  nodes: { index: number; opcode: string; shape: string; line: number | null }[];
+  edges: [number, number][];
+}
+
+/** One kernel launch as the kernels reading lists it. */
+export interface LaunchInfo {
+  /** The line of the kernels reading's text that describes this launch. */
+  line: number;
+  kernel: string;
+  nodes: number[];
+}
+
+export interface WebGpuReport {
+  ran: boolean;
+  /** Why the launches did not run on WebGPU, or on which adapter they did. */
+  detail: string;
+  launches: LaunchTiming[];
+  /** Each readable's largest |WebGPU run - interpreter| once the whole program ran. */
+  outputs?: { node: number; maxAbsDiff: number | null }[];
+}
+
+export interface LaunchTiming {
+  kernel: string;
+  nodes: number[];
+  ms: number;
+  /** Largest |WebGPU - interpreter| over the value the launch finishes (null: it finishes none). */
+  maxAbsDiff: number | null;
+}
+
+// Output cards (topos.show), as JSON ---------------------------------------------------------
+
+export type OutputItem = PrintItem | TextCard | LinesCard | GraphCard | PlotCard;
+
+export interface PrintItem {
+  kind: "print";
+  text: string;
+}
+
+export interface TextCard {
+  kind: "spec" | "hlo" | "text";
+  text: string;
+}
+
+export interface LinesCard {
+  kind: "lines";
+  lines: string[];
+}
+
+export interface GraphCard {
+  kind: "graph";
+  graph: GraphJson;
+}
+
+export interface PlotCard {
+  kind: "plot";
+  title: string;
+  x_label: string;
+  y_label: string;
+  log_y: boolean;
+  layers: { label: string; x: number[]; y: (number | null)[] }[];
+}
