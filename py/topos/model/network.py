@@ -241,21 +241,24 @@ def evaluate(nodes, parameter_slots, feeds):
     return values
 
 
-class Parameters:
-    """The trainable payloads, one slot per parameter node. Immutable: ``step`` makes a new table."""
+class SlotTable:
+    """Read-only arrays keyed by parameter node: what ``Parameters`` and ``Gradients`` share."""
+
+    #: how ``of`` describes a node without a slot here
+    missing_slot = "has no slot in this table"
 
     def __init__(self, network, slots):
         self.network = network
         self.slots = {index: frozen(array) for index, array in slots.items()}
 
     def of(self, symbol):
-        """The value of the parameter that ``symbol`` names, as a ``Tensor`` of its shape and dtype.
+        """The array in the slot of the parameter ``symbol`` names, as a ``Tensor`` of that parameter's shape.
 
-        Raises ``FeedError`` if the node is not a parameter or the symbol belongs to another network.
+        Raises ``FeedError`` if the node has no slot here or the symbol belongs to another network.
         """
         index = self.network.index_of(symbol)
         if index not in self.slots:
-            raise FeedError(f"{describe_node(self.network.nodes()[index])} is not a parameter")
+            raise FeedError(f"{describe_node(self.network.nodes()[index])} {self.missing_slot}")
         return Tensor(self.slots[index])
 
     def names(self):
@@ -267,12 +270,18 @@ class Parameters:
         return [self.network.symbol(i) for i in self.slots]
 
     def items(self):
-        """(name, Tensor) pairs in node order."""
+        """(parameter name, ``Tensor``) pairs, one per slot, in node order."""
         nodes = self.network.nodes()
         return [(nodes[i].name, Tensor(array)) for i, array in self.slots.items()]
 
     def __len__(self):
         return len(self.slots)
+
+
+class Parameters(SlotTable):
+    """The trainable payloads, one slot per parameter node. Immutable: ``step`` makes a new table."""
+
+    missing_slot = "is not a parameter"
 
     def __repr__(self):
         return f"<Parameters: {', '.join(self.names())}>"
@@ -303,27 +312,10 @@ class Parameters:
         save_parameters(self, path)
 
 
-class Gradients:
+class Gradients(SlotTable):
     """Gradients projected onto parameter slots (what optimizers consume)."""
 
-    def __init__(self, network, slots):
-        self.network = network
-        self.slots = {index: frozen(array) for index, array in slots.items()}
-
-    def of(self, symbol):
-        """The gradient of the parameter that ``symbol`` names, as a ``Tensor`` of that parameter's shape.
-
-        Raises ``FeedError`` if the node has no slot here or the symbol belongs to another network.
-        """
-        index = self.network.index_of(symbol)
-        if index not in self.slots:
-            raise FeedError(f"{describe_node(self.network.nodes()[index])} has no slot in these gradients")
-        return Tensor(self.slots[index])
-
-    def items(self):
-        """(parameter name, gradient ``Tensor``) pairs, one per slot, in node order."""
-        nodes = self.network.nodes()
-        return [(nodes[i].name, Tensor(array)) for i, array in self.slots.items()]
+    missing_slot = "has no slot in these gradients"
 
     def global_norm(self):
         """The L2 norm of all gradients together, as a Python float."""

@@ -34,11 +34,16 @@ class Comparison(Binary):
     """Compares elementwise; the result is 1.0 where true and 0.0 elsewhere."""
 
     differentiable = False
+    #: each comparison sets these two: the numpy ufunc and StableHLO's comparison_direction
     numpy_function = None
+    hlo_direction = None
 
     def forward(self, inputs, attrs):
         a, b = inputs
         return type(self).numpy_function(a, b).astype(a.dtype)
+
+    def stablehlo(self, ctx, node):
+        return ctx.comparison(self.hlo_direction, node)
 
 
 # Unary -------------------------------------------------------------------
@@ -363,54 +368,42 @@ def _select_grads(e, g, a_wins, operands):
 class Less(Comparison):
     name = "Less"
     numpy_function = np.less
-
-    def stablehlo(self, ctx, node):
-        return ctx.comparison("LT", node)
+    hlo_direction = "LT"
 
 
 @register
 class LessEqual(Comparison):
     name = "LessEqual"
     numpy_function = np.less_equal
-
-    def stablehlo(self, ctx, node):
-        return ctx.comparison("LE", node)
+    hlo_direction = "LE"
 
 
 @register
 class Greater(Comparison):
     name = "Greater"
     numpy_function = np.greater
-
-    def stablehlo(self, ctx, node):
-        return ctx.comparison("GT", node)
+    hlo_direction = "GT"
 
 
 @register
 class GreaterEqual(Comparison):
     name = "GreaterEqual"
     numpy_function = np.greater_equal
-
-    def stablehlo(self, ctx, node):
-        return ctx.comparison("GE", node)
+    hlo_direction = "GE"
 
 
 @register
 class Equal(Comparison):
     name = "Equal"
     numpy_function = np.equal
-
-    def stablehlo(self, ctx, node):
-        return ctx.comparison("EQ", node)
+    hlo_direction = "EQ"
 
 
 @register
 class NotEqual(Comparison):
     name = "NotEqual"
     numpy_function = np.not_equal
-
-    def stablehlo(self, ctx, node):
-        return ctx.comparison("NE", node)
+    hlo_direction = "NE"
 
 
 @register
