@@ -25,9 +25,12 @@ const FLAGS = [
 
 /**
  * A fresh browser profile. Every request is recorded; `foreign` lists those that tried to
- * leave the page's origin (they are aborted, and the tests fail on any).
+ * leave the page's origin (they are aborted, and the tests fail on any). `baseUrl` names
+ * another local server; `intercept: false` only watches requests instead of routing them,
+ * because Playwright's routing turns the HTTP cache off (the offline app's tests need it;
+ * the host-resolver rule still leaves every outside name unresolvable).
  */
-export async function openBrowser() {
+export async function openBrowser({ baseUrl = BASE_URL, intercept = true } = {}) {
   const profile = mkdtempSync(join(tmpdir(), "topos-browser-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
@@ -35,15 +38,21 @@ export async function openBrowser() {
     args: FLAGS,
     viewport: { width: 1400, height: 900 },
   });
-  const origin = new URL(BASE_URL).origin;
+  const origin = new URL(baseUrl).origin;
   const foreign = [];
-  await context.route("**/*", (route) => {
-    const url = route.request().url();
-    const allowed = url.startsWith(origin + "/") || url.startsWith("data:") || url.startsWith("blob:");
-    if (allowed) return route.continue();
-    foreign.push(url);
-    return route.abort("blockedbyclient");
-  });
+  const allowed = (url) => url.startsWith(origin + "/") || url.startsWith("data:") || url.startsWith("blob:");
+  if (intercept) {
+    await context.route("**/*", (route) => {
+      const url = route.request().url();
+      if (allowed(url)) return route.continue();
+      foreign.push(url);
+      return route.abort("blockedbyclient");
+    });
+  } else {
+    context.on("request", (request) => {
+      if (!allowed(request.url())) foreign.push(request.url());
+    });
+  }
   const close = async () => {
     await context.close();
     rmSync(profile, { recursive: true, force: true });
