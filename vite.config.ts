@@ -3,6 +3,8 @@
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
+import { docsPageInputs } from "./web/docs-site/render-pages.ts";
+import { playgroundPwa } from "./web/pwa.config.ts";
 
 const root = fileURLToPath(new URL(".", import.meta.url));
 
@@ -10,6 +12,8 @@ export default defineConfig({
   root: resolve(root, "web"),
   publicDir: resolve(root, "public"),
   base: "/",
+  // The offline app: service worker, manifest, build id (web/pwa.config.ts).
+  plugins: [playgroundPwa(root)],
   resolve: {
     // monaco-editor's export map appends ".js" to every path, which hides its CSS files; this alias does not.
     alias: { "monaco-esm": resolve(root, "node_modules/monaco-editor/esm/vs") },
@@ -26,6 +30,9 @@ export default defineConfig({
       input: {
         playground: resolve(root, "web/index.html"),
         bare: resolve(root, "web/bench/bare.html"),
+        // The embeddable playground, and the docs pages rendered from docs/generated/ into web/docs/.
+        embed: resolve(root, "web/embed.html"),
+        ...docsPageInputs(root),
       },
     },
   },

@@ -7,5 +7,6 @@ bash web/scripts/setup.sh
 npx vite build --logLevel warn
 echo
 echo "topos playground: http://127.0.0.1:5173/"
+echo "the docs, every block live: http://127.0.0.1:5173/docs/index.html"
 echo
 exec npx vite preview --host 127.0.0.1 --port 5173 --strictPort

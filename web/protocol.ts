@@ -74,6 +74,8 @@ export interface WebGpuStatus {
 
 export interface RunResult {
   output: OutputItem[];
+  /** The output as plain text: printed text, and each card's text on lines of its own (as the docs show it). */
+  output_text: string;
   /** The user's code raised: no readings come with it (the page keeps the last good ones). */
   error: UserError | null;
   recording: RecordingInfo | null;

@@ -56,6 +56,7 @@ PAGES = [
     "kernels",
     "gallery",
     "playground",
+    "embedding",
     "api",
 ]
 FORMAT_VERSION = 1

@@ -41,9 +41,13 @@ import time
 import traceback
 import types
 
+import numpy as np
+
 from . import show
+from .compiler import backends as backend_registry
 from .model.network import Network, Symbol
 from .model.tape import Tape
+from .ops import registry as primitive_registry
 from .ops.registry import format_shape
 
 FILENAME = "main.py"
@@ -219,6 +223,45 @@ def execute(code, filename=FILENAME):
     return output, watch, error
 
 
+class ProcessState:
+    """Process-wide state a script can change, as it was when this module was imported.
+
+    One Python serves every run (and, in a page of embeds, every embed), so a
+    script that sets numpy's print options or registers a primitive or a backend
+    would otherwise change what the next run prints, or make it fail with "already
+    registered". ``restore`` puts that state back; ``run`` calls it before each
+    run, not after, because the readings (and the WebGPU bridge after them) may
+    still need the primitives the script registered.
+    """
+
+    def __init__(self):
+        self.print_options = np.get_printoptions()
+        self.registries = [(table, dict(table)) for table in (primitive_registry._REGISTRY, backend_registry._BACKENDS)]
+
+    def restore(self):
+        np.set_printoptions(**self.print_options)
+        for table, saved in self.registries:
+            table.clear()
+            table.update(saved)
+
+
+def output_text(output):
+    """The output as plain text: printed text as printed, each card's text on lines of its own.
+
+    The same rule as the docs builder's ``output_text``, so an embed can compare
+    what it printed with the output a docs page shows.
+    """
+    text = ""
+    for item in output:
+        if isinstance(item, str):
+            text += item
+        else:
+            if text and not text.endswith("\n"):
+                text += "\n"
+            text += str(item) + "\n"
+    return text
+
+
 def output_json(output):
     items = []
     for item in output:
@@ -348,16 +391,20 @@ def compute_readings(readings):
 
 #: The readings of the newest run that had some; the WebGPU bridge reads their kernel program.
 latest_readings = None
+#: What every run starts from (taken once topos, with every primitive and backend, is imported).
+PROCESS_STATE = ProcessState()
 
 
 def run(code, filename=FILENAME):
     """Execute ``code`` and return everything the page shows, as a JSON text."""
     global latest_readings
     latest_readings = None
+    PROCESS_STATE.restore()
     started = time.perf_counter()
     output, watch, error = execute(code, filename)
     timings = {"code": round((time.perf_counter() - started) * 1000, 2)}
-    result = {"output": output_json(output), "error": None, "recording": None, "nodes": [], "readings": None}
+    result = {"output": output_json(output), "output_text": output_text(output), "error": None, "recording": None,
+              "nodes": [], "readings": None}
     if error is not None:
         result["error"] = describe_error(error, filename)
     else:

@@ -9,6 +9,7 @@ import { examples } from "./gallery";
 import { Links } from "./links";
 import { createPanes, READING_NAMES } from "./panes/registry";
 import { PythonSession } from "./session";
+import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, shareLink } from "./share";
 
 // Short, because only one run is ever in flight: edits made meanwhile wait as one pending run.
@@ -68,6 +69,8 @@ const session = new PythonSession(
     ready: (webgpu) => {
       showReadingsStage("started");
       backendPicker.title = webgpu.available ? `WebGPU: ${webgpu.detail}` : `no WebGPU: ${webgpu.detail}`;
+      // The service worker registers now, so that its downloads never compete with the first start.
+      startOfflineApp();
     },
     result: (result, _id, ms) => void showResult(result, ms),
     busy: () => {

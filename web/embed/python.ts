@@ -1,0 +1,26 @@
+// Which Python an embed talks to: the page's shared one (shared-python.ts) where the
+// browser can share it, else a worker of its own (the playground's PythonSession).
+
+import type { Backend } from "../protocol";
+import type { SessionEvents } from "../src/session";
+import { canSharePython, SharedPython } from "./shared-python";
+
+export interface Python {
+  run(code: string, backend: Backend): number;
+  readonly latestId: number;
+}
+
+/** "leader" or "follower" of the shared Python (a follower may be elected later), or "own": a worker of its own. */
+export type PythonRole = "leader" | "follower" | "own";
+
+export async function startPython(
+  events: SessionEvents,
+  timeLimitMs: number,
+  share: boolean,
+  onRole: (role: PythonRole) => void,
+): Promise<Python> {
+  if (share && canSharePython()) return new SharedPython(events, timeLimitMs, onRole);
+  const { PythonSession } = await import("../src/session");
+  onRole("own");
+  return new PythonSession(events, timeLimitMs);
+}
