@@ -18,7 +18,6 @@ one after it must not find the primitive there.
 """
 
 import contextlib
-import io
 import linecache
 import os
 import sys
@@ -28,11 +27,8 @@ import types
 import warnings
 from dataclasses import dataclass
 
-import numpy as np
-
 from topos import show
-from topos.compiler import backends as backend_registry
-from topos.ops import registry as primitive_registry
+from topos.playground import OutputWriter, ProcessState, output_json, output_text
 
 FILENAME = "main.py"
 
@@ -44,40 +40,6 @@ class BlockRun:
     error: str = None  # the traceback, when the block raised
 
 
-class _Collector(io.TextIOBase):
-    """A text stream that appends to the shared list of output items (cards go to the same list)."""
-
-    def __init__(self, items):
-        self.items = items
-
-    def writable(self):
-        return True
-
-    def write(self, text):
-        if self.items and isinstance(self.items[-1], str):
-            self.items[-1] += text
-        else:
-            self.items.append(text)
-        return len(text)
-
-
-def output_text(items):
-    """The plain text of output items: printed text as printed, each card's text on lines of its own."""
-    text = ""
-    for item in items:
-        if isinstance(item, str):
-            text += item
-        else:
-            if text and not text.endswith("\n"):
-                text += "\n"
-            text += str(item) + "\n"
-    return text
-
-
-def _item_json(item):
-    return {"kind": "print", "text": item} if isinstance(item, str) else item.to_json()
-
-
 def run_block(code):
     """Run ``code`` as described above; returns a ``BlockRun``."""
     collected = []
@@ -86,14 +48,13 @@ def run_block(code):
     linecache.cache[FILENAME] = (len(code), None, code.splitlines(True), FILENAME)
     previous_main = sys.modules.get("__main__")
     previous_directory = os.getcwd()
-    print_options = np.get_printoptions()
-    # The registries are module-level dicts; a copy of each is put back after the block.
-    registries = [(table, dict(table)) for table in (primitive_registry._REGISTRY, backend_registry._BACKENDS)]
+    # Print options and the primitive and backend registries, put back after the block.
+    state = ProcessState()
     error = None
     with tempfile.TemporaryDirectory(prefix="topos-docs-") as directory:
         os.chdir(directory)
         sys.modules["__main__"] = module  # dataclasses and pickle look a class's module up here
-        writer = _Collector(collected)
+        writer = OutputWriter(collected)
         try:
             with warnings.catch_warnings(), show.capture(collected), contextlib.redirect_stdout(writer), \
                     contextlib.redirect_stderr(writer):
@@ -103,9 +64,6 @@ def run_block(code):
         finally:
             sys.modules["__main__"] = previous_main
             os.chdir(previous_directory)
-            np.set_printoptions(**print_options)
-            for table, saved in registries:
-                table.clear()
-                table.update(saved)
+            state.restore()
             linecache.cache.pop(FILENAME, None)
-    return BlockRun([_item_json(item) for item in collected], output_text(collected), error)
+    return BlockRun(output_json(collected), output_text(collected), error)
