@@ -9,6 +9,8 @@
 // A view is an offset and one stride per axis (in elements): element i, at coordinates
 // (c0, ..., c{rank-1}) of `shape`, lives at offset + sum(c_d * stride_d).
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params   array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out      array<f32> (array<i32> copies the same bits)
@@ -29,31 +31,7 @@
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
-
-// The buffer index of element i in the view whose offset is word `base`
-// and whose strides follow it.
-fn strided(i: u32, base: u32) -> u32 {
-    var rest = i;
-    var index = word(base);
-    var axis = i32(word(1u)) - 1;
-    loop {
-        if (axis < 0) {
-            break;
-        }
-        let extent = word(2u + u32(axis));
-        index += (rest % extent) * word(base + 1u + u32(axis));
-        rest = rest / extent;
-        axis -= 1;
-    }
-    return index;
-}
-
-fn element(group: vec3<u32>, groups: vec3<u32>, lane: u32) -> u32 {
-    return (group.y * groups.x + group.x) * 64u + lane;
-}
+{{COMMON}}
 
 @compute @workgroup_size(64)
 fn copy(

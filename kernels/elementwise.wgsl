@@ -12,6 +12,8 @@
 //   {{LOAD_Y}}      the same for y (view words at 15u)
 //   {{LOAD_Z}}      the same for z (view words at 22u)
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params    array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out       array<f32>, contiguous, `count` elements
@@ -36,39 +38,9 @@
 @group(0) @binding(3) var<storage, read> y_buffer: array<f32>;
 @group(0) @binding(4) var<storage, read> z_buffer: array<f32>;
 
+{{COMMON}}
+
 // A private variable, not a constant: WGSL rejects infinities in constant expressions.
-var<private> infinity_bits: u32 = 0x7f800000u;
-var<private> nan_bits: u32 = 0x7fc00000u;
-
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
-
-fn infinity() -> f32 {
-    return bitcast<f32>(infinity_bits);
-}
-
-fn not_a_number() -> f32 {
-    return bitcast<f32>(nan_bits);
-}
-
-// The buffer index of output element i in the view whose offset is word `base`
-// and whose strides follow it.
-fn strided(i: u32, base: u32) -> u32 {
-    var rest = i;
-    var index = word(base);
-    var axis = i32(word(1u)) - 1;
-    loop {
-        if (axis < 0) {
-            break;
-        }
-        let extent = word(2u + u32(axis));
-        index += (rest % extent) * word(base + 1u + u32(axis));
-        rest = rest / extent;
-        axis -= 1;
-    }
-    return index;
-}
 
 // tanh to a few ulp of relative error: WGSL's tanh (an exp-based formula on many drivers) loses
 // the relative precision of small results. Near 0 a Taylor series (its next term is below 1e-8 of
@@ -164,7 +136,7 @@ fn main(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let i = (group.y * groups.x + group.x) * 64u + lane;
+    let i = element(group, groups, lane);
     if (i >= word(0u)) {
         return;
     }

@@ -9,6 +9,8 @@
 //   one_hot  OneHot(indices) with `depth` classes: out[j * depth + c] = 1.0 where
 //            indices[j] == c, else 0.0.
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params   array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out      array<f32>, contiguous
@@ -27,9 +29,7 @@
 @group(0) @binding(2) var<storage, read> indices: array<i32>;
 @group(0) @binding(3) var<storage, read> values: array<f32>;
 
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
+{{COMMON}}
 
 @compute @workgroup_size(64)
 fn take(
@@ -37,7 +37,7 @@ fn take(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let i = (group.y * groups.x + group.x) * 64u + lane;
+    let i = element(group, groups, lane);
     if (i >= word(0u)) {
         return;
     }
@@ -61,7 +61,7 @@ fn one_hot(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let i = (group.y * groups.x + group.x) * 64u + lane;
+    let i = element(group, groups, lane);
     if (i >= word(0u)) {
         return;
     }

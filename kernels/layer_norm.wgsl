@@ -10,6 +10,8 @@
 // The input is read through a strided view: row r's element j lives at
 // offset + outer(r) + j * stride. The output is contiguous: out[r * length + j].
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out     array<f32>
@@ -25,11 +27,9 @@
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 
-var<workgroup> partial: array<f32, 64>;
+{{COMMON}}
 
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
+var<workgroup> partial: array<f32, 64>;
 
 fn row_start(row: u32) -> u32 {
     var rest = row;

@@ -14,6 +14,8 @@
 //                  Dispatch: workgroups of 64 over batch * m * n elements, as a grid
 //                  (gx, gy, 1) numbered gx * wy + wx.
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out     array<f32>
@@ -31,15 +33,13 @@
 @group(0) @binding(2) var<storage, read> a: array<f32>;
 @group(0) @binding(3) var<storage, read> b: array<f32>;
 
+{{COMMON}}
+
 const TILE: u32 = 64u;
 const DEPTH: u32 = 16u;
 
 var<workgroup> tile_a: array<f32, 1024>;  // [DEPTH][TILE]: tile_a[kk * TILE + row]
 var<workgroup> tile_b: array<f32, 1024>;  // [DEPTH][TILE]: tile_b[kk * TILE + column]
-
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
 
 // The offset of batch `index` in the operand whose offset is word `base`
 // and whose batch strides follow it.
@@ -141,7 +141,7 @@ fn matmul_simple(
     let m = word(0u);
     let n = word(1u);
     let k = word(2u);
-    let index = (group.y * groups.x + group.x) * 64u + lane;
+    let index = element(group, groups, lane);
     if (index >= word(22u) * m * n) {
         return;
     }

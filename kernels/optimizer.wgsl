@@ -12,6 +12,8 @@
 // Each invocation reads and writes its own element of every read_write buffer, so updating
 // in place needs no second buffer.
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params     array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  weights    array<f32>, contiguous
@@ -36,16 +38,10 @@
 @group(0) @binding(3) var<storage, read_write> first: array<f32>;
 @group(0) @binding(4) var<storage, read_write> second: array<f32>;
 
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
+{{COMMON}}
 
 fn real(index: u32) -> f32 {
     return bitcast<f32>(word(index));
-}
-
-fn element(group: vec3<u32>, groups: vec3<u32>, lane: u32) -> u32 {
-    return (group.y * groups.x + group.x) * 64u + lane;
 }
 
 @compute @workgroup_size(64)

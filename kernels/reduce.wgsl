@@ -18,6 +18,8 @@
 //   {{IDENTITY}}  the fold's starting value: `0.0` (sum) or `-infinity()` (max)
 //   {{COMBINE}}   the fold of accumulator `a` and term `b`: `a + b` or `max(a, b)`
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out     array<f32>, contiguous: outputs * chunks elements
@@ -40,16 +42,9 @@
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 
-var<private> infinity_bits: u32 = 0x7f800000u;
+{{COMMON}}
+
 var<workgroup> partial: array<f32, 64>;
-
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
-
-fn infinity() -> f32 {
-    return bitcast<f32>(infinity_bits);
-}
 
 fn combine(a: f32, b: f32) -> f32 {
     return {{COMBINE}};
@@ -127,7 +122,7 @@ fn reduce_serial(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let o = (group.y * groups.x + group.x) * 64u + lane;
+    let o = element(group, groups, lane);
     if (o >= word(0u)) {
         return;
     }

@@ -14,6 +14,8 @@
 // offset + outer(r) + j * stride, where outer() decodes r through the outer shape and
 // strides. The output is contiguous: out[r * length + j].
 //
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+//
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out     array<f32>
@@ -29,16 +31,9 @@
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 
-var<private> infinity_bits: u32 = 0x7f800000u;
+{{COMMON}}
+
 var<workgroup> partial: array<f32, 64>;
-
-fn word(index: u32) -> u32 {
-    return params[index / 4u][index % 4u];
-}
-
-fn infinity() -> f32 {
-    return bitcast<f32>(infinity_bits);
-}
 
 fn row_start(row: u32) -> u32 {
     var rest = row;

@@ -19,7 +19,7 @@ import pytest
 from topos import webgpu
 from topos.webgpu import View, run_launches
 from topos.webgpu import launch as build
-from topos.webgpu.sources import kernel_names, kernel_text, tokens
+from topos.webgpu.sources import kernel_names, kernel_text, specialise, tokens
 
 EDGE_SIZES = (1, 7, 63, 64, 65, 1023, 4097)
 UNIT = 2.0**-24
@@ -334,8 +334,26 @@ def test_every_kernel_file_documents_its_bindings_and_parameters():
         header = text.split("\n@group")[0]
         assert header.startswith(f'// topos kernel family "{name}"'), name
         assert "// Bindings (group 0):" in header and "// Parameters (u32 words):" in header, name
+        # {{COMMON}} is the shared helpers (checked below); every other token is a specialisation.
+        assert "kernels/common.wgsl" in header, name
         for token in tokens(text):
-            assert f"{{{{{token}}}}}" in header, f"{name}: the header does not explain {{{{{token}}}}}"
+            if token != "COMMON":
+                assert f"{{{{{token}}}}}" in header, f"{name}: the header does not explain {{{{{token}}}}}"
+
+
+def test_every_kernel_file_takes_the_shared_helpers_from_common_rather_than_its_own_copy():
+    import re
+
+    common = kernel_text("common")
+    shared = set(re.findall(r"(?m)^fn (\w+)\(", common)) | set(re.findall(r"(?m)^var<private> (\w+)", common))
+    assert {"word", "element", "strided", "infinity", "not_a_number"} <= shared
+    assert "@group" not in common, "common.wgsl reads the including file's bindings and declares none"
+    for name in kernel_names():
+        text = kernel_text(name)
+        assert "{{COMMON}}" in text, name
+        own = set(re.findall(r"(?m)^fn (\w+)\(", text)) | set(re.findall(r"(?m)^var<private> (\w+)", text))
+        assert not own & shared, f"{name}.wgsl defines {sorted(own & shared)} again"
+        assert "{{COMMON}}" not in specialise(name, {t: "0.0" for t in tokens(text) if t != "COMMON"})
 
 
 def test_each_primitive_names_a_kernel_family_with_a_file():

@@ -58,9 +58,11 @@ interface ProgramJson {
 export function specialise(kernel: string, substitutions: Record<string, string>): string {
   const text = KERNELS.get(kernel);
   if (text === undefined) throw new Error(`no kernel file kernels/${kernel}.wgsl`);
+  // {{COMMON}} is kernels/common.wgsl, the helpers every file shares (WGSL has no includes).
+  const all: Record<string, string> = { COMMON: KERNELS.get("common") ?? "", ...substitutions };
   return text.replace(/\{\{([A-Z_]+)\}\}/g, (_match, name: string) => {
-    if (!(name in substitutions)) throw new Error(`kernel ${kernel} needs a substitution for {{${name}}}`);
-    return substitutions[name];
+    if (!(name in all)) throw new Error(`kernel ${kernel} needs a substitution for {{${name}}}`);
+    return all[name];
   });
 }
 

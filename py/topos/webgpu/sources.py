@@ -10,6 +10,8 @@ the repository folder itself.
 
 A kernel file is specialised by replacing each ``{{NAME}}`` token with text
 (an elementwise expression, a fold); the browser does the same replacement.
+``{{COMMON}}`` is always replaced by ``common.wgsl``, the helpers every file
+shares (WGSL has no includes); that file is not a kernel family of its own.
 """
 
 import functools
@@ -19,6 +21,7 @@ import re
 _PACKAGE_KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
 _REPOSITORY_KERNELS = os.path.join(os.path.dirname(os.path.dirname(_PACKAGE_KERNELS)), "kernels")
 _TOKEN = re.compile(r"\{\{([A-Z_]+)\}\}")
+COMMON = "common"  # kernels/common.wgsl: shared helpers, put where a file writes {{COMMON}}
 
 
 def kernel_directory():
@@ -33,7 +36,8 @@ def kernel_directory():
 
 def kernel_names():
     """The kernel families, one per file (``elementwise``, ``matmul``, ...)."""
-    return sorted(name[: -len(".wgsl")] for name in os.listdir(kernel_directory()) if name.endswith(".wgsl"))
+    names = (name[: -len(".wgsl")] for name in os.listdir(kernel_directory()) if name.endswith(".wgsl"))
+    return sorted(name for name in names if name != COMMON)
 
 
 @functools.lru_cache(maxsize=None)
@@ -52,6 +56,7 @@ def tokens(text):
 def specialise(kernel, substitutions=()):
     """The kernel's text with every ``{{NAME}}`` replaced; a token left without text raises."""
     substitutions = dict(substitutions)
+    substitutions.setdefault("COMMON", kernel_text(COMMON))
     text = kernel_text(kernel)
 
     def replace(match):
