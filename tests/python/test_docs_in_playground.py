@@ -1,11 +1,12 @@
 """Every docs code block, run the way a docs page's embed runs it (``topos.playground.run``),
-prints exactly the output the built docs show (docs/generated/<page>.json, made by
+prints the output the built docs show (by docs/tools/output_agreement.py's rule) (docs/generated/<page>.json, made by
 the docs builder running the block as a script), and does so again on a second run
 in the same Python: the embeds of a docs page share one Python, so a block that
 registers a primitive or sets numpy's print options must not change the next run.
 """
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,9 @@ import pytest
 from topos import Graph, Tape, playground, show
 
 GENERATED = Path(__file__).resolve().parents[2] / "docs" / "generated"
+sys.path.insert(0, str(GENERATED.parent / "tools"))
+
+import output_agreement  # noqa: E402
 MAIN_GUARD = 'if __name__ == "__main__":'
 
 
@@ -48,7 +52,8 @@ def test_every_block_prints_what_the_docs_show_twice_in_one_python(restored_afte
             # A script's __main__ part runs in the docs build, and not in the playground (by design).
             if MAIN_GUARD in block["code"]:
                 continue
-            assert result["output_text"] == block["output_text"], f"{block['id']} ({attempt} run)"
+            problem = output_agreement.first_disagreement(block["output_text"], result["output_text"])
+            assert problem is None, f"{block['id']} ({attempt} run): {problem}"
             compared += 1
     guarded = [block["id"] for block in blocks if MAIN_GUARD in block["code"]]
     assert compared == 2 * (len(blocks) - len(guarded))

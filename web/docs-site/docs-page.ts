@@ -7,13 +7,15 @@
 //   embeds at first, and all of them share one Python (web/embed/shared-python.ts);
 // - the embed reports its height, and the iframe takes it;
 // - the embed reports each run: while the code is the block's own, the built output
-//   stays, marked "reproduced" when this browser's run printed exactly the same; once
+//   stays, marked "reproduced" when this browser's run printed the same (by the rule of
+//   output-agreement.ts: numbers to their last printed digit, as on another CPU); once
 //   the reader edits the code, the output shown is the edit's (as text), with a
 //   button that puts the block's code back.
 
 import "../src/style.css";
 import "./docs.css";
 import type { EmbedMessage } from "../embed/messages";
+import { outputsAgree } from "./output-agreement";
 
 /** How far below the viewport an embed starts loading, so that it is ready when it arrives. */
 const PRELOAD_MARGIN = "300px 0px";
@@ -113,7 +115,7 @@ window.addEventListener("message", (event: MessageEvent<EmbedMessage>) => {
     case "topos:readings-changed": {
       block.figure.dataset.live = message.status;
       if (message.code === block.code) {
-        const reproduced = message.status === "ok" && message.outputText === block.builtOutput;
+        const reproduced = message.status === "ok" && outputsAgree(block.builtOutput, message.outputText);
         block.figure.dataset.reproduced = message.status === "ok" ? String(reproduced) : "";
         showOutput(block, block.builtOutput, "Output", "built");
         if (reproduced) block.caption.append(" ", Object.assign(document.createElement("span"), {
