@@ -6,10 +6,20 @@
 //   word(i)         u32 word i of the parameter block
 //   element(...)    the flat index of an invocation of a 64-lane workgroup in a
 //                   (gx, gy, 1) grid, workgroups numbered gx * wy + wx
+//   decode(i, rank, shape_at, strides_at)
+//                   the offset of flat index i in a shape of `rank` axes whose extents
+//                   are the words from shape_at, its strides the words from strides_at
 //   strided(i, b)   the buffer index of element i of a view whose offset is word b,
 //                   its strides the words after it, in a shape of rank word 1 with
 //                   extents at words 2.. (the copy and elementwise layouts)
+//   fold(lane, value, maximum)
+//                   the max (maximum = true) or the sum of one value from each of a
+//                   64-lane workgroup's invocations, through the workgroup array
+//                   `partial`; every invocation gets the result
 //   infinity(), not_a_number()   f32 constants WGSL cannot write as literals
+//
+// `partial` costs nothing in a file that never reads it: WGSL gives an entry point
+// only the workgroup memory it uses.
 
 var<private> infinity_bits: u32 = 0x7f800000u;
 var<private> nan_bits: u32 = 0x7fc00000u;
@@ -30,18 +40,39 @@ fn element(group: vec3<u32>, groups: vec3<u32>, lane: u32) -> u32 {
     return (group.y * groups.x + group.x) * 64u + lane;
 }
 
-fn strided(i: u32, base: u32) -> u32 {
+fn decode(i: u32, rank: u32, shape_at: u32, strides_at: u32) -> u32 {
     var rest = i;
-    var index = word(base);
-    var axis = i32(word(1u)) - 1;
+    var index = 0u;
+    var axis = i32(rank) - 1;
     loop {
         if (axis < 0) {
             break;
         }
-        let extent = word(2u + u32(axis));
-        index += (rest % extent) * word(base + 1u + u32(axis));
+        let extent = word(shape_at + u32(axis));
+        index += (rest % extent) * word(strides_at + u32(axis));
         rest = rest / extent;
         axis -= 1;
     }
     return index;
+}
+
+fn strided(i: u32, base: u32) -> u32 {
+    return word(base) + decode(i, word(1u), 2u, base + 1u);
+}
+
+var<workgroup> partial: array<f32, 64>;
+
+fn fold(lane: u32, value: f32, maximum: bool) -> f32 {
+    partial[lane] = value;
+    workgroupBarrier();
+    for (var width = 32u; width > 0u; width = width / 2u) {
+        if (lane < width) {
+            let other = partial[lane + width];
+            partial[lane] = select(partial[lane] + other, max(partial[lane], other), maximum);
+        }
+        workgroupBarrier();
+    }
+    let result = partial[0];
+    workgroupBarrier();
+    return result;
 }

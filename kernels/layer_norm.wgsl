@@ -10,7 +10,7 @@
 // The input is read through a strided view: row r's element j lives at
 // offset + outer(r) + j * stride. The output is contiguous: out[r * length + j].
 //
-// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, decode, fold).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -29,37 +29,9 @@
 
 {{COMMON}}
 
-var<workgroup> partial: array<f32, 64>;
-
+// Row r's first element: the offset (word 3) plus r decoded through the outer shape and strides.
 fn row_start(row: u32) -> u32 {
-    var rest = row;
-    var index = word(3u);
-    var axis = i32(word(2u)) - 1;
-    loop {
-        if (axis < 0) {
-            break;
-        }
-        let extent = word(8u + u32(axis));
-        index += (rest % extent) * word(14u + u32(axis));
-        rest = rest / extent;
-        axis -= 1;
-    }
-    return index;
-}
-
-// The sum of the 64 invocations' values; every invocation gets the result.
-fn total(lane: u32, value: f32) -> f32 {
-    partial[lane] = value;
-    workgroupBarrier();
-    for (var width = 32u; width > 0u; width = width / 2u) {
-        if (lane < width) {
-            partial[lane] = partial[lane] + partial[lane + width];
-        }
-        workgroupBarrier();
-    }
-    let result = partial[0];
-    workgroupBarrier();
-    return result;
+    return word(3u) + decode(row, word(2u), 8u, 14u);
 }
 
 @compute @workgroup_size(64)
@@ -80,13 +52,13 @@ fn layer_norm(
     for (var j = lane; j < length; j += 64u) {
         sum += source[start + j * stride];
     }
-    let mean = total(lane, sum) / count;
+    let mean = fold(lane, sum, false) / count;
     var squares = 0.0;
     for (var j = lane; j < length; j += 64u) {
         let centred = source[start + j * stride] - mean;
         squares += centred * centred;
     }
-    let variance = total(lane, squares) / count;
+    let variance = fold(lane, squares, false) / count;
     let scale = inverseSqrt(variance + bitcast<f32>(word(5u)));
     for (var j = lane; j < length; j += 64u) {
         out[row * length + j] = (source[start + j * stride] - mean) * scale;

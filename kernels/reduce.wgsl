@@ -18,7 +18,8 @@
 //   {{IDENTITY}}  the fold's starting value: `0.0` (sum) or `-infinity()` (max)
 //   {{COMBINE}}   the fold of accumulator `a` and term `b`: `a + b` or `max(a, b)`
 //
-// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, decode,
+// infinity) and its workgroup array `partial`, which the fold below uses with this file's combine.
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -44,27 +45,8 @@
 
 {{COMMON}}
 
-var<workgroup> partial: array<f32, 64>;
-
 fn combine(a: f32, b: f32) -> f32 {
     return {{COMBINE}};
-}
-
-// The offset of index i through the shape at word `shape_at` and the strides at `strides_at`.
-fn decode(i: u32, rank: u32, shape_at: u32, strides_at: u32) -> u32 {
-    var rest = i;
-    var index = 0u;
-    var axis = i32(rank) - 1;
-    loop {
-        if (axis < 0) {
-            break;
-        }
-        let extent = word(shape_at + u32(axis));
-        index += (rest % extent) * word(strides_at + u32(axis));
-        rest = rest / extent;
-        axis -= 1;
-    }
-    return index;
 }
 
 fn outer(o: u32) -> u32 {

@@ -14,7 +14,7 @@
 // offset + outer(r) + j * stride, where outer() decodes r through the outer shape and
 // strides. The output is contiguous: out[r * length + j].
 //
-// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, decode, fold, infinity).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -33,38 +33,9 @@
 
 {{COMMON}}
 
-var<workgroup> partial: array<f32, 64>;
-
+// Row r's first element: the offset (word 3) plus r decoded through the outer shape and strides.
 fn row_start(row: u32) -> u32 {
-    var rest = row;
-    var index = word(3u);
-    var axis = i32(word(2u)) - 1;
-    loop {
-        if (axis < 0) {
-            break;
-        }
-        let extent = word(8u + u32(axis));
-        index += (rest % extent) * word(14u + u32(axis));
-        rest = rest / extent;
-        axis -= 1;
-    }
-    return index;
-}
-
-// Folds the 64 invocations' values with max (maximum = true) or +; every invocation gets the result.
-fn fold(lane: u32, value: f32, maximum: bool) -> f32 {
-    partial[lane] = value;
-    workgroupBarrier();
-    for (var width = 32u; width > 0u; width = width / 2u) {
-        if (lane < width) {
-            let other = partial[lane + width];
-            partial[lane] = select(partial[lane] + other, max(partial[lane], other), maximum);
-        }
-        workgroupBarrier();
-    }
-    let result = partial[0];
-    workgroupBarrier();
-    return result;
+    return word(3u) + decode(row, word(2u), 8u, 14u);
 }
 
 struct RowStatistics {

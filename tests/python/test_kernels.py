@@ -345,13 +345,16 @@ def test_every_kernel_file_takes_the_shared_helpers_from_common_rather_than_its_
     import re
 
     common = kernel_text("common")
-    shared = set(re.findall(r"(?m)^fn (\w+)\(", common)) | set(re.findall(r"(?m)^var<private> (\w+)", common))
-    assert {"word", "element", "strided", "infinity", "not_a_number"} <= shared
+    def defined(text):
+        return set(re.findall(r"(?m)^fn (\w+)\(", text)) | set(re.findall(r"(?m)^var<(?:private|workgroup)> (\w+)", text))
+
+    shared = defined(common)
+    assert {"word", "element", "decode", "strided", "fold", "partial", "infinity", "not_a_number"} <= shared
     assert "@group" not in common, "common.wgsl reads the including file's bindings and declares none"
     for name in kernel_names():
         text = kernel_text(name)
         assert "{{COMMON}}" in text, name
-        own = set(re.findall(r"(?m)^fn (\w+)\(", text)) | set(re.findall(r"(?m)^var<private> (\w+)", text))
+        own = defined(text)
         assert not own & shared, f"{name}.wgsl defines {sorted(own & shared)} again"
         assert "{{COMMON}}" not in specialise(name, {t: "0.0" for t in tokens(text) if t != "COMMON"})
 
