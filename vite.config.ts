@@ -1,5 +1,8 @@
 // The playground's build: web/ is the root, public/ holds Pyodide's files and the
 // topos wheel (put there by web/scripts/setup.sh), dist/ receives the site.
+//
+// Every URL in the built site is relative (base "./"), so one build works wherever it is
+// copied: at the root of a domain or under any sub-path (docs/deploy.md).
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
@@ -11,7 +14,7 @@ const root = fileURLToPath(new URL(".", import.meta.url));
 export default defineConfig({
   root: resolve(root, "web"),
   publicDir: resolve(root, "public"),
-  base: "/",
+  base: "./",
   // The offline app: service worker, manifest, build id (web/pwa.config.ts).
   plugins: [playgroundPwa(root)],
   resolve: {
@@ -29,10 +32,11 @@ export default defineConfig({
       checks: { bundlerTimings: false },
       input: {
         playground: resolve(root, "web/index.html"),
-        bare: resolve(root, "web/bench/bare.html"),
         // The embeddable playground, and the docs pages rendered from docs/generated/ into web/docs/.
         embed: resolve(root, "web/embed.html"),
         ...docsPageInputs(root),
+        // The benchmark's baseline page is not part of the site: only tests/bench/playground.mjs builds it.
+        ...(process.env.TOPOS_BENCH_PAGES === "1" ? { bare: resolve(root, "web/bench/bare.html") } : {}),
       },
     },
   },

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `npm start`: set up (idempotent), build the playground, and serve it on http://127.0.0.1:5173/.
+# `npm start`: set up what serving needs (idempotent; no test oracles), build the site, and
+# serve it on http://127.0.0.1:5173/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"

@@ -76,6 +76,27 @@ function retireServiceWorkerInDev(): Plugin {
   };
 }
 
+/**
+ * vite-plugin-pwa links every page to the manifest as "./manifest.webmanifest" (the base),
+ * which is right only for pages at the site's root; a docs page (docs/<page>.html) needs
+ * "../manifest.webmanifest". This runs after it and makes the link relative to each page.
+ */
+function manifestLinkFromEveryPage(): Plugin {
+  return {
+    name: "topos-manifest-link-from-every-page",
+    apply: "build",
+    enforce: "post",
+    transformIndexHtml: {
+      order: "post",
+      handler(html, context) {
+        const depth = context.path.split("/").length - 2; // "/index.html" is 0 folders deep, "/docs/x.html" 1
+        const up = depth > 0 ? "../".repeat(depth) : "./";
+        return html.replace('<link rel="manifest" href="./manifest.webmanifest"', `<link rel="manifest" href="${up}manifest.webmanifest"`);
+      },
+    },
+  };
+}
+
 export function playgroundPwa(root: string): Plugin[] {
   const publicDir = resolve(root, "public");
   let serviceWorkerLogLevel: LogLevel = "info";
@@ -89,13 +110,14 @@ export function playgroundPwa(root: string): Plugin[] {
       // web/src/pwa.ts registers the worker and asks before an update takes over.
       registerType: "prompt",
       injectRegister: false,
+      // Relative to the manifest's own URL, the site's root: the app is wherever the site was copied.
       manifest: {
-        id: "/",
+        id: "./",
         name: "topos playground",
         short_name: "topos",
         description: "Type Python; read what topos records six ways as you type. Runs offline, in the browser.",
-        start_url: "/",
-        scope: "/",
+        start_url: "./",
+        scope: "./",
         display: "standalone",
         background_color: THEME,
         theme_color: THEME,
@@ -131,5 +153,6 @@ export function playgroundPwa(root: string): Plugin[] {
         },
       },
     }),
+    manifestLinkFromEveryPage(),
   ];
 }

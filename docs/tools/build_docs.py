@@ -87,6 +87,7 @@ PAGES = [
     "gallery",
     "playground",
     "embedding",
+    "deploy",
     "api",
 ]
 FORMAT_VERSION = 1

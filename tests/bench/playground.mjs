@@ -13,35 +13,37 @@
 //      their sizes keeps its layout);
 //    - edits that keep the model (a comment changes): the readings are all recomputed.
 //
-// Usage: npm run bench:playground   (builds and serves the site itself), or with
-// PLAYGROUND_URL=http://127.0.0.1:5173/ to measure a server that is already running.
+// Usage: npm run bench:playground   (builds the site with the benchmark's bare page into a
+// folder of its own, and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to
+// measure a server that is already running a build made with TOPOS_BENCH_PAGES=1.
 
-import { execSync, spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
+import { execSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startStaticServer } from "../browser/static-server.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const EDITS = Number(process.env.EDITS ?? 20);
-const PORT = 5198;
 const root = new URL("../..", import.meta.url).pathname;
 
 async function serve() {
   if (process.env.PLAYGROUND_URL) return { url: process.env.PLAYGROUND_URL, stop: () => {} };
-  execSync("bash web/scripts/setup.sh && npx vite build --logLevel warn", { cwd: root, stdio: "inherit" });
-  const server = spawn("npx", ["vite", "preview", "--host", "127.0.0.1", "--port", String(PORT), "--strictPort"], {
+  // The bare page (web/bench/) is built only when asked for, and never into dist/: it is not part of the site.
+  const outDir = mkdtempSync(join(tmpdir(), "topos-bench-site-"));
+  execSync(`bash web/scripts/setup.sh && npx vite build --logLevel warn --outDir ${outDir} --emptyOutDir`, {
     cwd: root,
-    stdio: "ignore",
-    detached: true,
+    stdio: "inherit",
+    env: { ...process.env, TOPOS_BENCH_PAGES: "1" },
   });
-  const url = `http://127.0.0.1:${PORT}/`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      if ((await fetch(url)).ok) break;
-    } catch {
-      await sleep(100);
-    }
-  }
-  return { url, stop: () => process.kill(-server.pid) };
+  const server = await startStaticServer(outDir, { keepLog: false });
+  return {
+    url: server.url,
+    stop: async () => {
+      await server.close();
+      rmSync(outDir, { recursive: true, force: true });
+    },
+  };
 }
 
 const median = (values) => quantile(values, 0.5);
@@ -133,5 +135,5 @@ try {
     console.log(`  last status: ${status}`);
   }
 } finally {
-  server.stop();
+  await server.stop();
 }

@@ -60,7 +60,12 @@ describe("the docs", () => {
         })),
         static: [...document.querySelectorAll("pre.docs-static")].map((pre) => pre.textContent),
         pageLinks: [...document.querySelectorAll("main a[href]")].map((a) => a.getAttribute("href")).filter((href) => !/^[a-z]+:/.test(href)),
+        playground: document.querySelector("a.docs-playground").href,
+        embeds: [...document.querySelectorAll("figure.docs-live")].map((figure) => new URL(figure.dataset.embed, location.href).href),
       }));
+      // The playground and the embeds are the site's own, wherever it is served (here, under a sub-path).
+      assert.equal(shown.playground, BASE_URL, `${entry.name}: the playground link`);
+      for (const embed of shown.embeds) assert.ok(embed.startsWith(`${BASE_URL}embed.html?`), embed);
       const live = built.parts.filter((part) => part.kind === "code" && part.live);
       assert.equal(shown.title, built.title, entry.name);
       assert.deepEqual(shown.live.map((block) => block.id), live.map((part) => part.id), `${entry.name}: the live blocks`);

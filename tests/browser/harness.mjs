@@ -25,7 +25,8 @@ const FLAGS = [
 
 /**
  * A fresh browser profile. Every request is recorded; `foreign` lists those that tried to
- * leave the page's origin (they are aborted, and the tests fail on any). `baseUrl` names
+ * leave the site, its origin or its sub-path (they are aborted, and the tests fail on any:
+ * a request for `/assets/...` from a site served under `/deploy/topos/` is one). `baseUrl` names
  * another local server; `intercept: false` only watches requests instead of routing them,
  * because Playwright's routing turns the HTTP cache off (the offline app's tests need it;
  * the host-resolver rule still leaves every outside name unresolvable).
@@ -38,9 +39,9 @@ export async function openBrowser({ baseUrl = BASE_URL, intercept = true } = {})
     args: FLAGS,
     viewport: { width: 1400, height: 900 },
   });
-  const origin = new URL(baseUrl).origin;
+  const site = new URL("./", baseUrl).href;
   const foreign = [];
-  const allowed = (url) => url.startsWith(origin + "/") || url.startsWith("data:") || url.startsWith("blob:");
+  const allowed = (url) => url.startsWith(site) || url.startsWith("data:") || url.startsWith("blob:");
   if (intercept) {
     await context.route("**/*", (route) => {
       const url = route.request().url();

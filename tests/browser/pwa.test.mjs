@@ -1,15 +1,17 @@
 // The offline app: one visit installs the service worker, which precaches the whole site
 // (each file downloaded once); a revisit fetches only sw.js; with the network cut the
-// playground starts and every reading updates on an edit; a new deployment shows the
-// update prompt, and accepting it loads the new build.
+// playground starts and every reading updates on an edit, and a docs page runs its code;
+// a new deployment shows the update prompt, and accepting it loads the new build.
 //
 // Two builds of the site (build ids "pwa-test-a" and "pwa-test-b") are served one after
 // the other from the same port by a local server (static-server.mjs), so that the second
-// is a new deployment of the same origin.
+// is a new deployment of the same origin. They are served under a sub-path of their own
+// (not the one the rest of the suite uses), as a static host serves a project page: the
+// worker's scope, the precache and the manifest must all live there.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -20,6 +22,7 @@ import { startStaticServer } from "./static-server.mjs";
 
 const READINGS = ["spec", "graph", "plan", "gradient", "hlo", "kernels", "output"];
 const START_TIMEOUT = 120_000;
+const SUB_PATH = "/some/sub/path/";
 
 function build(outDir, buildId) {
   execFileSync("npx", ["vite", "build", "--logLevel", "warn", "--outDir", outDir, "--emptyOutDir"], {
@@ -62,7 +65,7 @@ describe("the offline app", () => {
   before(async () => {
     build(first, "pwa-test-a");
     build(second, "pwa-test-b");
-    server = await startStaticServer(first);
+    server = await startStaticServer(first, { base: SUB_PATH });
     browser = await openBrowser({ baseUrl: server.url, intercept: false });
     page = await browser.context.newPage();
     page.on("pageerror", (error) => pageErrors.push(String(error)));
@@ -83,9 +86,23 @@ describe("the offline app", () => {
     await page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor');
     assert.equal(await page.evaluate(() => document.documentElement.dataset.build), "pwa-test-a");
 
+    // The worker lives in the site's folder and serves exactly that folder.
+    const registration = await page.evaluate(async () => {
+      const found = await navigator.serviceWorker.getRegistration();
+      return { scope: found.scope, script: found.active.scriptURL };
+    });
+    assert.deepEqual(registration, { scope: server.url, script: `${server.url}sw.js` });
+    // The installed app opens the site where it was deployed.
+    const manifestUrl = await page.$eval('link[rel="manifest"]', (link) => link.href);
+    assert.equal(manifestUrl, `${server.url}manifest.webmanifest`);
+    const manifest = JSON.parse(readFileSync(join(first, "manifest.webmanifest"), "utf8"));
+    assert.equal(new URL(manifest.start_url, manifestUrl).href, server.url);
+    assert.equal(new URL(manifest.scope, manifestUrl).href, server.url);
+    for (const icon of manifest.icons) assert.ok(new URL(icon.src, manifestUrl).href.startsWith(server.url), icon.src);
+
     const served = servedInFull(server);
     // Exactly the files the size report counts for a first visit (web/scripts/report-size.mjs) ...
-    assert.deepEqual([...served.keys()].sort(), firstVisitRequests(first));
+    assert.deepEqual([...served.keys()].sort(), firstVisitRequests(first).map(server.pathOf).sort());
     // ... each sent once: the worker's install revalidated what the page had loaded (304s).
     const twice = [...served].filter(([, count]) => count > 1);
     assert.deepEqual(twice, [], "files downloaded more than once");
@@ -101,12 +118,12 @@ describe("the offline app", () => {
     // The update check may land a moment after the page is ready.
     await page.waitForTimeout(1000);
     const requests = server.log.slice(mark);
-    assert.deepEqual([...new Set(requests.map((entry) => entry.path))], ["/sw.js"], JSON.stringify(requests));
+    assert.deepEqual([...new Set(requests.map((entry) => entry.path))], [server.pathOf("sw.js")], JSON.stringify(requests));
     const bytes = requests.reduce((total, entry) => total + entry.bytes, 0);
     assert.ok(bytes < 100_000, `the revisit transferred ${bytes} bytes`);
   });
 
-  test("with the network cut, the playground starts, and an edit updates every reading", async () => {
+  test("with the network cut, the playground starts, an edit updates every reading, and the docs run", async () => {
     const mark = server.log.length;
     server.offline = true;
     await browser.context.setOffline(true);
@@ -130,10 +147,19 @@ describe("the offline app", () => {
         assert.notEqual(await paneText(page, name), before[name], `the ${name} pane did not change offline`);
       }
       assert.match(await paneText(page, "hlo"), /%v6 = stablehlo.exponential %v5 : tensor<f64>/);
+      // The docs are part of the offline site: a page opens, and its first block's embed runs the code.
+      const docs = await browser.context.newPage();
+      docs.on("pageerror", (error) => pageErrors.push(String(error)));
+      await docs.goto(`${server.url}docs/getting-started.html`);
+      await docs.locator("figure.docs-live").first().scrollIntoViewIfNeeded();
+      await docs.waitForFunction(() => document.querySelector("figure.docs-live")?.dataset.reproduced === "true", null, {
+        timeout: START_TIMEOUT,
+      });
+      await docs.close();
       // Nothing reached the server but the browser's own update check of sw.js, which went unanswered.
       const attempts = server.log.slice(mark);
       assert.ok(
-        attempts.every((entry) => entry.dropped && entry.path === "/sw.js"),
+        attempts.every((entry) => entry.dropped && entry.path === server.pathOf("sw.js")),
         `requests while offline: ${JSON.stringify(attempts)}`,
       );
     } finally {
@@ -158,7 +184,7 @@ describe("the offline app", () => {
     const old = new Set(precacheEntries(first).map((entry) => `${entry.url} ${entry.revision}`));
     const changed = precacheEntries(second).filter((entry) => !old.has(`${entry.url} ${entry.revision}`));
     assert.ok(changed.length > 0 && changed.length < 10, JSON.stringify(changed));
-    const expected = ["/sw.js", ...changed.map((entry) => `/${entry.url.split("?")[0]}`)].sort();
+    const expected = ["sw.js", ...changed.map((entry) => entry.url.split("?")[0])].map(server.pathOf).sort();
     await page.waitForFunction(async () => Boolean((await navigator.serviceWorker.getRegistration())?.waiting));
     assert.deepEqual([...servedInFull(server, mark).keys()].sort(), expected);
 

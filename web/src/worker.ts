@@ -1,6 +1,6 @@
 // The Python worker: loads Pyodide, numpy and topos in awaited stages that report
 // progress, then answers run requests one at a time with all readings at once.
-// Everything it loads comes from the site's own origin (/pyodide/).
+// Everything it loads comes from the site's own pyodide/ folder, wherever the site lives.
 
 import type { PyodideInterface } from "pyodide";
 import type {
@@ -13,7 +13,10 @@ import type {
 } from "../protocol";
 import { runKernelsOnGpu } from "./webgpu";
 
-const PYODIDE_URL = new URL("/pyodide/", self.location.origin).href;
+// The site may be served under any path (docs/deploy.md), so the folder is found from this
+// script's own URL: it lies one folder below the site's root (assets/ in the build, src/ on
+// the dev server), and pyodide/ beside that folder.
+const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 const started = performance.now();
 
 function post(message: WorkerToHost): void {
@@ -123,9 +126,10 @@ async function run(id: number, code: string, backend: Backend): Promise<void> {
         : { ran: false, detail: `no WebGPU adapter (${gpu.status.detail}): the numpy interpreter ran`, launches: [] };
     }
   } catch (error) {
-    // A Python MemoryError, or WebAssembly failing to grow its heap: either way Python's state is not to be trusted.
-    const type = (error as { type?: string }).type;
-    const outOfMemory = type === "MemoryError" || /out of memory|\bOOM\b|allocation failed/i.test(String(error));
+    // A Python MemoryError (or a subclass: numpy's _ArrayMemoryError), or WebAssembly failing to grow its heap:
+    // either way Python's state is not to be trusted.
+    const type = (error as { type?: string }).type ?? "";
+    const outOfMemory = type.endsWith("MemoryError") || /out of memory|\bOOM\b|allocation failed/i.test(String(error));
     const reason = outOfMemory ? "memory" : "fatal";
     post({ type: "crashed", id, reason, message: String(error) });
     return;

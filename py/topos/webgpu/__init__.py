@@ -1,4 +1,4 @@
-"""WebGPU execution of topos plans through wgpu-py (the optional ``topos[wgpu]`` extra).
+"""WebGPU execution of topos plans through wgpu-py (the optional ``topos-autodiff[wgpu]`` extra).
 
 - ``views``: strided views of device buffers (broadcasts and transposes without copies);
 - ``launch``: launches as data, and the builders that fill each kernel's parameters;

@@ -1,6 +1,6 @@
 """The WebGPU device, requested once per process through wgpu-py.
 
-``wgpu`` is an optional dependency (``pip install topos[wgpu]``). Without it,
+``wgpu`` is an optional dependency (``pip install topos-autodiff[wgpu]``). Without it,
 or without an adapter (no Vulkan, Metal or D3D12 driver, not even a software
 one such as lavapipe), ``available()`` is False, ``backend="auto"`` runs on
 numpy, and asking for ``backend="webgpu"`` raises ``NoAdapterError``.
@@ -24,7 +24,7 @@ def _request():
     try:
         import wgpu
     except ImportError as error:
-        raise NoAdapterError(f"wgpu-py is not installed ({error}); pip install 'topos[wgpu]'") from None
+        raise NoAdapterError(f"wgpu-py is not installed ({error}); pip install 'topos-autodiff[wgpu]'") from None
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
         raise NoAdapterError("wgpu-py found no WebGPU adapter (install a driver, e.g. Debian's mesa-vulkan-drivers)")
