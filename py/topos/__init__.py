@@ -7,7 +7,22 @@
 
 from . import ops  # noqa: F401  (registers the primitives first)
 from . import show
-from .errors import CheckpointError, FeedError, LoweringError, ShapeError, ToposError
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    AxisError,
+    CheckpointError,
+    DtypeError,
+    FeedError,
+    IndexingError,
+    LoweringError,
+    MissingRuleError,
+    RecordingError,
+    SealedTapeError,
+    ShapeError,
+    ToposError,
+    UnknownOpcodeError,
+)
 from .model import Field, Gradients, Network, Parameters, Run, Symbol, Tape, Value, detach
 from .compiler import Graph
 from .model.functions import (
@@ -64,8 +79,10 @@ from .tensor import Tensor
 __version__ = "0.1.0"
 
 __all__ = [
-    "CheckpointError", "FeedError", "Field", "Gradients", "Graph", "LoweringError", "Network", "Parameters", "Run",
-    "ShapeError", "Symbol", "Tape", "Tensor", "ToposError", "Value", "detach", "show",
+    "ArgumentError", "ArgumentTypeError", "AxisError", "CheckpointError", "DtypeError", "FeedError", "Field",
+    "Gradients", "Graph", "IndexingError", "LoweringError", "MissingRuleError", "Network", "Parameters",
+    "RecordingError", "Run", "SealedTapeError", "ShapeError", "Symbol", "Tape", "Tensor", "ToposError",
+    "UnknownOpcodeError", "Value", "detach", "show",
     "abs", "attention", "broadcast_to", "causal_mask", "concatenate", "cross_entropy", "equal", "exp",
     "expand_dims", "gelu", "greater", "greater_equal", "layer_norm", "less", "less_equal", "log", "log_softmax",
     "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mse", "not_equal", "one_hot", "permute",

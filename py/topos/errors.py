@@ -1,9 +1,31 @@
 """The exceptions topos raises.
 
-Every error is a ``ToposError``; the ones about bad user input are also
-``ValueError`` so that code written against numpy's habits keeps working.
-Errors that concern a recorded node carry the user's source line, so a reader
-(a terminal, the playground's editor) can point at the line that caused it.
+Every error topos raises on purpose is a ``ToposError``, so one
+``except topos.ToposError`` catches them all. Each class also keeps the
+built-in base that the same mistake raised before it had a class of its own
+(``ValueError`` for bad values, ``TypeError`` for arguments of the wrong kind,
+``IndexError`` for indices and axes out of range, ``RuntimeError`` for a sealed
+tape, ``KeyError`` for an unknown opcode), so code written against numpy's
+habits keeps working. Errors that concern a recorded node carry the user's
+source line, so a reader (a terminal, the playground's editor) can point at the
+line that caused it.
+
+```text
+ToposError
+├── ShapeError (ValueError)            operands, axes or indices that do not fit a shape
+│   ├── AxisError (IndexError)         an axis out of range for a shape
+│   └── IndexingError (IndexError)     an index or slice that does not fit a value
+├── DtypeError (ValueError)            a dtype topos does not support, or not here
+├── FeedError (ValueError)             a feed or a symbol that does not fit its network
+├── RecordingError (ValueError)        a payload or a value the tape refuses
+│   └── SealedTapeError (RuntimeError) recording on a sealed tape
+├── ArgumentError (ValueError)         an argument outside what the call takes
+├── ArgumentTypeError (TypeError)      an argument of a kind the call does not take
+├── UnknownOpcodeError (KeyError)      no primitive of that name is registered
+├── MissingRuleError (NotImplementedError)  a primitive without the rule a pass needs
+├── LoweringError                      an operation a lowering cannot express
+└── CheckpointError                    a file that cannot be written or read back
+```
 """
 
 
@@ -27,8 +49,67 @@ class ShapeError(ToposError, ValueError):
         self.source = source
 
 
+class AxisError(ShapeError, IndexError):
+    """An axis that is not an integer in ``-rank..rank-1`` of the shape it names.
+
+    The message names the axis and the shape; it is never wrapped modulo the
+    rank. Also an ``IndexError``, as numpy's ``AxisError`` is.
+    """
+
+
+class IndexingError(ShapeError, IndexError):
+    """An index that does not fit the value it indexes: out of range, too many,
+    or of a kind topos does not take (also an ``IndexError``)."""
+
+
+class DtypeError(ToposError, ValueError):
+    """A dtype topos does not support (the message lists those it does), or one that does not fit here."""
+
+
 class FeedError(ToposError, ValueError):
     """A feed or a symbol that does not fit the network it was given to."""
+
+
+class RecordingError(ToposError, ValueError):
+    """A recording the tape refuses for a reason other than shapes.
+
+    A payload that is not numbers (text, objects, a ragged or too deeply nested
+    list), int32 values that are not whole or do not fit int32, a parameter
+    name used twice, values of two tapes meeting in one operation.
+    ``source`` is ``(filename, line)`` of the user's code that tried to record.
+    """
+
+    def __init__(self, message, source=None):
+        if source is not None:
+            message = f"{message} (recorded at {source[0]}:{source[1]})"
+        super().__init__(message)
+        self.source = source
+
+
+class SealedTapeError(RecordingError, RuntimeError):
+    """Recording on a tape that is sealed (also a ``RuntimeError``, as before)."""
+
+
+class ArgumentError(ToposError, ValueError):
+    """An argument outside what the call takes: a negative learning rate, an unknown
+    backend, a backward target that is not a rank-0 float, a plan that reads nothing."""
+
+
+class ArgumentTypeError(ToposError, TypeError):
+    """An argument of a kind the call does not take: a string where a value goes,
+    a table of the wrong class, the truth value of a recorded value."""
+
+
+class UnknownOpcodeError(ToposError, KeyError):
+    """No primitive of that name is registered (also a ``KeyError``)."""
+
+    def __str__(self):
+        # KeyError's str() is the repr of its argument; this message is a sentence.
+        return str(self.args[0]) if self.args else ""
+
+
+class MissingRuleError(ToposError, NotImplementedError):
+    """A primitive without the rule a pass needs (its derivative, its lowering)."""
 
 
 class LoweringError(ToposError):

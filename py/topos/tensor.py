@@ -1,22 +1,115 @@
-"""``Tensor``: an immutable numpy array with topos's printing conventions."""
+"""``Tensor``: a read-only numpy array with topos's printing conventions.
+
+Also the rules every way into topos shares for arrays that come from the
+caller: which dtypes topos supports, what counts as an array of numbers, which
+numbers fit int32, and when an array is immutable, so that a table or a run
+can keep it without a copy.
+"""
+
+import math
 
 import numpy as np
+
+from .errors import ArgumentError, ArgumentTypeError, DtypeError, IndexingError, ShapeError
 
 FLOAT_DTYPES = ("float32", "float64")
 INDEX_DTYPES = ("int32",)
 DTYPES = FLOAT_DTYPES + INDEX_DTYPES
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
-def canonical_dtype(dtype):
-    """Return the dtype's name if topos supports it, else raise ``ValueError``."""
-    name = np.dtype(dtype).name
-    if name not in DTYPES:
-        raise ValueError(f"unsupported dtype {name!r}: topos records {', '.join(DTYPES)}")
+def canonical_dtype(dtype, supported=DTYPES):
+    """Return the dtype's name if it is one of ``supported``, else raise ``DtypeError`` listing them."""
+    try:
+        name = np.dtype(dtype).name
+    except (TypeError, ValueError):
+        raise DtypeError(f"unknown dtype {dtype!r}: topos records {', '.join(supported)}") from None
+    if name not in supported:
+        raise DtypeError(f"unsupported dtype {name!r}: topos records {', '.join(supported)}")
     return name
 
 
+def numeric_array(value, what, error_class):
+    """``value`` (a number, a nested list, an array or a ``Tensor``) as an ndarray of numbers.
+
+    The array may be ``value`` itself or share its memory. Anything else (text,
+    objects, a ragged or too deeply nested list, complex numbers) raises
+    ``error_class`` with a message that starts with ``what``.
+    """
+    if isinstance(value, Tensor):
+        value = value.array
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError, OverflowError, RecursionError) as error:
+        raise error_class(f"{what}: not an array of numbers ({error})") from None
+    if array.dtype.kind not in "biuf":
+        raise error_class(f"{what}: expected numbers, got {array.dtype}")
+    return array
+
+
+def int32_problem(array):
+    """Why the numbers of ``array`` cannot be int32 values (a phrase), or None when they can.
+
+    Each must be whole and within -2**31..2**31-1: a value out of range would
+    otherwise wrap around silently (2**40 becomes 0).
+    """
+    if array.size == 0 or array.dtype.kind == "b":
+        return None
+    if array.dtype.kind == "f":
+        if not np.all(np.isfinite(array)):
+            return "needs whole numbers, got a value that is not finite"
+        if not np.all(np.mod(array, 1) == 0):
+            return "needs whole numbers"
+    low, high = int(array.min()), int(array.max())
+    if low < INT32_MIN or high > INT32_MAX:
+        return f"values {low}..{high} do not fit int32"
+    return None
+
+
+def is_immutable(array):
+    """Whether no one can write the elements of ``array``.
+
+    True when it is read-only and so is every array it views, down to the one
+    that owns the memory (or to a read-only buffer such as ``bytes``). A
+    read-only view of a writeable array is not: its owner may still write it.
+    """
+    while isinstance(array, np.ndarray):
+        if array.flags.writeable:
+            return False
+        array = array.base
+    if array is None:
+        return True
+    try:
+        return memoryview(array).readonly
+    except TypeError:
+        return False
+
+
+def immutable(array):
+    """``array`` itself when it is immutable (``is_immutable``), else a read-only copy of it."""
+    if is_immutable(array):
+        return array
+    return freeze(np.array(array, copy=True))
+
+
+def freeze(array):
+    """Make an array topos has just made read-only in place, and return it.
+
+    Only for arrays that nothing outside topos holds: the holder can no longer
+    write it. Such an array (a fresh result of numpy) is immutable, so tables
+    take it without a copy.
+    """
+    if isinstance(array, np.ndarray) and array.flags.writeable:
+        array.flags.writeable = False
+    return array
+
+
 def frozen(array):
-    """Return ``array`` as a read-only ndarray (no copy when it already is one)."""
+    """Return ``array`` as a read-only ndarray (no copy when it already is one).
+
+    A writeable array is seen through a read-only view, so the caller keeps
+    its right to write the original: use ``immutable`` where a copy must not change.
+    """
     array = np.asarray(array)
     if array.flags.writeable:
         array = array.view()
@@ -24,15 +117,30 @@ def frozen(array):
     return array
 
 
+def _numpy_dtype(dtype):
+    try:
+        return np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise DtypeError(f"unknown dtype {dtype!r}: topos records {', '.join(DTYPES)}") from None
+
+
 def _unwrap(value):
     return value.array if isinstance(value, Tensor) else value
+
+
+def _result(array):
+    """The Tensor of an array this module's arithmetic has just made (read-only in place, no view)."""
+    return Tensor(freeze(np.asarray(array)))
 
 
 class Tensor:
     """A value that a run, a gradient or a parameter table hands back.
 
     It wraps a read-only numpy array: ``np.asarray(t)`` sees the same memory.
-    Arithmetic with tensors, arrays and Python numbers gives new tensors.
+    Made from a writeable array of the caller's, it is a read-only view of it,
+    and a parameter table or a run that takes it copies it first. Arithmetic
+    with tensors, arrays and Python numbers gives new tensors; it is numpy's
+    arithmetic, and raises numpy's errors for operands that are not numbers.
     """
 
     __slots__ = ("array",)
@@ -40,10 +148,20 @@ class Tensor:
 
     def __init__(self, value, dtype=None):
         value = _unwrap(value)
-        if dtype is None and not isinstance(value, (np.ndarray, np.generic)):
+        if dtype is not None:
+            dtype = _numpy_dtype(dtype)
+        elif not isinstance(value, (np.ndarray, np.generic)):
             dtype = "float64"  # Python numbers and lists are float64 values, as on a default tape
-        array = np.asarray(value, dtype=dtype)
-        self.array = frozen(array)
+        try:
+            array = np.asarray(value, dtype=dtype)
+        except (ValueError, TypeError, OverflowError, RecursionError) as error:
+            raise ArgumentError(f"Tensor() takes numbers: {error}") from None
+        if array.dtype.kind not in "biuf":
+            raise ArgumentError(f"Tensor() takes numbers, got {array.dtype}")
+        if isinstance(value, np.ndarray) and np.may_share_memory(array, value):
+            self.array = frozen(array)  # the caller's array, seen read-only
+        else:
+            self.array = freeze(array)  # made here: nobody else holds it
 
     # Reading -----------------------------------------------------------
     @property
@@ -68,14 +186,14 @@ class Tensor:
     def scalar(self):
         """The single element as a Python number; more than one element raises."""
         if self.array.size != 1:
-            raise ValueError(f"scalar() needs a tensor of one element, this one has shape {list(self.shape)}")
+            raise ShapeError(f"scalar() needs a tensor of one element, this one has shape {list(self.shape)}")
         return self.array.reshape(()).item()
 
     def __array__(self, dtype=None, copy=None):
         if dtype is not None and np.dtype(dtype) != self.array.dtype:
             if copy is False:
                 # numpy 2's protocol: copy=False promises no copy, so a conversion must refuse.
-                raise ValueError(f"a {self.dtype} tensor cannot become {np.dtype(dtype).name} without a copy")
+                raise ArgumentError(f"a {self.dtype} tensor cannot become {np.dtype(dtype).name} without a copy")
             return self.array.astype(dtype)
         if copy:
             return self.array.copy()
@@ -89,15 +207,19 @@ class Tensor:
 
     def __len__(self):
         if self.array.ndim == 0:
-            raise TypeError("len() of a rank-0 tensor")
+            raise ArgumentTypeError("len() of a rank-0 tensor")
         return self.array.shape[0]
 
     def __getitem__(self, index):
-        return Tensor(self.array[index])
+        try:
+            return Tensor(self.array[index])
+        except (IndexError, TypeError, ValueError) as error:
+            message = f"{error} (indexing a tensor of shape {list(self.shape)})"
+            raise IndexingError(message, shapes=[self.shape]) from None
 
     def __iter__(self):
         if self.array.ndim == 0:
-            raise TypeError("iteration over a rank-0 tensor")
+            raise ArgumentTypeError("iteration over a rank-0 tensor")
         return (Tensor(row) for row in self.array)
 
     # Printing ------------------------------------------------------------
@@ -122,77 +244,90 @@ class Tensor:
 
     # Arithmetic --------------------------------------------------------
     def __add__(self, other):
-        return Tensor(self.array + _unwrap(other))
+        return _result(self.array + _unwrap(other))
 
     def __radd__(self, other):
-        return Tensor(_unwrap(other) + self.array)
+        return _result(_unwrap(other) + self.array)
 
     def __sub__(self, other):
-        return Tensor(self.array - _unwrap(other))
+        return _result(self.array - _unwrap(other))
 
     def __rsub__(self, other):
-        return Tensor(_unwrap(other) - self.array)
+        return _result(_unwrap(other) - self.array)
 
     def __mul__(self, other):
-        return Tensor(self.array * _unwrap(other))
+        return _result(self.array * _unwrap(other))
 
     def __rmul__(self, other):
-        return Tensor(_unwrap(other) * self.array)
+        return _result(_unwrap(other) * self.array)
 
     def __truediv__(self, other):
-        return Tensor(self.array / _unwrap(other))
+        return _result(self.array / _unwrap(other))
 
     def __rtruediv__(self, other):
-        return Tensor(_unwrap(other) / self.array)
+        return _result(_unwrap(other) / self.array)
 
     def __pow__(self, other):
-        return Tensor(self.array ** _unwrap(other))
+        return _result(self.array ** _unwrap(other))
 
     def __rpow__(self, other):
-        return Tensor(_unwrap(other) ** self.array)
+        return _result(_unwrap(other) ** self.array)
 
     def __matmul__(self, other):
-        return Tensor(self.array @ _unwrap(other))
+        return _result(self.array @ _unwrap(other))
 
     def __rmatmul__(self, other):
-        return Tensor(_unwrap(other) @ self.array)
+        return _result(_unwrap(other) @ self.array)
 
     def __neg__(self):
-        return Tensor(-self.array)
+        return _result(-self.array)
 
     def __abs__(self):
-        return Tensor(np.abs(self.array))
+        return _result(np.abs(self.array))
 
     def __lt__(self, other):
-        return Tensor(self.array < _unwrap(other))
+        return _result(self.array < _unwrap(other))
 
     def __le__(self, other):
-        return Tensor(self.array <= _unwrap(other))
+        return _result(self.array <= _unwrap(other))
 
     def __gt__(self, other):
-        return Tensor(self.array > _unwrap(other))
+        return _result(self.array > _unwrap(other))
 
     def __ge__(self, other):
-        return Tensor(self.array >= _unwrap(other))
+        return _result(self.array >= _unwrap(other))
 
     def __bool__(self):
         return bool(self.array)
 
     def sqrt(self):
         """The square root, elementwise."""
-        return Tensor(np.sqrt(self.array))
+        return _result(np.sqrt(self.array))
 
     def sum(self, axis=None, keepdims=False):
-        """The sum over ``axis`` (None: every element), as ``numpy.sum``."""
-        return Tensor(self.array.sum(axis=axis, keepdims=keepdims))
+        """The sum over ``axis`` (None: every element), as ``numpy.sum``; a bad axis raises ``AxisError``."""
+        return _result(self.array.sum(axis=self._axes(axis, "sum"), keepdims=keepdims))
 
     def mean(self, axis=None, keepdims=False):
-        """The mean over ``axis`` (None: every element), as ``numpy.mean``."""
-        return Tensor(self.array.mean(axis=axis, keepdims=keepdims))
+        """The mean over ``axis`` (None: every element), as ``numpy.mean``; a bad axis raises ``AxisError``."""
+        return _result(self.array.mean(axis=self._axes(axis, "mean"), keepdims=keepdims))
+
+    def _axes(self, axis, what):
+        from .ops.registry import axis_tuple  # the ops import this module: a late import breaks the cycle
+
+        return axis_tuple(axis, self.shape, what)
 
     def reshape(self, *shape):
-        """The same elements in a new shape: ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``."""
+        """The same elements in a new shape: ``t.reshape(2, 3)`` or ``t.reshape((2, 3))``.
+
+        One extent may be -1; a shape of another size raises ``ShapeError``.
+        """
+        from .ops.shape import reshape_target  # the ops import this module: a late import breaks the cycle
+
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return Tensor(self.array.reshape(shape))
+        shape = reshape_target(shape, self.shape)
+        if math.prod(shape) != self.size:
+            raise ShapeError(f"reshape: cannot reshape {list(self.shape)} into {list(shape)}", shapes=[self.shape])
+        return _result(self.array.reshape(shape))
 

@@ -22,6 +22,7 @@ kernel launches) defines ``run_plan(parameters, feeds)`` and returns the
 ``topos.webgpu`` (and wgpu-py) only when a plan first asks for them.
 """
 
+from ..errors import ArgumentError, ArgumentTypeError
 from ..ops import lookup
 
 
@@ -56,14 +57,16 @@ _BACKENDS = {"numpy": NumpyExecutor, "webgpu": _webgpu, "auto": _auto}
 def register_backend(name, factory):
     """Register ``factory(plan) -> executor`` under ``name`` (replacing an earlier one)."""
     if not isinstance(name, str) or not name:
-        raise ValueError("a backend's name is a non-empty string")
+        raise ArgumentError("a backend's name is a non-empty string")
+    if not callable(factory):
+        raise ArgumentTypeError(f"a backend's factory is a callable, factory(plan) -> executor; got {factory!r}")
     _BACKENDS[name] = factory
 
 
 def unregister_backend(name):
     """Remove a registered backend (``"numpy"`` stays)."""
     if name == "numpy":
-        raise ValueError("the numpy backend cannot be removed: it runs whatever other backends decline")
+        raise ArgumentError("the numpy backend cannot be removed: it runs whatever other backends decline")
     _BACKENDS.pop(name, None)
 
 
@@ -74,6 +77,6 @@ def backend_names():
 def executor_for(name, plan):
     try:
         factory = _BACKENDS[name]
-    except KeyError:
-        raise ValueError(f"unknown backend {name!r}; registered: {', '.join(backend_names())}") from None
+    except (KeyError, TypeError):
+        raise ArgumentError(f"unknown backend {name!r}; registered: {', '.join(backend_names())}") from None
     return factory(plan)

@@ -5,6 +5,7 @@ adds the gradients of a rank-0 target; ``.lower()`` schedules only the nodes
 those need. Entries are immutable: ``backward`` returns a new one.
 """
 
+from ..errors import ArgumentError, ArgumentTypeError
 from ..model.tape import Node
 from .gradient import append_backward, check_backward
 from .plan import Plan
@@ -16,7 +17,7 @@ def _symbols(values, what):
     if isinstance(values, (list, tuple)):
         return list(values)
     if isinstance(values, (set, frozenset, dict)):
-        raise TypeError(f"{what} are a list or tuple (their order is the order of the results)")
+        raise ArgumentTypeError(f"{what} are a list or tuple (their order is the order of the results)")
     return [values]
 
 
@@ -40,11 +41,20 @@ class Entry:
     def backward(self, target, wrt=None):
         """A new entry that also reads d target / d each of ``wrt`` (default: every parameter)."""
         if self.target is not None:
-            raise ValueError("this entry already has a backward target; start again from network.entry(...)")
+            raise ArgumentError("this entry already has a backward target; start again from network.entry(...)")
         return Entry(self.network, [self.network.symbol(i) for i in self.readables], target, wrt)
 
     def lower(self):
-        """Schedule the nodes the readables (and gradients) need; returns a ``Plan``."""
+        """Schedule the nodes the readables (and gradients) need; returns a ``Plan``.
+
+        An entry that reads nothing (no readables and no gradients) raises
+        ``ArgumentError``: its plan would evaluate no node.
+        """
+        if not self.readables and not self.wrt:
+            raise ArgumentError(
+                "this entry reads nothing: name a readable (network.entry([loss])) or the gradients of a target "
+                "(network.entry([]).backward(loss))"
+            )
         forward = self.network.nodes()
         if self.target is None:
             nodes, gradients = forward, ()

@@ -11,10 +11,11 @@ gradients agree to the last bit.
 
 import numpy as np
 
+from ..errors import DtypeError
 from ..model.autodiff import Emitter, needed_nodes, reverse_scan
-from ..model.network import describe_node
+from ..model.network import check_target, describe_node
 from ..model.tape import Node, Tape
-from ..ops.registry import format_shape
+from ..tensor import FLOAT_DTYPES
 
 
 class GradientTape(Tape):
@@ -63,18 +64,14 @@ class GraphEmitter(Emitter):
 
 
 def check_backward(network, target, wrt):
-    """Raise ``ValueError`` unless ``target`` is a rank-0 float node and every ``wrt`` node holds floats."""
+    """Raise unless ``target`` is a rank-0 float node (``ShapeError``, ``DtypeError``) and every
+    ``wrt`` node holds floats (``DtypeError``); all of them are also ``ValueError``."""
     nodes = network.nodes()
-    target_node = nodes[target]
-    if target_node.shape != ():
-        raise ValueError(
-            f"backward needs a rank-0 target; {describe_node(target_node)} has shape {format_shape(target_node.shape)}"
-        )
-    if target_node.dtype not in ("float32", "float64"):
-        raise ValueError(f"backward needs a floating-point target; {describe_node(target_node)} is {target_node.dtype}")
+    check_target(nodes[target])
     for index in wrt:
-        if nodes[index].dtype not in ("float32", "float64"):
-            raise ValueError(f"no gradient with respect to {describe_node(nodes[index])}: it holds {nodes[index].dtype}")
+        if nodes[index].dtype not in FLOAT_DTYPES:
+            node = nodes[index]
+            raise DtypeError(f"no gradient with respect to {describe_node(node)}: it holds {node.dtype}")
 
 
 def append_backward(network, target, wrt):

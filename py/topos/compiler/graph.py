@@ -14,6 +14,7 @@ a value twice has two edges from it). ``to_dot()`` is the same graph for Graphvi
 
 import json
 
+from ..errors import ArgumentTypeError
 from ..ops.registry import format_shape
 
 
@@ -51,7 +52,12 @@ class Graph:
     @classmethod
     def from_nodes(cls, nodes):
         """The graph of recorded nodes (``tape.nodes()``, ``network.nodes()``) in their order."""
+        from ..model.tape import Node
+
         nodes = list(nodes)
+        for node in nodes:
+            if not isinstance(node, Node):
+                raise ArgumentTypeError(f"Graph.from_nodes() takes recorded nodes (tape.nodes()), got {node!r}")
         entries = [node_entry(node) for node in nodes]
         edges = [(operand, node.index) for node in nodes for operand in node.operands]
         return cls(entries, edges)

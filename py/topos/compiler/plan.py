@@ -15,6 +15,7 @@ same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 
 import importlib.util
 
+from ..errors import MissingRuleError
 from ..model.tape import plural
 
 
@@ -164,7 +165,7 @@ class Plan:
     def kernels(self):
         """The kernel reading: WGSL launches (``topos.compiler.kernels``, when present)."""
         if importlib.util.find_spec(f"{__package__}.kernels") is None:
-            raise NotImplementedError("the kernel reading (topos.compiler.kernels) is not part of this build")
+            raise MissingRuleError("the kernel reading (topos.compiler.kernels) is not part of this build")
         from .kernels import kernel_reading
 
         return kernel_reading(self)

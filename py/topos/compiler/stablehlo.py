@@ -68,7 +68,7 @@ def dense_literal(array, dtype):
     """The ``dense<...>`` attribute of a constant: a splat, nested literals, or a hex blob."""
     array = np.asarray(array)
     if array.size == 0:
-        return "dense<[]>" if array.ndim == 1 else "dense<" + "[" * array.ndim + "]" * array.ndim + ">"
+        return "dense<>"  # MLIR's literal of an empty tensor, whatever its shape
     first = array.reshape(-1)[0]
     if array.size == 1 or _all_equal(array, first):
         return f"dense<{scalar_literal(first, dtype)}>"

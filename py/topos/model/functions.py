@@ -14,10 +14,11 @@ import numbers
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..ops.registry import format_shape
+from ..errors import ArgumentError, ArgumentTypeError, IndexingError, RecordingError, ShapeError
+from ..ops.registry import axis_index, axis_tuple, format_shape
+from ..ops.shape import reshape_target
 from ..tensor import Tensor
-from .tape import user_source
+from .tape import Tape, user_source
 from .value import Value
 
 # Operands ----------------------------------------------------------------------
@@ -30,10 +31,17 @@ def _tape_of(*operands):
             if tape is None:
                 tape = operand.tape
             elif operand.tape is not tape:
-                raise ValueError("operands were recorded on different tapes")
+                raise RecordingError("operands were recorded on different tapes", user_source())
     if tape is None:
-        raise TypeError("at least one operand must be a recorded value")
+        raise ArgumentTypeError("at least one operand must be a recorded value")
     return tape
+
+
+def _recorded(value, what):
+    """``value`` itself if it is a recorded value; raises ``ArgumentTypeError`` naming ``what`` otherwise."""
+    if not isinstance(value, Value):
+        raise ArgumentTypeError(f"{what} takes a recorded value, got {type(value).__name__}")
+    return value
 
 
 def _as_value(tape, operand, dtype):
@@ -42,7 +50,7 @@ def _as_value(tape, operand, dtype):
         return operand
     if isinstance(operand, (numbers.Number, list, tuple, np.ndarray, np.generic, Tensor)):
         return tape.leaf(operand, dtype=dtype)
-    raise TypeError(f"cannot record an operand of type {type(operand).__name__}")
+    raise ArgumentTypeError(f"cannot record an operand of type {type(operand).__name__}")
 
 
 def _float_dtype(tape, operands):
@@ -52,9 +60,22 @@ def _float_dtype(tape, operands):
     return tape.dtype
 
 
+def _integer_shape(shape, opcode, value):
+    """``shape`` (an int or a sequence of ints) as a tuple of ints; raises ``ShapeError`` otherwise."""
+    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or any(
+        isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in shape
+    ):
+        raise ShapeError(f"{opcode}: the shape must be a tuple of integers, got {shape!r}", opcode=opcode,
+                         shapes=[value.shape])
+    return tuple(int(d) for d in shape)
+
+
 def broadcast_to(value, shape):
     """``value`` broadcast to ``shape`` by numpy's rules (records ``Broadcast``; none if the shape already matches)."""
-    shape = tuple(int(d) for d in shape)
+    _recorded(value, "broadcast_to")
+    shape = _integer_shape(shape, "Broadcast", value)
     if value.shape == shape:
         return value
     return value.tape.apply("Broadcast", [value], shape=shape)
@@ -154,9 +175,7 @@ def where(condition, a, b):
 
 
 def _unary(opcode, value):
-    if not isinstance(value, Value):
-        raise TypeError(f"{opcode} takes a recorded value, got {type(value).__name__}")
-    return value.tape.apply(opcode, [value])
+    return _recorded(value, opcode).tape.apply(opcode, [value])
 
 
 def neg(v):
@@ -228,7 +247,7 @@ def square(v):
 
 
 def _reduce(opcode, value, axis, keepdims):
-    return value.tape.apply(opcode, [value], axes=axis, keepdims=keepdims)
+    return _recorded(value, opcode).tape.apply(opcode, [value], axes=axis, keepdims=keepdims)
 
 
 def sum(value, axis=None, keepdims=False):  # noqa: A001
@@ -246,19 +265,14 @@ def min(value, axis=None, keepdims=False):  # noqa: A001
     return neg(max(neg(value), axis, keepdims))
 
 
-def _count(value, axis):
-    if axis is None:
-        return value.size
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
-    count = 1
-    for a in axes:
-        count *= value.shape[a]
-    return count
-
-
 def mean(value, axis=None, keepdims=False):
-    """The mean over ``axis``, recorded as the ``Sum`` divided by the number of elements summed."""
-    return sum(value, axis, keepdims) / float(_count(value, axis))
+    """The mean over ``axis``, recorded as the ``Sum`` divided by the number of elements summed.
+
+    Over an empty axis it is NaN (0 / 0), as in numpy and PyTorch.
+    """
+    total = sum(value, axis, keepdims)
+    count = math.prod(value.shape[a] for a in total.node.attrs["axes"])
+    return total / float(count)
 
 
 def var(value, axis=None, keepdims=False):
@@ -272,11 +286,7 @@ def var(value, axis=None, keepdims=False):
 
 def reshape(value, shape):
     """The same elements in a new ``shape`` (an int or a tuple; records ``Reshape``, none if unchanged)."""
-    if isinstance(shape, int):
-        shape = (shape,)
-    shape = tuple(int(d) for d in shape)
-    if shape.count(-1) == 1 and value.size and value.size % -math.prod(shape) == 0:
-        shape = tuple(value.size // -math.prod(shape) if d == -1 else d for d in shape)
+    shape = reshape_target(shape, _recorded(value, "reshape").shape)
     if shape == value.shape:
         return value
     return value.tape.apply("Reshape", [value], shape=shape)
@@ -284,11 +294,16 @@ def reshape(value, shape):
 
 def transpose(value, axes=None):
     """Axes permuted to ``axes`` (default: reversed), as ``numpy.transpose`` (records ``Transpose``)."""
+    _recorded(value, "transpose")
     if axes is None:
         axes = tuple(reversed(range(value.ndim)))
-    if tuple(axes) == tuple(range(value.ndim)):
+    if not isinstance(axes, (tuple, list)):
+        raise ShapeError(f"Transpose: axes must be a tuple of integers, got {axes!r}", opcode="Transpose",
+                         shapes=[value.shape])
+    axes = tuple(axis_index(axis, value.shape, "Transpose") for axis in axes)
+    if axes == tuple(range(value.ndim)):
         return value
-    return value.tape.apply("Transpose", [value], axes=tuple(axes))
+    return value.tape.apply("Transpose", [value], axes=axes)
 
 
 def permute(value, axes):
@@ -298,6 +313,8 @@ def permute(value, axes):
 
 def swapaxes(value, a, b):
     """Axes ``a`` and ``b`` exchanged, as ``numpy.swapaxes`` (a ``Transpose``)."""
+    a = axis_index(a, _recorded(value, "swapaxes").shape, "swapaxes")
+    b = axis_index(b, value.shape, "swapaxes")
     axes = list(range(value.ndim))
     axes[a], axes[b] = axes[b], axes[a]
     return transpose(value, axes)
@@ -305,13 +322,7 @@ def swapaxes(value, a, b):
 
 def expand_dims(value, axis):
     """A new axis of length 1 at ``axis``, as ``numpy.expand_dims`` (a ``Reshape``)."""
-    rank = value.ndim + 1
-    if not -rank <= axis < rank:
-        raise ShapeError(
-            f"Reshape: axis {axis} is out of range for a new axis of {format_shape(value.shape)}",
-            opcode="Reshape", shapes=[value.shape], source=user_source(),
-        )
-    axis %= rank
+    axis = axis_index(axis, _recorded(value, "expand_dims").shape, "expand_dims", new_axis=True)
     shape = list(value.shape)
     shape.insert(axis, 1)
     return reshape(value, shape)
@@ -320,14 +331,14 @@ def expand_dims(value, axis):
 def squeeze(value, axis=None):
     """Axes of length 1 removed (all of them, or those in ``axis``), as ``numpy.squeeze`` (a ``Reshape``)."""
     if axis is None:
-        shape = [d for d in value.shape if d != 1]
+        shape = [d for d in _recorded(value, "squeeze").shape if d != 1]
     else:
-        axes = {a % value.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+        axes = axis_tuple(axis, _recorded(value, "squeeze").shape, "squeeze")
         for a in axes:
             if value.shape[a] != 1:
                 raise ShapeError(
-                    f"Reshape: cannot squeeze axis {a} of {format_shape(value.shape)}",
-                    opcode="Reshape", shapes=[value.shape], source=user_source(),
+                    f"squeeze: cannot squeeze axis {a} of {format_shape(value.shape)}: its length is not 1",
+                    opcode="squeeze", shapes=[value.shape], source=user_source(),
                 )
         shape = [d for i, d in enumerate(value.shape) if i not in axes]
     return reshape(value, shape)
@@ -335,34 +346,57 @@ def squeeze(value, axis=None):
 
 def concatenate(values, axis=0):
     """The values joined along an existing ``axis``, as ``numpy.concatenate``; numbers and arrays become leaves."""
-    values = list(values)
-    tape = _tape_of(*values)
-    dtype = _float_dtype(tape, values)
-    values = [_as_value(tape, v, dtype) for v in values]
+    values = _joined(values, "concatenate")
     if len(values) == 1:
+        axis_index(axis, values[0].shape, "Concatenate")
         return values[0]
-    return tape.apply("Concatenate", values, axis=axis)
+    return values[0].tape.apply("Concatenate", values, axis=axis)
 
 
 def stack(values, axis=0):
     """The values joined along a new ``axis``, as ``numpy.stack`` (``Reshape``s, then a ``Concatenate``)."""
+    values = _joined(values, "stack")
+    axis = axis_index(axis, values[0].shape, "stack", new_axis=True)
+    return concatenate([expand_dims(v, axis) for v in values], axis)
+
+
+def _joined(values, what):
+    """The operands of concatenate or stack as recorded values (numbers and arrays become leaves)."""
+    if isinstance(values, (Value, str, bytes)) or not hasattr(values, "__iter__"):
+        raise ArgumentTypeError(f"{what} takes a list of values, got {type(values).__name__}")
     values = list(values)
-    rank = values[0].ndim + 1
-    return concatenate([expand_dims(v, axis % rank) for v in values], axis)
+    if not values:
+        raise ArgumentError(f"{what} needs at least one value")
+    tape = _tape_of(*values)
+    dtype = _float_dtype(tape, values)
+    return [_as_value(tape, v, dtype) for v in values]
 
 
 def getitem(value, index):
     """Basic indexing: ints, slices with positive steps, ``None`` and ``...``;
-    an int32 value or a list of ints on the first axis gathers (``take``)."""
+    an int32 value or a list of ints on the first axis gathers (``take``).
+
+    An index that does not fit raises ``IndexingError`` (an ``IndexError``); a
+    slice that takes nothing gives an empty axis, as in numpy.
+    """
+    _recorded(value, "indexing")
+    if isinstance(index, list) and any(isinstance(i, (bool, np.bool_)) for i in index):
+        raise IndexingError("boolean masks are not supported as indices; use topos.where", opcode="Slice",
+                            shapes=[value.shape])
     if isinstance(index, Value) or (isinstance(index, list) and all(isinstance(i, numbers.Integral) for i in index)):
         return take(value, index, 0)
     if not isinstance(index, tuple):
         index = (index,)
+
+    def fail(message):
+        raise IndexingError(f"{message} (indexing a value of shape {format_shape(value.shape)})", opcode="Slice",
+                            shapes=[value.shape])
+
     if builtins.sum(1 for i in index if i is Ellipsis) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        fail("an index can only have a single ellipsis ('...')")
     explicit = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
     if explicit > value.ndim:
-        raise IndexError(f"too many indices for a value of shape {format_shape(value.shape)}")
+        fail(f"too many indices: {explicit} for {value.ndim} axes")
     expanded = []
     for item in index:
         if item is Ellipsis:
@@ -379,26 +413,27 @@ def getitem(value, index):
             continue
         extent = value.shape[axis]
         if isinstance(item, slice):
-            lo, hi, st = item.indices(extent)
+            try:
+                lo, hi, st = item.indices(extent)
+            except (TypeError, ValueError) as error:
+                fail(f"slice {item} of axis {axis}: {error}")
             if st < 1:
-                raise IndexError("negative slice steps are not supported; use a gather (take) instead")
+                fail("negative slice steps are not supported; use a gather (take) instead")
             count = builtins.max(0, (hi - lo + st - 1) // st)
-            if count == 0:
-                raise IndexError(f"slice {item} of axis {axis} (extent {extent}) is empty")
             start.append(lo)
-            stop.append(lo + (count - 1) * st + 1)
+            stop.append(lo + (count - 1) * st + 1 if count else lo)
             step.append(st)
             out_shape.append(count)
-        elif isinstance(item, numbers.Integral):
+        elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
             i = int(item)
             if not -extent <= i < extent:
-                raise IndexError(f"index {i} is out of range for axis {axis} with extent {extent}")
+                fail(f"index {i} is out of range for axis {axis} with extent {extent}")
             i %= extent
             start.append(i)
             stop.append(i + 1)
             step.append(1)
         else:
-            raise IndexError(f"unsupported index {item!r}")
+            fail(f"unsupported index {item!r}: indices are ints, slices, None, ... or a list of ints")
         axis += 1
     result = value
     if tuple(start) != (0,) * value.ndim or tuple(stop) != value.shape or set(step) - {1}:
@@ -453,14 +488,14 @@ def _as_indices(tape, indices):
 
 def take(value, indices, axis=0):
     """Gather along ``axis`` (an embedding lookup); ``indices`` is int32."""
-    indices = _as_indices(value.tape, indices)
+    indices = _as_indices(_recorded(value, "take").tape, indices)
     return value.tape.apply("Take", [value, indices], axis=axis)
 
 
 def one_hot(indices, n, dtype=None):
     """1.0 at each index along a new last axis of length ``n``."""
     if not isinstance(indices, Value):
-        raise TypeError("one_hot takes a recorded int32 value (tape.input(ids, dtype='int32'))")
+        raise ArgumentTypeError("one_hot takes a recorded int32 value (tape.input(ids, dtype='int32'))")
     dtype = dtype or indices.tape.dtype
     return indices.tape.apply("OneHot", [indices], depth=n, dtype=dtype)
 
@@ -469,8 +504,14 @@ def one_hot(indices, n, dtype=None):
 
 
 def logsumexp(v, axis=-1, keepdims=False):
-    """``log(sum(exp(v)))`` over ``axis``, computed stably (the maximum is shifted out first)."""
-    shift = stop_gradient(max(v, axis, keepdims=True))
+    """``log(sum(exp(v)))`` over ``axis``, computed stably (the maximum is shifted out first).
+
+    As in PyTorch, a row that is all -inf gives -inf (and one holding +inf gives
+    +inf): the shift is the maximum clamped to the finite range, so -inf - -inf
+    never makes a NaN. The gradient is PyTorch's too, NaN on such a row.
+    """
+    largest = float(np.finfo(_recorded(v, "logsumexp").dtype).max)
+    shift = stop_gradient(maximum(minimum(max(v, axis, keepdims=True), largest), -largest))
     total = log(sum(exp(v - shift), axis, keepdims=True)) + shift
     return total if keepdims else squeeze(total, axis)
 
@@ -501,7 +542,10 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, axis=-1):
 
 def cross_entropy(logits, targets):
     """Mean negative log-likelihood of int32 ``targets`` under ``logits`` (classes on the last axis)."""
-    targets = _as_indices(logits.tape, targets)
+    targets = _as_indices(_recorded(logits, "cross_entropy").tape, targets)
+    if logits.ndim == 0:
+        raise ShapeError("cross_entropy: logits need a class axis, got a rank-0 value", opcode="cross_entropy",
+                         shapes=[logits.shape], source=user_source())
     if targets.shape != logits.shape[:-1]:
         raise ShapeError(
             f"cross_entropy: targets {format_shape(targets.shape)} do not match logits {format_shape(logits.shape)} "
@@ -520,6 +564,10 @@ def mse(prediction, target):
 
 def causal_mask(tape, n, dtype=None):
     """A leaf [n, n]: 1.0 where a position may attend (on and below the diagonal)."""
+    if not isinstance(tape, Tape):
+        raise ArgumentTypeError(f"causal_mask takes the tape first, got {type(tape).__name__}")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+        raise ArgumentError(f"causal_mask needs a number of positions n >= 0, got {n!r}")
     return tape.leaf(np.tril(np.ones((n, n))), dtype=dtype)
 
 
@@ -528,6 +576,12 @@ def attention(q, k, v, causal=False, mask=None):
 
     ``mask`` (1.0 = may attend) or ``causal=True`` masks scores before the softmax.
     """
+    for name, operand in (("q", q), ("k", k), ("v", v)):
+        if _recorded(operand, "attention").ndim < 2:
+            raise ShapeError(
+                f"attention: {name} needs at least two axes (positions, features), got {format_shape(operand.shape)}",
+                opcode="attention", shapes=[q.shape, k.shape, v.shape], source=user_source(),
+            )
     d = q.shape[-1]
     scores = matmul(q, swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))
     if causal:
@@ -541,13 +595,23 @@ def attention(q, k, v, causal=False, mask=None):
 
 
 def _tape_in(args):
-    for arg in args:
-        if isinstance(arg, Value):
-            return arg.tape
-        if isinstance(arg, (list, tuple)):
-            tape = _tape_in(arg)
-            if tape is not None:
-                return tape
+    """The tape of the first recorded value in ``args``, looking into lists and tuples.
+
+    A loop rather than recursion, so that a deep nesting cannot exhaust the stack;
+    each list is looked into once, so that one holding itself cannot loop forever.
+    """
+    pending = [iter(args)]
+    seen = set()
+    while pending:
+        for arg in pending[-1]:
+            if isinstance(arg, Value):
+                return arg.tape
+            if isinstance(arg, (list, tuple)) and id(arg) not in seen:
+                seen.add(id(arg))
+                pending.append(iter(arg))
+                break
+        else:
+            pending.pop()
     return None
 
 
@@ -556,19 +620,26 @@ def _all_or_nothing(function):
 
     A composite records several nodes (a leaf, its broadcast, the operation);
     when a later one fails its shape check, the earlier ones are removed again,
-    so a bad line in the user's code loses nothing and adds nothing.
+    so a bad line in the user's code loses nothing and adds nothing. A
+    ``ShapeError`` raised before any node was appended (an axis out of range,
+    say) is given the user's line here, as ``tape.append`` gives it to the rest.
     """
 
     @functools.wraps(function)
     def recording(*args, **kwargs):
         tape = _tape_in(args)
-        if tape is None:
-            return function(*args, **kwargs)
-        mark = len(tape._nodes)
+        mark = len(tape._nodes) if tape is not None else 0
         try:
             return function(*args, **kwargs)
+        except ShapeError as error:
+            if tape is not None:
+                del tape._nodes[mark:]
+            if error.source is not None:
+                raise
+            raise type(error)(str(error), opcode=error.opcode, shapes=error.shapes, source=user_source()) from None
         except BaseException:
-            del tape._nodes[mark:]
+            if tape is not None:
+                del tape._nodes[mark:]
             raise
 
     return recording

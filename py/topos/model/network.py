@@ -5,15 +5,16 @@
 ``Gradients`` are values: nothing here mutates after construction.
 """
 
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import FeedError
+from ..errors import ArgumentError, ArgumentTypeError, DtypeError, FeedError, IndexingError, ShapeError
 from ..ops import lookup
 from ..ops.registry import format_shape
-from ..tensor import Tensor, frozen
+from ..tensor import FLOAT_DTYPES, Tensor, freeze, frozen, immutable, int32_problem, numeric_array
 from .autodiff import EagerEmitter, ancestors, needed_nodes, reverse_scan
 from .tape import Tape, describe_nodes
 from .value import Value
@@ -28,6 +29,11 @@ class Symbol:
 
     def __repr__(self):
         return f"Symbol({self.index})"
+
+
+def related_networks(a, b):
+    """Whether two networks share nodes (one is the other, or reopened from it)."""
+    return a is b or set(a.lineages) <= set(b.lineages) or set(b.lineages) <= set(a.lineages)
 
 
 def describe_node(node):
@@ -74,7 +80,7 @@ class Network:
             raise FeedError(f"expected a Symbol, got {type(symbol).__name__}")
         if lineage not in self.lineages:
             raise FeedError(f"symbol {index} belongs to another network, not to this one")
-        if not 0 <= index < len(self._nodes):
+        if not isinstance(index, int) or not 0 <= index < len(self._nodes):
             raise FeedError(f"symbol {index} names no node of this network (it has {len(self._nodes)} nodes)")
         return index
 
@@ -86,9 +92,14 @@ class Network:
         return self._nodes[self.index_of(symbol)]
 
     def symbol(self, index):
-        """The symbol of node ``index`` (for nodes recorded without keeping a value)."""
+        """The symbol of node ``index`` (for nodes recorded without keeping a value).
+
+        Raises ``IndexingError`` (an ``IndexError``) for an index that names no node.
+        """
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            raise ArgumentTypeError(f"symbol() takes a node index, an int, got {type(index).__name__}")
         if not 0 <= index < len(self._nodes):
-            raise IndexError(f"this network has nodes 0..{len(self._nodes) - 1}")
+            raise IndexingError(f"node {index} is out of range: this network has nodes 0..{len(self._nodes) - 1}")
         return Symbol(self.lineages[-1], index)
 
     def parameter_symbols(self):
@@ -102,13 +113,15 @@ class Network:
     # Running -------------------------------------------------------------
     def parameters(self):
         """The recorded initial payloads as a ``Parameters`` table."""
-        return Parameters(self, {i: self._nodes[i].payload for i in self._parameter_indices})
+        return Parameters._made_here(self, {i: self._nodes[i].payload for i in self._parameter_indices})
 
     def check_feeds(self, feeds):
         """Validate and convert feeds; returns {input index: array}. Raises ``FeedError``."""
         if feeds is None:
             return {}
         pairs = feeds.items() if isinstance(feeds, Mapping) else feeds
+        if isinstance(pairs, (str, bytes)) or not hasattr(pairs, "__iter__"):
+            raise FeedError(f"feeds are a mapping or (symbol, value) pairs, got {type(feeds).__name__}")
         converted = {}
         for pair in pairs:
             try:
@@ -126,11 +139,11 @@ class Network:
         """Return ``parameters`` unchanged if this network can run with it; raise otherwise.
 
         A table of this network, or of a network this one was reopened from, fits.
-        Raises ``TypeError`` if ``parameters`` is not a ``Parameters`` table and
-        ``FeedError`` if it belongs to another network.
+        Raises ``ArgumentTypeError`` (a ``TypeError``) if ``parameters`` is not a
+        ``Parameters`` table and ``FeedError`` if it belongs to another network.
         """
         if not isinstance(parameters, Parameters):
-            raise TypeError(f"expected a Parameters table, got {type(parameters).__name__}")
+            raise ArgumentTypeError(f"expected a Parameters table, got {type(parameters).__name__}")
         if parameters.network is not self and not set(parameters.network.lineages) <= set(self.lineages):
             raise FeedError("these parameters belong to another network")
         return parameters
@@ -195,35 +208,34 @@ class Network:
         return load_parameters(self, path)
 
 
-def convert_payload(value, node, error_class, what):
-    """``value`` as a read-only array of ``node``'s dtype and shape (numpy's same_kind casting).
+def convert_payload(value, node, error_class, what, dtype=None):
+    """``value`` as a read-only array of ``node``'s dtype (or ``dtype``) and shape (numpy's same_kind casting).
 
-    An array the caller may still write to is copied, so that changing it later
-    cannot change a run or a parameter table that was made from it.
+    The array is immutable: one the caller could still write (its own array, or
+    a ``Tensor`` made from it) is copied, so that changing it later cannot
+    change a run or a parameter table that was made from it.
     """
-    try:
-        array = np.asarray(value.array if isinstance(value, Tensor) else value)
-    except ValueError as error:  # a ragged nested list, say
-        raise error_class(f"{what} {describe_node(node)}: {error}") from None
-    if array.dtype.kind not in "biuf":
-        raise error_class(f"{what} {describe_node(node)}: expected numbers, got {array.dtype}")
-    if not np.can_cast(array.dtype, node.dtype, casting="same_kind"):
-        raise error_class(f"{what} {describe_node(node)}: cannot cast {array.dtype} to {node.dtype}")
+    dtype = dtype or node.dtype
+    what = f"{what} {describe_node(node)}"
+    array = numeric_array(value, what, error_class)
+    if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+        raise error_class(f"{what}: cannot cast {array.dtype} to {dtype}")
     if tuple(array.shape) != node.shape:
-        raise error_class(
-            f"{what} {describe_node(node)}: shape {format_shape(array.shape)} does not match {format_shape(node.shape)}"
-        )
-    if node.dtype == "int32" and array.dtype.kind in "iu" and array.size:
-        low, high = int(array.min()), int(array.max())
-        if low < -(2**31) or high >= 2**31:
-            raise error_class(f"{what} {describe_node(node)}: values {low}..{high} do not fit int32")
-    callers_array = array.flags.writeable and not isinstance(value, (int, float, list, tuple))
+        raise error_class(f"{what}: shape {format_shape(array.shape)} does not match {format_shape(node.shape)}")
+    if dtype == "int32":
+        problem = int32_problem(array)
+        if problem is not None:
+            raise error_class(f"{what}: {problem}")
     # Comparing the dtype itself with the name is exact and much cheaper than reading ``dtype.name``.
-    return frozen(array.astype(node.dtype, copy=array.dtype != node.dtype or callers_array))
+    if array.dtype != dtype:
+        return freeze(array.astype(dtype))
+    if array.flags.owndata and not isinstance(value, (np.ndarray, Tensor)):
+        return freeze(array)  # np.asarray made it from numbers or lists: nobody else holds it
+    return immutable(array)
 
 
 def evaluate(nodes, parameter_slots, feeds):
-    """The numpy interpreter: every node in order. Returns the list of values."""
+    """The numpy interpreter: every node in order. Returns the list of values (read-only arrays)."""
     values = [None] * len(nodes)
     with np.errstate(all="ignore"):
         for node in nodes:
@@ -237,19 +249,58 @@ def evaluate(nodes, parameter_slots, feeds):
                 values[node.index] = node.payload
             else:
                 inputs = [values[j] for j in node.operands]
-                values[node.index] = lookup(opcode).forward(inputs, node.attrs)
+                # Made by this run and held by it alone: read-only in place, so a caller cannot change a run.
+                values[node.index] = freeze(lookup(opcode).forward(inputs, node.attrs))
     return values
 
 
 class SlotTable:
-    """Read-only arrays keyed by parameter node: what ``Parameters`` and ``Gradients`` share."""
+    """Read-only arrays keyed by parameter node: what ``Parameters`` and ``Gradients`` share.
+
+    ``slots`` maps parameter node indices to arrays (numbers, lists, arrays or
+    ``Tensor``s), each checked against its parameter's shape (``FeedError``
+    otherwise). The table never shares memory that someone could still write:
+    an array of the caller's is copied, so changing it later changes nothing here.
+    """
 
     #: how ``of`` describes a node without a slot here
     missing_slot = "has no slot in this table"
+    #: how errors name a slot's value
+    slot_name = "slot of"
 
     def __init__(self, network, slots):
+        if not isinstance(network, Network):
+            raise ArgumentTypeError(f"{type(self).__name__} takes a Network first, got {type(network).__name__}")
+        if not isinstance(slots, Mapping):
+            raise ArgumentTypeError(f"{type(self).__name__} takes a mapping of slots, got {type(slots).__name__}")
         self.network = network
-        self.slots = {index: frozen(array) for index, array in slots.items()}
+        self.slots = {index: self._checked(index, array) for index, array in slots.items()}
+
+    @classmethod
+    def _made_here(cls, network, slots):
+        """A table of arrays that topos has just made or already checked and that nothing else
+        writes: taken as they are (read-only), without the constructor's checks and copies."""
+        table = cls.__new__(cls)
+        table.network = network
+        table.slots = {index: frozen(array) for index, array in slots.items()}
+        return table
+
+    def _parameter_node(self, index):
+        nodes = self.network.nodes()
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral) or not 0 <= index < len(nodes):
+            raise FeedError(f"slot {index!r} names no node of this network (it has {len(nodes)} nodes)")
+        node = nodes[index]
+        if node.opcode != "Parameter":
+            raise FeedError(f"{describe_node(node)} is not a parameter: only parameters have slots")
+        return node
+
+    def _checked(self, index, array):
+        node = self._parameter_node(index)
+        return convert_payload(array, node, FeedError, self.slot_name, self._slot_dtype(node))
+
+    def _slot_dtype(self, node):
+        """The dtype of the slot of parameter ``node``."""
+        return node.dtype
 
     def of(self, symbol):
         """The array in the slot of the parameter ``symbol`` names, as a ``Tensor`` of that parameter's shape.
@@ -282,20 +333,35 @@ class Parameters(SlotTable):
     """The trainable payloads, one slot per parameter node. Immutable: ``step`` makes a new table."""
 
     missing_slot = "is not a parameter"
+    slot_name = "new value of"
 
     def __repr__(self):
         return f"<Parameters: {', '.join(self.names())}>"
 
     def replace(self, arrays):
-        """A new table with some slots (index -> array) replaced, each checked against its node."""
-        nodes = self.network.nodes()
+        """A new table with some slots (index -> array) replaced, each checked against its node.
+
+        Raises ``FeedError`` for an index that is not a parameter of this network,
+        or a value that does not fit its parameter; this table is unchanged.
+        """
+        if not isinstance(arrays, Mapping):
+            raise ArgumentTypeError(f"replace() takes a mapping of slots, got {type(arrays).__name__}")
         slots = dict(self.slots)
         for index, array in arrays.items():
-            slots[index] = convert_payload(array, nodes[index], FeedError, "new value of")
-        return Parameters(self.network, slots)
+            slots[index] = self._checked(index, array)
+        return Parameters._made_here(self.network, slots)
 
     def step(self, gradients, fn):
-        """A new table: ``fn(w, g)`` slot by slot (Tensors in, a Tensor or array out)."""
+        """A new table: ``fn(w, g)`` slot by slot (Tensors in, a Tensor or array out).
+
+        ``gradients`` is a table (``Gradients``, or any table of slots) of this
+        network, or of one it was reopened from or into: a table of another
+        network raises ``FeedError``, as the optimizers do.
+        """
+        if not isinstance(gradients, SlotTable):
+            raise ArgumentTypeError(f"step() takes a Gradients table, got {type(gradients).__name__}")
+        if not related_networks(gradients.network, self.network):
+            raise FeedError("these gradients belong to another network than the parameters")
         updated = {}
         for index, array in self.slots.items():
             g = gradients.slots.get(index)
@@ -316,6 +382,11 @@ class Gradients(SlotTable):
     """Gradients projected onto parameter slots (what optimizers consume)."""
 
     missing_slot = "has no slot in these gradients"
+    slot_name = "gradient of"
+
+    def _slot_dtype(self, node):
+        """A gradient is floating point: of the parameter's dtype, or the network's for an int32 parameter."""
+        return node.dtype if node.dtype in FLOAT_DTYPES else self.network.dtype
 
     def global_norm(self):
         """The L2 norm of all gradients together, as a Python float."""
@@ -326,7 +397,23 @@ class Gradients(SlotTable):
 
     def scale(self, factor):
         """A new table with every gradient times ``factor`` (a number, cast to each slot's dtype)."""
-        return Gradients(self.network, {i: (a * a.dtype.type(factor)) for i, a in self.slots.items()})
+        try:
+            factor = float(factor)
+        except (TypeError, ValueError):
+            raise ArgumentError(f"scale() takes a number, got {factor!r}") from None
+        return Gradients._made_here(self.network, {i: freeze(a * a.dtype.type(factor)) for i, a in self.slots.items()})
+
+
+def check_target(node):
+    """Raise unless ``node`` can be the target of a backward: ``ShapeError`` if it is not
+    rank 0, ``DtypeError`` if it is not floating point (both also ``ValueError``)."""
+    if node.shape != ():
+        raise ShapeError(
+            f"backward needs a rank-0 target; {describe_node(node)} has shape {format_shape(node.shape)}",
+            shapes=[node.shape],
+        )
+    if node.dtype not in FLOAT_DTYPES:
+        raise DtypeError(f"backward needs a floating-point target; {describe_node(node)} is {node.dtype}")
 
 
 class Run:
@@ -352,12 +439,7 @@ class Run:
         """The reverse scan from a rank-0 ``target``; returns a ``Field`` (a gradient per node)."""
         index = self.network.index_of(target)
         node = self.network.nodes()[index]
-        if node.shape != ():
-            raise ValueError(
-                f"backward needs a rank-0 target; {describe_node(node)} has shape {format_shape(node.shape)}"
-            )
-        if node.dtype not in ("float32", "float64"):
-            raise ValueError(f"backward needs a floating-point target; {describe_node(node)} is {node.dtype}")
+        check_target(node)
         return Field(self, index)
 
 
@@ -408,4 +490,5 @@ class Field:
     def parameters(self, parameters=None):
         """The gradients of the parameter slots, as a ``Gradients`` table."""
         parameters = parameters if parameters is not None else self.run.parameters
-        return Gradients(self.run.network, {index: self._array(index) for index in parameters.slots})
+        self.run.network.check_parameters(parameters)
+        return Gradients._made_here(self.run.network, {index: self._array(index) for index in parameters.slots})

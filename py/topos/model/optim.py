@@ -26,10 +26,10 @@ from types import MappingProxyType
 
 import numpy as np
 
-from ..errors import FeedError
+from ..errors import ArgumentError, ArgumentTypeError, DtypeError, FeedError, ShapeError
 from ..ops.registry import format_shape
-from ..tensor import frozen
-from .network import Gradients, Parameters, convert_payload, describe_node
+from ..tensor import freeze, frozen
+from .network import Gradients, Parameters, convert_payload, describe_node, related_networks
 
 __all__ = [
     "SGD", "Adam", "AdamW", "Optimizer", "OptimizerState", "SGDSlot", "AdamSlot", "clip_by_global_norm",
@@ -90,11 +90,6 @@ class OptimizerState:
 # The shared step ---------------------------------------------------------------------
 
 
-def _related(a, b):
-    """Whether two networks share nodes (one is the other, or reopened from it)."""
-    return a is b or set(a.lineages) <= set(b.lineages) or set(b.lineages) <= set(a.lineages)
-
-
 def _scalar(value, dtype):
     """A Python hyperparameter as a scalar of the arrays' dtype (PyTorch casts it the same way)."""
     return dtype.type(value)
@@ -106,12 +101,12 @@ class Optimizer:
     def init(self, parameters):
         """The state before the first step, for this parameters table."""
         if not isinstance(parameters, Parameters):
-            raise TypeError(f"init() takes a Parameters table, got {type(parameters).__name__}")
+            raise ArgumentTypeError(f"init() takes a Parameters table, got {type(parameters).__name__}")
         nodes = parameters.network.nodes()
         slots = {}
         for index, array in parameters.slots.items():
             if array.dtype.kind != "f":
-                raise ValueError(
+                raise DtypeError(
                     f"cannot optimize {describe_node(nodes[index])}: its dtype {array.dtype} is not floating"
                 )
             slots[index] = self._initial_slot(array)
@@ -129,7 +124,7 @@ class Optimizer:
                 if grad is None:
                     continue
                 if tuple(grad.shape) != tuple(param.shape):
-                    raise ValueError(
+                    raise ShapeError(
                         f"the gradient of {describe_node(nodes[index])} has shape {format_shape(grad.shape)}, "
                         f"the parameter has shape {format_shape(param.shape)}"
                     )
@@ -139,37 +134,45 @@ class Optimizer:
                     # Not expected of the update rules here; a checked conversion keeps the table sound.
                     new_param = convert_payload(new_param, nodes[index], FeedError, "new value of")
                 # The new array was made by this step and nothing else holds it: the table takes it
-                # frozen as it is, with no copy and no second check.
-                new_slots[index] = frozen(new_param)
+                # read-only as it is, with no copy and no second check.
+                new_slots[index] = freeze(new_param)
                 slots[index] = slot
-        new_parameters = Parameters(parameters.network, new_slots)
+        new_parameters = Parameters._made_here(parameters.network, new_slots)
         return new_parameters, OptimizerState(self, state.network, state.steps + 1, slots)
 
     def _check(self, parameters, gradients, state):
         if not isinstance(parameters, Parameters):
-            raise TypeError(f"step() takes a Parameters table first, got {type(parameters).__name__}")
+            raise ArgumentTypeError(f"step() takes a Parameters table first, got {type(parameters).__name__}")
         if not isinstance(gradients, Gradients):
-            raise TypeError(f"step() takes a Gradients table second, got {type(gradients).__name__}")
+            raise ArgumentTypeError(f"step() takes a Gradients table second, got {type(gradients).__name__}")
         if not isinstance(state, OptimizerState):
-            raise TypeError(f"step() takes the state from init() or step() third, got {type(state).__name__}")
+            raise ArgumentTypeError(f"step() takes the state from init() or step() third, got {type(state).__name__}")
         if state.optimizer != self:
-            raise ValueError(f"this state was made by {state.optimizer!r}, not by {self!r}")
-        if not _related(gradients.network, parameters.network):
+            raise ArgumentError(f"this state was made by {state.optimizer!r}, not by {self!r}")
+        if not related_networks(gradients.network, parameters.network):
             raise FeedError("these gradients belong to another network than the parameters")
-        if not _related(state.network, parameters.network) or set(state.slots) != set(parameters.slots):
-            raise ValueError("this optimizer state was made for another parameters table: call init() for this one")
+        if not related_networks(state.network, parameters.network) or set(state.slots) != set(parameters.slots):
+            raise ArgumentError("this optimizer state was made for another parameters table: call init() for this one")
         nodes = parameters.network.nodes()
         for index in gradients.slots:
             if index not in parameters.slots:
-                raise ValueError(
+                raise FeedError(
                     f"the gradients have a slot for {describe_node(nodes[index])}, which is no parameter here"
                 )
+
+
+def _as_float(optimizer, name, value):
+    """A hyperparameter as a Python float; raises ``ArgumentError`` naming it otherwise."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{type(optimizer).__name__}: {name} must be a number, got {value!r}") from None
 
 
 def _check_non_negative(optimizer, **values):
     for name, value in values.items():
         if not value >= 0.0:  # also refuses NaN
-            raise ValueError(f"{type(optimizer).__name__}: {name} must be non-negative, got {value}")
+            raise ArgumentError(f"{type(optimizer).__name__}: {name} must be non-negative, got {value}")
 
 
 # SGD ---------------------------------------------------------------------------------
@@ -192,11 +195,11 @@ class SGD(Optimizer):
 
     def __post_init__(self):
         for name in ("lr", "momentum", "dampening", "weight_decay"):
-            object.__setattr__(self, name, float(getattr(self, name)))
+            object.__setattr__(self, name, _as_float(self, name, getattr(self, name)))
         object.__setattr__(self, "nesterov", bool(self.nesterov))
         _check_non_negative(self, lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay)
         if self.nesterov and (self.momentum <= 0.0 or self.dampening != 0.0):
-            raise ValueError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
+            raise ArgumentError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
 
     def _initial_slot(self, array):
         return SGDSlot(None)
@@ -247,16 +250,16 @@ class _AdamBase(Optimizer):
 
     def __post_init__(self):
         for name in ("lr", "eps", "weight_decay"):
-            object.__setattr__(self, name, float(getattr(self, name)))
+            object.__setattr__(self, name, _as_float(self, name, getattr(self, name)))
         try:
             beta1, beta2 = (float(beta) for beta in self.betas)
         except (TypeError, ValueError):
-            raise ValueError(f"{type(self).__name__}: betas is a pair of numbers, got {self.betas!r}") from None
+            raise ArgumentError(f"{type(self).__name__}: betas is a pair of numbers, got {self.betas!r}") from None
         object.__setattr__(self, "betas", (beta1, beta2))
         _check_non_negative(self, lr=self.lr, eps=self.eps, weight_decay=self.weight_decay)
         for position, beta in enumerate(self.betas):
             if not 0.0 <= beta < 1.0:
-                raise ValueError(f"{type(self).__name__}: betas[{position}] must be in [0, 1), got {beta}")
+                raise ArgumentError(f"{type(self).__name__}: betas[{position}] must be in [0, 1), got {beta}")
 
     def _initial_slot(self, array):
         zeros = frozen(np.zeros_like(array))
@@ -320,10 +323,13 @@ def clip_by_global_norm(gradients, max_norm):
     every gradient is multiplied by ``min(max_norm / (norm + 1e-6), 1)``.
     """
     if not isinstance(gradients, Gradients):
-        raise TypeError(f"clip_by_global_norm() takes a Gradients table, got {type(gradients).__name__}")
-    max_norm = float(max_norm)
+        raise ArgumentTypeError(f"clip_by_global_norm() takes a Gradients table, got {type(gradients).__name__}")
+    try:
+        max_norm = float(max_norm)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"clip_by_global_norm: max_norm must be a number, got {max_norm!r}") from None
     if not max_norm > 0.0:
-        raise ValueError(f"clip_by_global_norm: max_norm must be positive, got {max_norm}")
+        raise ArgumentError(f"clip_by_global_norm: max_norm must be positive, got {max_norm}")
     if not gradients.slots:
         return gradients, 0.0
     with np.errstate(all="ignore"):
@@ -332,5 +338,5 @@ def clip_by_global_norm(gradients, max_norm):
         joint = np.asarray(slot_norms, dtype=joint_dtype)
         total = np.sqrt(np.sum(np.square(joint), dtype=joint_dtype))
         coefficient = np.minimum(_scalar(max_norm, joint_dtype) / (total + _scalar(1e-6, joint_dtype)), 1.0)
-        clipped = {index: array * array.dtype.type(coefficient) for index, array in gradients.slots.items()}
-    return Gradients(gradients.network, clipped), float(total)
+        clipped = {index: freeze(array * array.dtype.type(coefficient)) for index, array in gradients.slots.items()}
+    return Gradients._made_here(gradients.network, clipped), float(total)

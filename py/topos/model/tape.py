@@ -11,10 +11,10 @@ import sys
 
 import numpy as np
 
-from ..errors import FeedError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, FeedError, RecordingError, SealedTapeError, ShapeError
 from ..ops import lookup
 from ..ops.registry import Meta, format_shape
-from ..tensor import FLOAT_DTYPES, Tensor, canonical_dtype, frozen
+from ..tensor import FLOAT_DTYPES, canonical_dtype, freeze, int32_problem, numeric_array
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _LINEAGE_IDS = itertools.count(1)
@@ -131,10 +131,7 @@ class Tape:
     """Records operations on values. ``Tape(dtype="float32")`` for float32 values."""
 
     def __init__(self, dtype="float64", *, _nodes=(), _parent_lineages=()):
-        dtype = canonical_dtype(dtype)
-        if dtype not in FLOAT_DTYPES:
-            raise ValueError(f"a tape's dtype is float32 or float64, not {dtype}")
-        self.dtype = dtype
+        self.dtype = canonical_dtype(dtype, FLOAT_DTYPES)
         self._nodes = list(_nodes)
         self._sealed = False
         self.lineages = tuple(_parent_lineages) + (next(_LINEAGE_IDS),)
@@ -163,34 +160,40 @@ class Tape:
         from .network import Symbol
 
         if not isinstance(symbol, Symbol):
-            raise TypeError(f"value() takes a Symbol, got {type(symbol).__name__}")
+            raise ArgumentTypeError(f"value() takes a Symbol, got {type(symbol).__name__}")
         if symbol.lineage not in self.lineages:
             raise FeedError(f"symbol {symbol.index} belongs to another network, not to this tape")
-        if not 0 <= symbol.index < len(self._nodes):
+        if not isinstance(symbol.index, int) or not 0 <= symbol.index < len(self._nodes):
             raise FeedError(f"symbol {symbol.index} names no node of this tape (it has {len(self._nodes)} nodes)")
         return Value(self, symbol.index)
 
     def _source(self, opcode, value, name, dtype):
         self._check_open()
+        source = user_source()
         dtype = canonical_dtype(dtype) if dtype is not None else self.dtype
+        what = f"{opcode.lower()}()" if dtype != "int32" else f"{opcode.lower()}(dtype='int32')"
         if isinstance(value, Value):
-            raise TypeError(f"{opcode.lower()}() takes a payload (number, list, array), not a recorded value")
-        payload = np.array(value.array if isinstance(value, Tensor) else value)
+            raise ArgumentTypeError(f"{what} takes a payload (number, list, array), not a recorded value")
+        try:
+            array = numeric_array(value, what, RecordingError)
+        except RecordingError as error:
+            raise RecordingError(str(error), source) from None
+        # A copy: the node keeps its payload however the caller's array changes later.
+        payload = np.array(array, copy=True)
         if dtype == "int32":
-            if payload.dtype.kind not in "iub" and not np.all(np.mod(payload, 1) == 0):
-                raise ValueError(f"{opcode.lower()}(dtype='int32') needs whole numbers")
-        elif payload.dtype.kind not in "iufb":
-            raise ValueError(f"{opcode.lower()}() needs numbers, got {payload.dtype}")
-        payload = frozen(payload.astype(dtype))
+            problem = int32_problem(payload)
+            if problem is not None:
+                raise RecordingError(f"{what} {problem}", source)
+        payload = freeze(payload.astype(dtype, copy=False))
         index = len(self._nodes)
         if opcode == "Parameter":
             name = str(name) if name is not None else f"p{index}"
             if name in self._names:
-                raise ValueError(f"a parameter named {name!r} is already recorded on this tape")
+                raise RecordingError(f"a parameter named {name!r} is already recorded on this tape", source)
             self._names.add(name)
         elif name is not None:
             name = str(name)
-        node = Node(index, opcode, (), payload.shape, dtype, {}, payload=payload, name=name, source=user_source())
+        node = Node(index, opcode, (), payload.shape, dtype, {}, payload=payload, name=name, source=source)
         self._nodes.append(node)
         return Value(self, index)
 
@@ -199,29 +202,34 @@ class Tape:
         """Record ``opcode`` over values (the one path every operation takes)."""
         self._check_open()
         for operand in operands:
-            if not isinstance(operand, Value) or operand.tape is not self:
-                raise ValueError(f"{opcode}: an operand was recorded on another tape")
+            if not isinstance(operand, Value):
+                raise ArgumentTypeError(f"{opcode}: an operand is a {type(operand).__name__}, not a recorded value")
+            if operand.tape is not self:
+                raise RecordingError(f"{opcode}: an operand was recorded on another tape", user_source())
         index = self.append(opcode, [v.index for v in operands], attrs, user_source())
         return Value(self, index)
 
     def append(self, opcode, operand_indices, attrs, source):
         """Check and append one node over node indices; returns its index."""
         primitive = lookup(opcode)
+        if primitive.is_source:
+            raise ArgumentError(f"a {opcode} is recorded with tape.{opcode.lower()}(payload), not applied")
         metas = [self._nodes[i].meta for i in operand_indices]
         if primitive.arity is not None and len(metas) != primitive.arity:
-            raise TypeError(f"{opcode} takes {primitive.arity} operands, got {len(metas)}")
+            raise ArgumentError(f"{opcode} takes {primitive.arity} operands, got {len(metas)}")
         try:
             attrs = primitive.normalize(metas, attrs)
             meta = primitive.infer(metas, attrs)
         except ShapeError as error:
-            raise ShapeError(str(error), opcode=opcode, shapes=error.shapes, source=source) from None
+            # The same class (an AxisError stays one), now naming the user's line.
+            raise type(error)(str(error), opcode=opcode, shapes=error.shapes, source=source) from None
         index = len(self._nodes)
         self._nodes.append(Node(index, opcode, operand_indices, meta.shape, meta.dtype, attrs, source=source))
         return index
 
     def _check_open(self):
         if self._sealed:
-            raise RuntimeError("this tape is sealed: reopen the network to record more")
+            raise SealedTapeError("this tape is sealed: reopen the network to record more", user_source())
 
     # Reading ----------------------------------------------------------------
     def nodes(self):
@@ -250,14 +258,24 @@ class Tape:
 
         ``symbols`` mirrors what ``fn`` returned (a list, a tuple or one value).
         """
+        if not callable(fn):
+            raise ArgumentTypeError(f"Tape.record() takes a function of the tape, got {type(fn).__name__}")
         tape = cls(dtype)
         returned = fn(tape)
         network = tape.seal()
         return network, detach(returned)
 
 
+#: How deeply ``detach`` follows nested lists and tuples (a deeper nesting is a mistake, not a model).
+MAX_NESTING = 100
+
+
 def detach(values):
-    """Turn values (one, or a list or tuple of them) into ``Symbol``s."""
+    """Turn values (one, or a list or tuple of them, nested) into ``Symbol``s."""
+    return _detach(values, 0)
+
+
+def _detach(values, depth):
     from .network import Symbol
 
     if isinstance(values, Value):
@@ -265,10 +283,12 @@ def detach(values):
     if isinstance(values, Symbol):
         return values
     if isinstance(values, (list, tuple)):
-        return type(values)(detach(v) for v in values)
+        if depth >= MAX_NESTING:
+            raise ArgumentError(f"detach() follows lists and tuples {MAX_NESTING} levels deep, these nest deeper")
+        return type(values)(_detach(v, depth + 1) for v in values)
     if values is None:
         return None
-    raise TypeError(f"detach() takes recorded values, got {type(values).__name__}")
+    raise ArgumentTypeError(f"detach() takes recorded values, got {type(values).__name__}")
 
 
 from .value import Value  # noqa: E402  (Value and Tape refer to each other)

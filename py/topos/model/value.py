@@ -4,6 +4,7 @@ Operators and methods read like numpy; each appends nodes through
 ``topos.model.functions`` (where the broadcasting rules live).
 """
 
+from ..errors import ArgumentTypeError
 from ..ops.registry import format_shape
 
 
@@ -47,11 +48,11 @@ class Value:
         return f"<Value {node.index}: {node.opcode} {format_shape(node.shape)} {node.dtype}>"
 
     def __bool__(self):
-        raise TypeError("a recorded value has no truth value until it runs (use topos.where for choices)")
+        raise ArgumentTypeError("a recorded value has no truth value until it runs (use topos.where for choices)")
 
     def __len__(self):
         if not self.shape:
-            raise TypeError("len() of a rank-0 value")
+            raise ArgumentTypeError("len() of a rank-0 value")
         return self.shape[0]
 
     # Arithmetic ------------------------------------------------------------
@@ -136,8 +137,9 @@ class Value:
     def sum(self, axis=None, keepdims=False):
         """The sum over ``axis`` (an int, a tuple of ints, or None for every axis), as ``numpy.sum`` (records ``Sum``).
 
-        ``keepdims=True`` keeps the summed axes with length 1. A repeated or
-        out-of-range axis raises ``ShapeError``.
+        ``keepdims=True`` keeps the summed axes with length 1. A repeated axis
+        raises ``ShapeError``, an out-of-range one ``AxisError`` (a ``ShapeError``
+        naming the axis and the shape). Over an empty axis the sum is 0.
         """
         return F.sum(self, axis, keepdims)
 
@@ -146,7 +148,7 @@ class Value:
         return F.mean(self, axis, keepdims)
 
     def max(self, axis=None, keepdims=False):
-        """The largest element over ``axis``, as ``numpy.max`` (records ``Max``)."""
+        """The largest element over ``axis``, as ``numpy.max`` (records ``Max``); over an empty axis, -inf."""
         return F.max(self, axis, keepdims)
 
     def min(self, axis=None, keepdims=False):
@@ -195,13 +197,17 @@ class Value:
         return F.broadcast_to(self, shape)
 
     def expand_dims(self, axis):
-        """A new axis of length 1 at ``axis``, as ``numpy.expand_dims`` (records ``Reshape``)."""
+        """A new axis of length 1 at ``axis``, as ``numpy.expand_dims`` (records ``Reshape``).
+
+        An axis out of range for the new rank raises ``AxisError``.
+        """
         return F.expand_dims(self, axis)
 
     def squeeze(self, axis=None):
         """Axes of length 1 removed: all of them, or those in ``axis`` (records ``Reshape``; nothing if none).
 
-        Naming an axis whose length is not 1 raises ``ShapeError``.
+        Naming an axis whose length is not 1 raises ``ShapeError``; an axis out
+        of range raises ``AxisError``, never wrapped modulo the rank.
         """
         return F.squeeze(self, axis)
 

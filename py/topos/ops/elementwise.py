@@ -311,11 +311,15 @@ class Pow(Binary):
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
-        # d/da = b a^(b-1); d/db = a^b log a, taken as 0 where a == 0 and b >= 0 (as PyTorch does).
-        base_grad = e.mul(g, e.mul(b, e.pow(a, e.sub(b, e.like(b, 1.0))))) if e.wants(0) else None
+        # As PyTorch: d/da = b a^(b-1), taken as 0 where b == 0 (0 * 0^-1 would be NaN at a == 0);
+        # d/db = a^b log a, taken as 0 where a == 0 and b >= 0.
+        zero = e.like(a, 0.0)
+        base_grad = None
+        if e.wants(0):
+            slope = e.mul(g, e.mul(b, e.pow(a, e.sub(b, e.like(b, 1.0)))))
+            base_grad = e.where(e.equal(b, zero), zero, slope)
         if not e.wants(1):
             return [base_grad, None]
-        zero = e.like(a, 0.0)
         at_zero = e.mul(e.equal(a, zero), e.greater_equal(b, zero))
         safe_a = e.where(at_zero, e.like(a, 1.0), a)
         exponent_grad = e.mul(g, e.mul(out, e.log(safe_a)))

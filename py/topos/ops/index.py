@@ -3,7 +3,9 @@ transpose, and one-hot encoding. Index operands have dtype int32."""
 
 import numpy as np
 
-from .registry import Meta, Primitive, format_shape, register
+from ..errors import IndexingError
+from ..tensor import FLOAT_DTYPES, canonical_dtype
+from .registry import Meta, Primitive, axis_index, format_shape, integer_attr, register
 
 
 def _require_indices(primitive, metas, meta):
@@ -16,7 +18,7 @@ class Take(Primitive):
     """``Take(v, indices)`` along ``axis``: out shape = v[:axis] + indices + v[axis+1:].
 
     Indices are checked against the axis when the node runs; out-of-range indices
-    raise ``IndexError`` rather than wrap.
+    raise ``IndexingError`` (an ``IndexError``) rather than wrap.
     """
 
     name = "Take"
@@ -24,11 +26,7 @@ class Take(Primitive):
     kernel = "gather"
 
     def normalize(self, metas, attrs):
-        rank = metas[0].rank
-        axis = int(attrs.get("axis", 0))
-        if not -rank <= axis < rank:
-            self.fail(f"axis {axis} is out of range for rank {rank}", metas)
-        return {"axis": axis % rank}
+        return {"axis": axis_index(attrs.get("axis", 0), metas[0].shape, self.name)}
 
     def infer(self, metas, attrs):
         values, indices = metas
@@ -43,7 +41,12 @@ class Take(Primitive):
         values, indices = inputs
         extent = values.shape[attrs["axis"]]
         if indices.size and (indices.min() < 0 or indices.max() >= extent):
-            raise IndexError(f"Take: index out of range 0..{extent - 1} (got {indices.min()}..{indices.max()})")
+            allowed = f"0..{extent - 1}" if extent else "none: the axis is empty"
+            raise IndexingError(
+                f"Take: index out of range for axis {attrs['axis']} of {format_shape(values.shape)}: "
+                f"allowed {allowed}, got {indices.min()}..{indices.max()}",
+                opcode="Take", shapes=[values.shape, indices.shape],
+            )
         return np.take(values, indices, axis=attrs["axis"])
 
     def vjp(self, e, g, operands, out, attrs):
@@ -79,7 +82,8 @@ class ScatterAdd(Primitive):
     kernel = None  # declined on WebGPU: float atomics are not portable WGSL
 
     def normalize(self, metas, attrs):
-        return {"axis": int(attrs["axis"]), "extent": int(attrs["extent"])}
+        axis = integer_attr(self, metas, attrs.get("axis"), "axis")
+        return {"axis": axis, "extent": integer_attr(self, metas, attrs.get("extent"), "extent")}
 
     def infer(self, metas, attrs):
         updates, indices = metas
@@ -136,7 +140,8 @@ class OneHot(Primitive):
     kernel = "gather"
 
     def normalize(self, metas, attrs):
-        return {"depth": int(attrs["depth"]), "dtype": str(attrs["dtype"])}
+        depth = integer_attr(self, metas, attrs.get("depth"), "depth")
+        return {"depth": depth, "dtype": canonical_dtype(attrs.get("dtype"), FLOAT_DTYPES)}
 
     def infer(self, metas, attrs):
         _require_indices(self, metas, metas[0])

@@ -54,11 +54,16 @@ SHORT_AXIS = 64
 
 @register
 class Max(Reduction):
+    """The largest element over ``axes``; over an empty axis it is -inf (the StableHLO reduce's identity)."""
+
     name = "Max"
 
     def forward(self, inputs, attrs):
         x = inputs[0]
         axes = attrs["axes"]
+        if x.size == 0:
+            # The maximum of no elements is -inf, the identity the StableHLO reduce starts from.
+            return np.maximum.reduce(x, axis=axes, keepdims=attrs["keepdims"], initial=x.dtype.type(-np.inf))
         if x.ndim >= 2 and axes == (x.ndim - 1,) and 1 < x.shape[-1] <= SHORT_AXIS:
             # numpy reduces a short last axis row by row, slowly (50 us for a softmax's rows); with
             # that axis moved first and made contiguous, the reduction runs across whole rows

@@ -18,9 +18,10 @@ Passes only look rules up here; ``REQUIRED_RULES`` is what a test checks every
 registered primitive for, so that an op cannot be half added.
 """
 
+import numbers
 from dataclasses import dataclass
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, AxisError, MissingRuleError, ShapeError, UnknownOpcodeError
 
 REQUIRED_RULES = ("infer", "forward", "vjp", "stablehlo")
 
@@ -78,7 +79,7 @@ class Primitive:
             return Meta((cols, rows), metas[0].dtype)
         ```
         """
-        raise NotImplementedError
+        raise MissingRuleError(f"{self.name} has no shape rule (infer)")
 
     def forward(self, inputs, attrs):
         """The numpy evaluation: one array, of the shape and dtype ``infer`` gave, from ``inputs``.
@@ -89,7 +90,7 @@ class Primitive:
         rule applies the op eagerly: there a constant from ``e.like`` is a rank-0
         array, which the forward must broadcast as numpy does.
         """
-        raise NotImplementedError
+        raise MissingRuleError(f"{self.name} has no numpy forward")
 
     def vjp(self, e, g, operands, out, attrs):
         """The derivative rule: a list of one cotangent (or ``None``) per operand, given ``g``.
@@ -106,14 +107,15 @@ class Primitive:
         operand, say); return it where ``e.wants(position)`` is false to skip the work.
 
         The reverse scan calls it only when some operand is wanted, never for a
-        primitive with ``differentiable = False``; this base raises ``NotImplementedError``.
+        primitive with ``differentiable = False``; this base raises ``MissingRuleError``
+        (a ``NotImplementedError``).
 
         ```python
         def vjp(self, e, g, operands, out, attrs):  # Exp: d exp(x) = exp(x)
             return [e.mul(g, out)]
         ```
         """
-        raise NotImplementedError(f"{self.name} has no derivative rule")
+        raise MissingRuleError(f"{self.name} has no derivative rule")
 
     def stablehlo(self, ctx, node):
         """The StableHLO lowering: write the node through ``ctx`` and return the SSA name of its value.
@@ -126,15 +128,16 @@ class Primitive:
         and returns the new name, and ``elementwise``, ``splat``, ``compare``,
         ``convert``, ``select``, ``broadcast_in_dim``, ``reshape``, ``reduce`` and
         ``region`` write common forms. The context renames the node's last line
-        ``%v{index}``. Raising ``NotImplementedError`` (as this base does) or
-        returning nothing makes emitting raise ``LoweringError`` naming the node.
+        ``%v{index}``. Raising ``NotImplementedError`` (this base raises
+        ``MissingRuleError``, one) or returning nothing makes emitting raise
+        ``LoweringError`` naming the node.
 
         ```python
         def stablehlo(self, ctx, node):  # Exp
             return ctx.elementwise("stablehlo.exponential", node)
         ```
         """
-        raise NotImplementedError
+        raise MissingRuleError(f"{self.name} has no StableHLO lowering")
 
     def normalize(self, metas, attrs):
         """Canonicalise attributes before inference (axes made positive, sorted)."""
@@ -150,10 +153,12 @@ _REGISTRY = {}
 
 def register(cls):
     """Class decorator: instantiate the primitive and register it under its name."""
+    if not (isinstance(cls, type) and issubclass(cls, Primitive)):
+        raise ArgumentTypeError(f"register() takes a Primitive subclass, got {cls!r}")
     if not cls.name:
-        raise TypeError(f"{cls.__name__} has no name")
+        raise ArgumentTypeError(f"{cls.__name__} has no name")
     if cls.name in _REGISTRY:
-        raise ValueError(f"a primitive named {cls.name!r} is already registered")
+        raise ArgumentError(f"a primitive named {cls.name!r} is already registered")
     instance = cls()
     _REGISTRY[cls.name] = instance
     return cls
@@ -167,12 +172,12 @@ def unregister(name):
 def lookup(name):
     """The registered primitive (the one instance ``@register`` made) whose opcode is ``name``.
 
-    Raises ``KeyError`` if no primitive of that name is registered.
+    Raises ``UnknownOpcodeError`` (a ``KeyError``) if no primitive of that name is registered.
     """
     try:
         return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"no primitive named {name!r} is registered") from None
+    except (KeyError, TypeError):
+        raise UnknownOpcodeError(f"no primitive named {name!r} is registered") from None
 
 
 def primitives():
@@ -216,18 +221,61 @@ def require_float(primitive, metas):
             primitive.fail(f"needs floating-point operands, got {meta.dtype}", metas)
 
 
-def normalize_axes(primitive, metas, axes, rank):
-    """Axes as a sorted tuple of non-negative ints; None means every axis."""
+def axis_index(axis, shape, opcode, new_axis=False):
+    """``axis`` of a value of ``shape`` as an index in ``0..rank-1``; raises ``AxisError`` otherwise.
+
+    Negative axes count from the end, as in numpy. With ``new_axis`` the axis is
+    where a new axis goes (``expand_dims``, ``stack``), so the rank is one more.
+    An axis that is not an integer, or out of ``-rank..rank-1``, raises an error
+    naming the axis and the shape; it is never wrapped modulo the rank.
+    """
+    rank = len(shape) + (1 if new_axis else 0)
+    what = "a new axis of " if new_axis else ""
+    if isinstance(axis, bool) or not isinstance(axis, numbers.Integral):
+        raise AxisError(f"{opcode}: axis {axis!r} is not an integer", opcode=opcode, shapes=[shape])
+    axis = int(axis)
+    if not -rank <= axis < rank:
+        valid = f"axes {-rank}..{rank - 1}" if rank else "no axes"
+        raise AxisError(
+            f"{opcode}: axis {axis} is out of range for {what}{format_shape(shape)} ({valid})",
+            opcode=opcode, shapes=[shape],
+        )
+    return axis % rank
+
+
+def axis_tuple(axes, shape, opcode):
+    """``axes`` (None for every axis, an int, or a tuple or list of ints) as a sorted tuple of
+    indices in ``0..rank-1``; raises ``AxisError`` for an axis out of range, ``ShapeError`` for a repeat."""
     if axes is None:
-        return tuple(range(rank))
-    if isinstance(axes, int):
-        axes = (axes,)
-    result = []
-    for axis in axes:
-        axis = int(axis)
-        if not -rank <= axis < rank:
-            primitive.fail(f"axis {axis} is out of range for {format_shape(metas[0].shape)} (rank {rank})", metas)
-        result.append(axis % rank)
+        return tuple(range(len(shape)))
+    if isinstance(axes, (tuple, list)):
+        result = [axis_index(axis, shape, opcode) for axis in axes]
+    else:
+        result = [axis_index(axes, shape, opcode)]
     if len(set(result)) != len(result):
-        primitive.fail(f"repeated axis in {tuple(axes)}", metas)
+        raise ShapeError(f"{opcode}: repeated axis in {tuple(axes)}", opcode=opcode, shapes=[shape])
     return tuple(sorted(result))
+
+
+def normalize_axes(primitive, metas, axes, rank):
+    """Axes as a sorted tuple of non-negative ints; None means every axis (``axis_tuple`` for an operand)."""
+    return axis_tuple(axes, metas[0].shape, primitive.name)
+
+
+def integer_attr(primitive, metas, value, what):
+    """An attribute that must be an integer (a depth, an extent), as an int; raises ``ShapeError`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        primitive.fail(f"{what} must be an integer, got {value!r}", metas)
+    return int(value)
+
+
+def integer_tuple_attr(primitive, metas, values, what):
+    """An attribute that must be a sequence of integers (a shape, a box), as a tuple;
+    raises ``ShapeError`` otherwise."""
+    if isinstance(values, numbers.Integral) and not isinstance(values, bool):
+        values = (values,)
+    if not isinstance(values, (tuple, list)) or any(
+        isinstance(v, bool) or not isinstance(v, numbers.Integral) for v in values
+    ):
+        primitive.fail(f"{what} must be a tuple of integers, got {values!r}", metas)
+    return tuple(int(v) for v in values)

@@ -3,11 +3,40 @@ transpose, slice, pad and concatenate."""
 
 import numpy as np
 
-from .registry import Meta, Primitive, format_shape, register
+from ..errors import ShapeError
+from .registry import Meta, Primitive, axis_index, format_shape, integer_tuple_attr, register
 
 
-def _int_tuple(values):
-    return tuple(int(v) for v in values)
+def reshape_target(shape, source_shape):
+    """The shape a reshape of ``source_shape`` to ``shape`` gives: its one ``-1`` worked out from the size.
+
+    Raises ``ShapeError`` for a shape that is not integers, more than one ``-1``,
+    or a ``-1`` that no extent fits (``(0, -1)``: any extent would do).
+    """
+    def fail(message):
+        raise ShapeError(f"Reshape: {message}", opcode="Reshape", shapes=[tuple(source_shape)])
+
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        shape = (shape,)
+    if not isinstance(shape, (tuple, list)) or any(
+        isinstance(extent, bool) or not isinstance(extent, (int, np.integer)) for extent in shape
+    ):
+        fail(f"the target shape must be a tuple of integers, got {shape!r}")
+    shape = tuple(int(extent) for extent in shape)
+    if shape.count(-1) > 1:
+        fail(f"at most one -1 in the target shape {shape}")
+    if -1 in shape:
+        size = Meta(tuple(source_shape), "").size
+        known = 1
+        for extent in shape:
+            if extent != -1:
+                known *= extent
+        if known <= 0 or size % known:
+            fail(f"cannot reshape {format_shape(source_shape)} into {shape}")
+        shape = tuple(size // known if extent == -1 else extent for extent in shape)
+    if any(extent < 0 for extent in shape):
+        fail(f"cannot reshape {format_shape(source_shape)} into {shape}: extents are not negative")
+    return shape
 
 
 @register
@@ -17,19 +46,7 @@ class Reshape(Primitive):
     kernel = "copy"
 
     def normalize(self, metas, attrs):
-        shape = _int_tuple(attrs["shape"])
-        size = metas[0].size
-        if shape.count(-1) > 1:
-            self.fail(f"at most one -1 in the target shape {shape}", metas)
-        if -1 in shape:
-            known = 1
-            for extent in shape:
-                if extent != -1:
-                    known *= extent
-            if known == 0 or size % known:
-                self.fail(f"cannot reshape {format_shape(metas[0].shape)} into {shape}", metas)
-            shape = tuple(size // known if extent == -1 else extent for extent in shape)
-        return {"shape": shape}
+        return {"shape": reshape_target(attrs.get("shape"), metas[0].shape)}
 
     def infer(self, metas, attrs):
         shape = attrs["shape"]
@@ -56,7 +73,7 @@ class Broadcast(Primitive):
     kernel = "copy"
 
     def normalize(self, metas, attrs):
-        return {"shape": _int_tuple(attrs["shape"])}
+        return {"shape": integer_tuple_attr(self, metas, attrs.get("shape"), "the target shape")}
 
     def infer(self, metas, attrs):
         source, target = metas[0].shape, attrs["shape"]
@@ -106,7 +123,9 @@ class Transpose(Primitive):
         axes = attrs.get("axes")
         if axes is None:
             axes = tuple(reversed(range(rank)))
-        axes = tuple(int(a) % rank if -rank <= int(a) < rank else int(a) for a in axes)
+        if not isinstance(axes, (tuple, list)):
+            self.fail(f"axes must be a tuple of integers, got {axes!r}", metas)
+        axes = tuple(axis_index(axis, metas[0].shape, self.name) for axis in axes)
         if sorted(axes) != list(range(rank)):
             self.fail(f"axes {axes} are not a permutation of {rank} axes", metas)
         return {"axes": axes}
@@ -130,14 +149,17 @@ class Transpose(Primitive):
 
 @register
 class Slice(Primitive):
-    """A strided box: ``start``, ``stop`` and positive ``step`` per axis."""
+    """A strided box: ``start``, ``stop`` and positive ``step`` per axis.
+
+    ``0 <= start <= stop <= extent``; ``start == stop`` takes nothing, an empty axis.
+    """
 
     name = "Slice"
     arity = 1
     kernel = "copy"
 
     def normalize(self, metas, attrs):
-        return {key: _int_tuple(attrs[key]) for key in ("start", "stop", "step")}
+        return {key: integer_tuple_attr(self, metas, attrs.get(key), key) for key in ("start", "stop", "step")}
 
     def infer(self, metas, attrs):
         shape = metas[0].shape
@@ -147,10 +169,8 @@ class Slice(Primitive):
         out = []
         for axis, extent in enumerate(shape):
             lo, hi, st = start[axis], stop[axis], step[axis]
-            if st < 1 or not 0 <= lo < hi <= extent:
-                self.fail(
-                    f"axis {axis} of {format_shape(shape)}: slice {lo}:{hi}:{st} is empty or out of range", metas
-                )
+            if st < 1 or not 0 <= lo <= hi <= extent:
+                self.fail(f"axis {axis} of {format_shape(shape)}: slice {lo}:{hi}:{st} is out of range", metas)
             out.append((hi - lo + st - 1) // st)
         return Meta(tuple(out), metas[0].dtype)
 
@@ -163,8 +183,9 @@ class Slice(Primitive):
         out_shape = e.shape(out)
         low = attrs["start"]
         interior = tuple(st - 1 for st in attrs["step"])
+        # An axis the slice left empty pads its whole extent after ``lo``.
         high = tuple(
-            extent - (lo + (n - 1) * st + 1)
+            extent - (lo + (n - 1) * st + 1 if n else lo)
             for extent, lo, n, st in zip(shape, low, out_shape, attrs["step"])
         )
         return [e.pad(g, low, high, interior)]
@@ -184,7 +205,7 @@ class Pad(Primitive):
     kernel = "copy"
 
     def normalize(self, metas, attrs):
-        return {key: _int_tuple(attrs[key]) for key in ("low", "high", "interior")}
+        return {key: integer_tuple_attr(self, metas, attrs.get(key), key) for key in ("low", "high", "interior")}
 
     def infer(self, metas, attrs):
         shape = metas[0].shape
@@ -212,7 +233,7 @@ class Pad(Primitive):
         shape = e.shape(operands[0])
         start = attrs["low"]
         step = tuple(inner + 1 for inner in attrs["interior"])
-        stop = tuple(lo + (extent - 1) * st + 1 for lo, extent, st in zip(start, shape, step))
+        stop = tuple(lo + (extent - 1) * st + 1 if extent else lo for lo, extent, st in zip(start, shape, step))
         return [e.slice(g, start, stop, step)]
 
     def stablehlo(self, ctx, node):
@@ -234,11 +255,9 @@ class Concatenate(Primitive):
     kernel = "copy"
 
     def normalize(self, metas, attrs):
-        rank = metas[0].rank
-        axis = int(attrs["axis"])
-        if not -rank <= axis < rank:
-            self.fail(f"axis {axis} is out of range for rank {rank}", metas)
-        return {"axis": axis % rank}
+        if not metas:
+            self.fail("needs at least one operand", metas)
+        return {"axis": axis_index(attrs.get("axis"), metas[0].shape, self.name)}
 
     def infer(self, metas, attrs):
         if not metas:

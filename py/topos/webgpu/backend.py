@@ -17,6 +17,7 @@ import weakref
 
 import numpy as np
 
+from ..errors import IndexingError
 from ..ops import lookup
 from ..tensor import frozen
 from . import device as device_module
@@ -108,7 +109,7 @@ class WebGPUExecutor:
         """A device gather reads 0.0 for an index out of range; numpy raises, and so does this."""
         for extent, opcode in self._index_checks[index]:
             if array.size and (array.min() < 0 or array.max() >= extent):
-                raise IndexError(f"{opcode}: index out of range 0..{extent - 1} (got {array.min()}..{array.max()})")
+                raise IndexingError(f"{opcode}: index out of range 0..{extent - 1} (got {array.min()}..{array.max()})")
 
 
 def _index_checks(plan, reading):
