@@ -28,6 +28,12 @@ keeps the last good ones) and names the user's line.
 The user's code runs as a module named ``__playground__`` rather than
 ``__main__``: a script's ``if __name__ == "__main__":`` block (a long training
 run, say) does not run on every keystroke.
+
+One Python serves every run, so a run leaves no trace in it: whatever the script
+changed in topos, numpy or Python's process-wide settings is put back when the run
+ends (``topos.playground_state``). Printed output is kept up to
+``MAX_OUTPUT_CHARACTERS``, read when the run starts; where it passes that, one line
+says so and how many characters were left out.
 """
 
 import contextlib
@@ -40,15 +46,13 @@ import sys
 import time
 import traceback
 import types
-
-import numpy as np
+import warnings
 
 from . import show
-from .compiler import backends as backend_registry
 from .model.network import Network, Symbol
 from .model.tape import Tape
-from .ops import registry as primitive_registry
 from .ops.registry import format_shape
+from .playground_state import ProcessState, import_every_topos_module
 
 FILENAME = "main.py"
 MODULE_NAME = "__playground__"
@@ -141,25 +145,58 @@ def readable_indices(network, symbols):
 
 
 class OutputWriter(io.TextIOBase):
-    """A text stream that appends to the shared output list (cards go to the same list)."""
+    """A text stream that appends to the shared output list (cards go to the same list).
 
-    def __init__(self, output):
+    It keeps at most ``limit`` characters (``MAX_OUTPUT_CHARACTERS`` as it stands when
+    the writer is made, before the user's code runs); where the text passes the limit
+    an ``OutputCut`` goes into the list, and it counts every character left out after it.
+    """
+
+    def __init__(self, output, limit=None):
         self.output = output
+        self.limit = MAX_OUTPUT_CHARACTERS if limit is None else limit
         self.characters = 0
+        self.cut = None
 
     def writable(self):
         return True
 
     def write(self, text):
-        if self.characters >= MAX_OUTPUT_CHARACTERS:
-            return len(text)
-        text = text[: MAX_OUTPUT_CHARACTERS - self.characters]
-        self.characters += len(text)
-        if self.output and isinstance(self.output[-1], str):
-            self.output[-1] += text
-        else:
-            self.output.append(text)
+        kept = text[: max(self.limit - self.characters, 0)]
+        if kept:
+            self.characters += len(kept)
+            if self.output and isinstance(self.output[-1], str):
+                self.output[-1] += kept
+            else:
+                self.output.append(kept)
+        if len(kept) < len(text):
+            if self.cut is None:
+                self.cut = OutputCut(self.limit)
+                self.output.append(self.cut)
+            self.cut.characters += len(text) - len(kept)
         return len(text)
+
+
+class OutputCut:
+    """The place where printed output passed the limit, and how many characters were left out.
+
+    It reads as one line of its own, after the last character kept: in the output
+    text (as a card does) and in the output JSON (as printed text).
+    """
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.characters = 0
+
+    def __str__(self):
+        plural = "" if self.characters == 1 else "s"
+        return (
+            f"… output cut here: {self.characters:,} more character{plural} not shown "
+            f"(the limit is {self.limit:,})"
+        )
+
+    def to_json(self):
+        return {"kind": "print", "text": str(self) + "\n"}
 
 
 def user_line(error, filename):
@@ -221,28 +258,6 @@ def execute(code, filename=FILENAME):
         else:
             sys.modules[MODULE_NAME] = previous_module
     return output, watch, error
-
-
-class ProcessState:
-    """Process-wide state a script can change, as it was when this module was imported.
-
-    One Python serves every run (and, in a page of embeds, every embed), so a
-    script that sets numpy's print options or registers a primitive or a backend
-    would otherwise change what the next run prints, or make it fail with "already
-    registered". ``restore`` puts that state back; ``run`` calls it before each
-    run, not after, because the readings (and the WebGPU bridge after them) may
-    still need the primitives the script registered.
-    """
-
-    def __init__(self):
-        self.print_options = np.get_printoptions()
-        self.registries = [(table, dict(table)) for table in (primitive_registry._REGISTRY, backend_registry._BACKENDS)]
-
-    def restore(self):
-        np.set_printoptions(**self.print_options)
-        for table, saved in self.registries:
-            table.clear()
-            table.update(saved)
 
 
 def output_text(output):
@@ -391,20 +406,39 @@ def compute_readings(readings):
 
 #: The readings of the newest run that had some; the WebGPU bridge reads their kernel program.
 latest_readings = None
-#: What every run starts from (taken once topos, with every primitive and backend, is imported).
-PROCESS_STATE = ProcessState()
 
 
 def run(code, filename=FILENAME):
-    """Execute ``code`` and return everything the page shows, as a JSON text."""
+    """Execute ``code`` and return everything the page shows, as a JSON text.
+
+    A run leaves no trace in this Python (see ``topos.playground_state``): what the
+    script changed is put back when it ends, and the next run sees what this one
+    saw. The primitive and backend registries are the exception in timing only: they
+    go back to ``PROCESS_STATE``'s when the next run starts, because the WebGPU
+    bridge after a run may still need the primitives its script registered.
+    """
     global latest_readings
     latest_readings = None
-    PROCESS_STATE.restore()
+    PROCESS_STATE.restore_registries()
+    # Bound now, before the script could replace ProcessState.restore.
+    put_back = ProcessState(PROCESS_STATE.objects).restore
+    try:
+        with warnings.catch_warnings():
+            text, readings = run_and_read(code, filename)
+    finally:
+        put_back(registries=False)
+    latest_readings = readings
+    return text
+
+
+def run_and_read(code, filename):
+    """The run itself: ``(the result's JSON text, the readings or None)``."""
     started = time.perf_counter()
     output, watch, error = execute(code, filename)
     timings = {"code": round((time.perf_counter() - started) * 1000, 2)}
     result = {"output": output_json(output), "output_text": output_text(output), "error": None, "recording": None,
               "nodes": [], "readings": None}
+    readings = None
     if error is not None:
         result["error"] = describe_error(error, filename)
     else:
@@ -415,16 +449,16 @@ def run(code, filename=FILENAME):
             network, readables, kind = picked
             result["recording"] = {"kind": kind, "nodes": len(network), "readables": readables}
             result["nodes"] = nodes_json(network, filename)
-            latest_readings = Readings(network, readables, filename)
-            result["readings"], reading_timings = compute_readings(latest_readings)
+            readings = Readings(network, readables, filename)
+            result["readings"], reading_timings = compute_readings(readings)
             timings.update(reading_timings)
     timings["total"] = round((time.perf_counter() - started) * 1000, 2)
     result["timings"] = timings
     try:
-        return json.dumps(result, allow_nan=False, default=str)
+        return json.dumps(result, allow_nan=False, default=str), readings
     except ValueError:
         # JSON has no NaN or infinity (an attribute such as a clip bound may hold one): spell them as text.
-        return json.dumps(finite(result), allow_nan=False, default=str)
+        return json.dumps(finite(result), allow_nan=False, default=str), readings
 
 
 def finite(value):
@@ -445,3 +479,10 @@ def gpu_bridge():
     from .playground_gpu import GpuBridge
 
     return GpuBridge(latest_readings)
+
+
+# Last, once every name above is defined: every topos module is imported (so that none
+# appears during a run), then the state topos starts in is noted.
+import_every_topos_module()
+#: The state topos starts in: every run starts from its primitive and backend registries.
+PROCESS_STATE = ProcessState()

@@ -23,18 +23,27 @@ for sources, the payload as base64 of its little-endian bytes. Attributes keep
 their Python types: JSON has no tuples, so a tuple is written ``{"tuple": [...]}``
 (a list stays a JSON array), a dict ``{"dict": {...}}`` and a non-finite float
 ``{"float": "nan"}``; numpy scalars are written as the Python numbers they equal.
+
+Loading a network trusts nothing in the file: every node's attributes must be
+exactly what recording gives (the primitive's own ``normalize`` returns them
+unchanged, and a built-in primitive's attributes have the kinds and ranges listed
+in ``BUILTIN_ATTRIBUTES``), its shape rule must accept them, and a document nested
+deeper than ``MAX_NESTING`` is refused before it is parsed. A loaded network
+therefore runs: a damaged file fails at load with ``CheckpointError`` naming the
+node and the attribute, never later inside numpy.
 """
 
 import base64
 import json
 import math
 import os
+import re
 
 import numpy as np
 
 from ..errors import CheckpointError
 from ..ops import lookup
-from ..ops.registry import Meta, format_shape
+from ..ops.registry import Meta, Primitive, format_shape
 from ..tensor import DTYPES, FLOAT_DTYPES, frozen
 
 # Atomic writes ---------------------------------------------------------------------
@@ -238,8 +247,13 @@ def _parse_header(raw, fail):
     return header
 
 
+def _is_whole(value):
+    """An int that is not a bool: JSON's ``true`` is not the number 1 in a topos file."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _is_count(value):
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return _is_whole(value) and value >= 0
 
 
 def _tensor_info(name, info, fail):
@@ -363,6 +377,29 @@ def save_network(network, path):
     write_atomically(path, [text.encode("utf-8")])
 
 
+#: How deeply a network document may nest arrays and objects. A saved network nests
+#: six deep (document, node list, node, attributes, a tuple's tag and its list); a user
+#: primitive's attributes may nest a few levels more. Anything deeper is refused before
+#: it is parsed, so that neither the JSON parser nor ``decode_attr`` can run out of stack.
+MAX_NESTING = 64
+
+# A JSON string, escapes included (brackets inside strings do not nest anything).
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_A_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _nesting_depth(text):
+    """How deeply the arrays and objects of the JSON ``text`` nest, counted without parsing it."""
+    brackets = _NOT_A_BRACKET.sub("", _JSON_STRING.sub("", text)).encode("ascii")
+    if not brackets:
+        return 0
+    # The running sum of +1 per opening and -1 per closing bracket is the depth; numpy sums
+    # it at once, where a Python loop would take a while over a large network's brackets.
+    codes = np.frombuffer(brackets, dtype=np.uint8)
+    steps = np.where((codes == ord("[")) | (codes == ord("{")), 1, -1)
+    return int(np.cumsum(steps).max())
+
+
 def load_network(path):
     """Read a spec written by ``save_network`` into a new ``Network``, checking every node."""
     from .tape import Tape
@@ -372,18 +409,23 @@ def load_network(path):
     def fail(cause):
         raise CheckpointError(f"cannot load network {path}: {cause}")
 
+    def refuse_constant(name):
+        fail(f"the file holds {name}, which is not JSON (a saved network writes {{\"float\": \"{name.lower()}\"}})")
+
     try:
-        document = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         fail(f"the file is not UTF-8 text ({error.reason} at byte {error.start})")
+    if _nesting_depth(text) > MAX_NESTING:
+        fail(f"the file nests arrays and objects more than {MAX_NESTING} deep, which no topos network does")
+    try:
+        document = json.loads(text, parse_constant=refuse_constant)
     except json.JSONDecodeError as error:
         fail(f"the file is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}; truncated?)")
-    except RecursionError:
-        fail("the file nests too deeply to be a topos network")
     if not isinstance(document, dict) or document.get("format") != NETWORK_FORMAT:
         fail(f"the file is not a topos network (no \"format\": \"{NETWORK_FORMAT}\")")
     version = document.get("version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+    if not _is_whole(version) or version < 1:
         fail(f"the version {version!r} is not a positive integer")
     if version > NETWORK_VERSION:
         fail(f"it is format version {version}, written by a newer topos; this topos reads version {NETWORK_VERSION}")
@@ -399,13 +441,19 @@ def load_network(path):
         try:
             node = _decode_node(position, entry, nodes)
         except (ValueError, TypeError) as error:
-            fail(f"node {position}: {error}")
+            fail(f"{_node_label(position, entry)}: {error}")
         if node.opcode == "Parameter":
             if node.name in names:
-                fail(f"node {position}: a second parameter named {node.name!r}")
+                fail(f"node {position} (Parameter): a second parameter named {node.name!r}")
             names.add(node.name)
         nodes.append(node)
     return Tape(dtype, _nodes=nodes).seal()
+
+
+def _node_label(position, entry):
+    """``node 7 (Sum)`` for an error message; the opcode only where the entry has one."""
+    opcode = entry.get("opcode") if isinstance(entry, dict) else None
+    return f"node {position} ({opcode})" if isinstance(opcode, str) else f"node {position}"
 
 
 _NODE_KEYS = ("index", "opcode", "operands", "shape", "dtype", "attrs", "name", "source", "payload")
@@ -420,7 +468,7 @@ def _decode_node(position, entry, earlier):
     missing = [key for key in _NODE_KEYS if key not in entry]
     if missing:
         raise ValueError(f"the entry has no {', '.join(repr(k) for k in missing)}")
-    if entry["index"] != position:
+    if not _is_count(entry["index"]) or entry["index"] != position:
         raise ValueError(f"the entry says index {entry['index']!r}")
     opcode = entry["opcode"]
     if not isinstance(opcode, str):
@@ -439,7 +487,12 @@ def _decode_node(position, entry, earlier):
         raise ValueError(f"operands {operands!r} must name earlier nodes")
     if not isinstance(entry["attrs"], dict):
         raise ValueError("attrs is not an object")
-    attrs = {key: decode_attr(value) for key, value in entry["attrs"].items()}
+    attrs = {}
+    for key, value in entry["attrs"].items():
+        try:
+            attrs[key] = decode_attr(value)
+        except ValueError as error:
+            raise ValueError(f"attribute {key!r}: {error}") from None
     name = entry["name"]
     if name is not None and not isinstance(name, str):
         raise ValueError(f"malformed name {name!r}")
@@ -465,16 +518,185 @@ def _decode_node(position, entry, earlier):
     if primitive.arity is not None and len(operands) != primitive.arity:
         raise ValueError(f"{opcode} takes {primitive.arity} operands, the entry has {len(operands)}")
     metas = [earlier[i].meta for i in operands]
+    attrs = _checked_attributes(primitive, metas, attrs)
     try:
         inferred = primitive.infer(metas, attrs)
     except Exception as error:  # noqa: BLE001  (any rule failure means the entry is inconsistent)
-        raise ValueError(f"{opcode} does not accept these operands and attributes ({error})") from None
+        raise ValueError(
+            f"{opcode} does not accept operands {format_shape(operands)} with {_attribute_names(attrs)} ({error})"
+        ) from None
     if inferred != Meta(shape, dtype):
         raise ValueError(
             f"{opcode} gives {format_shape(inferred.shape)} {inferred.dtype}, "
             f"the entry says {format_shape(shape)} {dtype}"
         )
     return Node(position, opcode, operands, shape, dtype, attrs, name=name, source=source)
+
+
+# Attributes at load time ----------------------------------------------------------------------
+#
+# Recording keeps what a primitive's ``normalize`` returns, so the attributes of every
+# recorded node are already in normal form: ``normalize`` gives them back unchanged,
+# types included (a tuple stays a tuple, ``True`` is not the axis 1). Loading holds
+# every node to that, and holds the built-in primitives to the kinds and ranges below
+# first, for an error that says what was expected. (These checks belong beside each
+# primitive's rules in ``topos.ops``; until the primitives declare them, they are here.)
+
+
+def _axes_text(meta):
+    return f"{format_shape(meta.shape)} (rank {meta.rank})"
+
+
+def _flag(value, metas):
+    if not isinstance(value, bool):
+        return "expected true or false"
+    return None
+
+
+def _extents(value, metas):
+    if not (isinstance(value, tuple) and all(_is_whole(v) and v >= 0 for v in value)):
+        return "expected a tuple of non-negative integers (a shape)"
+    return None
+
+
+def _per_axis(value, metas):
+    meta = metas[0]
+    if not (isinstance(value, tuple) and len(value) == meta.rank and all(_is_whole(v) and v >= 0 for v in value)):
+        return f"expected a tuple of non-negative integers, one per axis of the operand {_axes_text(meta)}"
+    return None
+
+
+def _axis(value, metas):
+    meta = metas[0]
+    if not (_is_whole(value) and 0 <= value < meta.rank):
+        return f"expected an axis of the operand {_axes_text(meta)}, counted from 0"
+    return None
+
+
+def _axes(value, metas):
+    meta = metas[0]
+    if not (
+        isinstance(value, tuple)
+        and all(_is_whole(a) and 0 <= a < meta.rank for a in value)
+        and list(value) == sorted(set(value))
+    ):
+        return (
+            f"expected a tuple of distinct axes of the operand {_axes_text(meta)}, "
+            "counted from 0, in increasing order"
+        )
+    return None
+
+
+def _permutation(value, metas):
+    meta = metas[0]
+    if not (isinstance(value, tuple) and all(_is_whole(a) for a in value) and sorted(value) == list(range(meta.rank))):
+        return f"expected a tuple that orders the axes of the operand {_axes_text(meta)}, each once"
+    return None
+
+
+def _scatter_axis(value, metas):
+    updates, indices = metas
+    last = updates.rank - indices.rank
+    if not (_is_whole(value) and 0 <= value <= last):
+        return (
+            f"expected an axis from 0 to {last}, where updates {format_shape(updates.shape)} "
+            f"can hold indices {format_shape(indices.shape)}"
+        )
+    return None
+
+
+def _count(value, metas):
+    if not (_is_whole(value) and value >= 0):
+        return "expected a non-negative integer"
+    return None
+
+
+def _positive(value, metas):
+    if not (_is_whole(value) and value >= 1):
+        return "expected a positive integer"
+    return None
+
+
+def _dtype_name(value, metas):
+    if not (isinstance(value, str) and value in DTYPES):
+        return f"expected one of {', '.join(DTYPES)}"
+    return None
+
+
+_REDUCTION = {"axes": _axes, "keepdims": _flag}
+
+#: The attributes of each built-in primitive as recording leaves them, each with its check
+#: (a function of the value and the operands' metas that returns what is wrong, or None).
+#: A built-in primitive not listed here takes no attributes.
+BUILTIN_ATTRIBUTES = {
+    "Sum": _REDUCTION,
+    "Max": _REDUCTION,
+    "Reshape": {"shape": _extents},
+    "Broadcast": {"shape": _extents},
+    "Transpose": {"axes": _permutation},
+    "Slice": {"start": _per_axis, "stop": _per_axis, "step": _per_axis},
+    "Pad": {"low": _per_axis, "high": _per_axis, "interior": _per_axis},
+    "Concatenate": {"axis": _axis},
+    "Take": {"axis": _axis},
+    "ScatterAdd": {"axis": _scatter_axis, "extent": _count},
+    "OneHot": {"depth": _positive, "dtype": _dtype_name},
+}
+
+
+def is_builtin(primitive):
+    """Whether topos defines ``primitive`` (in ``topos.ops``), rather than a user who registered it."""
+    return type(primitive).__module__.startswith(Primitive.__module__.rpartition(".")[0] + ".")
+
+
+def _checked_attributes(primitive, metas, attrs):
+    """The node's attributes once they are exactly what recording gives; raises ``ValueError`` naming the attribute.
+
+    ``attrs`` are the decoded attributes of a file's entry and ``metas`` its operands'
+    metas. Returns what the primitive's ``normalize`` returns (equal to ``attrs``).
+    """
+    opcode = primitive.name
+    if is_builtin(primitive):
+        expected = BUILTIN_ATTRIBUTES.get(opcode, {})
+        for key in attrs:
+            if key not in expected:
+                raise ValueError(f"attribute {key!r}: {opcode} has no attribute of that name")
+        for key, check in expected.items():
+            if key not in attrs:
+                raise ValueError(f"attribute {key!r} is missing")
+            problem = check(attrs[key], metas)
+            if problem:
+                raise ValueError(f"attribute {key!r}: {problem}; the file has {attrs[key]!r}")
+    try:
+        normal = primitive.normalize(metas, dict(attrs))
+    except KeyError as error:
+        raise ValueError(f"attribute {error.args[0]!r} is missing") from None
+    except Exception as error:  # noqa: BLE001  (a user's normalize may raise anything)
+        raise ValueError(f"{opcode} does not accept {_attribute_names(attrs)} ({error})") from None
+    if not isinstance(normal, dict):
+        raise ValueError(f"{opcode}'s normalize returned {type(normal).__name__}, not a dict of attributes")
+    for key in [*attrs, *(key for key in normal if key not in attrs)]:
+        if key not in normal:
+            raise ValueError(f"attribute {key!r}: {opcode} has no attribute of that name")
+        if key not in attrs:
+            raise ValueError(f"attribute {key!r} is missing (recording gives {normal[key]!r})")
+        if not _same_attribute(attrs[key], normal[key]):
+            raise ValueError(f"attribute {key!r}: the file has {attrs[key]!r}, where recording gives {normal[key]!r}")
+    return normal
+
+
+def _same_attribute(first, second):
+    """Whether two attribute values are the same value of the same types (1 is not True, 1.0 or (1,))."""
+    try:
+        return json.dumps(encode_attr(first), sort_keys=True) == json.dumps(encode_attr(second), sort_keys=True)
+    except TypeError:
+        return False
+
+
+def _attribute_names(attrs):
+    if not attrs:
+        return "no attributes"
+    names = ", ".join(repr(key) for key in attrs)
+    return f"attribute {names}" if len(attrs) == 1 else f"attributes {names}"
 
 
 def _decode_payload(text, shape, dtype):
