@@ -190,7 +190,9 @@ describe("the playground", () => {
   });
 
   test("the gallery picker and the keyboard shortcuts", async () => {
-    const examples = await page.$$eval("#gallery option", (options) => options.map((o) => o.value));
+    // The first option stands for the user's own code; the examples follow.
+    const [own, ...examples] = await page.$$eval("#gallery option", (options) => options.map((o) => o.value));
+    assert.equal(own, "");
     assert.ok(examples.length >= 6 && examples[0] === "01_scalar_chain.py", examples.join());
     await page.selectOption("#gallery", "03_matmul.py");
     await waitForPane(page, "spec", (text) => /MatMul/.test(text) && /Broadcast/.test(text));

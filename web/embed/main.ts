@@ -14,6 +14,7 @@ import { CodeInput } from "../src/code-input";
 import { examples } from "../src/gallery";
 import { Links } from "../src/links";
 import { createPanes } from "../src/panes/registry";
+import { ReadingTabs } from "../src/reading-tabs";
 import { codeFromFragment, shareLink } from "../src/share";
 import { EmbedChannel, type EmbedReadings, type HostMessage } from "./messages";
 import { readOptions, type PaneName } from "./options";
@@ -27,7 +28,6 @@ const element = <T extends HTMLElement>(id: string) => document.getElementById(i
 const statusLine = element<HTMLSpanElement>("embed-status");
 const errorBanner = element<HTMLPreElement>("embed-error");
 const openLink = element<HTMLAnchorElement>("embed-open");
-const tabs = element<HTMLElement>("embed-tabs");
 const paneHost = element<HTMLDivElement>("embed-panes");
 
 const { options, problems } = readOptions(new URL(window.location.href));
@@ -94,23 +94,18 @@ links.onChange((selected) => {
   code.highlightLines(links.linesOf(selected));
 });
 
+// Choosing the open tab closes it: the embed shrinks to its code.
+const tabs = new ReadingTabs<PaneName>(element("embed-tabs"), (name) => showPane(openPane === name ? null : name));
 for (const name of options.readings) {
-  const tab = document.createElement("button");
-  tab.type = "button";
-  tab.role = "tab";
-  tab.textContent = name === "hlo" ? "HLO" : name;
-  tab.dataset.tab = name;
-  // A click on the open tab closes it: the embed shrinks to its code.
-  tab.addEventListener("click", () => showPane(openPane === name ? null : name));
-  tabs.append(tab);
   const pane = paneOf(name).element;
+  tabs.add(name, name === "hlo" ? "HLO" : name, pane);
   pane.hidden = true;
   paneHost.append(pane);
 }
 
 function showPane(name: PaneName | null): void {
   openPane = name;
-  for (const tab of tabs.querySelectorAll<HTMLButtonElement>("[data-tab]")) tab.ariaSelected = String(tab.dataset.tab === name);
+  tabs.select(name);
   for (const reading of options.readings) paneOf(reading).element.hidden = reading !== name;
   paneHost.hidden = name === null;
   void drawOpenPane();
@@ -184,6 +179,7 @@ function startPythonOnce(): Promise<Python> {
         errorBanner.hidden = false;
         errorBanner.textContent = reason;
         statusLine.textContent = reason;
+        statusLine.title = reason;
         settle();
       },
     },

@@ -13,6 +13,7 @@
 // The worker is the playground's own (web/src/worker.ts), unchanged.
 
 import type { Backend, RunResult, StageMessage, StageName, WebGpuStatus, WorkerToHost } from "../protocol";
+import { describeCrash, timeLimitStop, workerErrorStop } from "../src/python-failure";
 import PythonWorker from "../src/worker?worker";
 
 /** What the pool tells one client. */
@@ -81,7 +82,7 @@ export class PythonPool {
     this.worker.addEventListener("message", (event: MessageEvent<WorkerToHost>) => this.receive(event.data));
     this.worker.addEventListener("error", (event) => {
       event.preventDefault();
-      this.restart(`Python stopped: ${event.message || "the worker failed"}; it has been restarted`);
+      this.restart(workerErrorStop(event.message).reason);
     });
   }
 
@@ -103,16 +104,17 @@ export class PythonPool {
         this.pump();
         break;
       }
-      case "crashed":
-        if (message.reason === "memory") {
-          this.restart("your code ran out of memory; Python has been restarted");
-        } else if (!this.started) {
-          this.finish();
-          this.broadcast.failed(`Python could not start: ${message.message}`);
+      case "crashed": {
+        // One plain sentence, with the user's line when known (the traceback is not the embed's to show).
+        const stop = describeCrash(message, this.started);
+        if (this.started) {
+          this.restart(stop.reason);
         } else {
-          this.restart(`Python failed (${message.message}); it has been restarted`);
+          this.finish();
+          this.broadcast.failed(stop.reason);
         }
         break;
+      }
     }
   }
 
@@ -127,10 +129,7 @@ export class PythonPool {
     this.inFlight = { ...request, workerId };
     this.worker.postMessage({ type: "run", id: workerId, code: request.code, backend: request.backend });
     this.clients.get(request.client)?.busy(request.id);
-    this.timer = setTimeout(() => {
-      const seconds = (request.timeLimitMs / 1000).toFixed(0);
-      this.restart(`stopped: your code ran longer than ${seconds} s (an endless loop?); Python has been restarted`);
-    }, request.timeLimitMs);
+    this.timer = setTimeout(() => this.restart(timeLimitStop(request.timeLimitMs).reason), request.timeLimitMs);
   }
 
   private finish(): (PoolRequest & { workerId: number }) | null {

@@ -9,7 +9,12 @@ export interface EditorEvents {
   cursorLine(line: number): void;
   runNow(): void;
   nextPane(step: number): void;
+  /** Ctrl+M switched what Tab does: `leaves` true when Tab now moves the focus out of the editor. */
+  tabLeaves?(leaves: boolean): void;
 }
+
+// Marks stay on their own line: text typed or pasted at their edges never joins them.
+const STAY = { stickiness: monaco.editor.TrackedRangeStickiness.NeverGrowsWhenTypingAtEdges };
 
 const darkScheme = window.matchMedia("(prefers-color-scheme: dark)");
 
@@ -47,6 +52,44 @@ export class CodeEditor {
     this.editor.addCommand(KeyMod.CtrlCmd | KeyCode.Enter, () => events.runNow());
     this.editor.addCommand(KeyMod.Alt | KeyCode.PageDown, () => events.nextPane(1));
     this.editor.addCommand(KeyMod.Alt | KeyCode.PageUp, () => events.nextPane(-1));
+    this.keepTabFromTrapping(events);
+  }
+
+  /**
+   * Tab indents, so a keyboard user needs another way out of the editor: Escape then Tab
+   * (or Shift+Tab) moves the focus on, and Ctrl+M switches Tab to moving the focus for
+   * good (VS Code's key; the slim build has no toggleTabFocusMode action). Both use
+   * Monaco's tabFocusMode option, which leaves Tab to the browser.
+   */
+  private keepTabFromTrapping(events: EditorEvents): void {
+    const { KeyMod, KeyCode } = monaco;
+    let tabLeaves = false;
+    let escaped = false;
+    let applied = false;
+    const apply = () => {
+      if (applied === (tabLeaves || escaped)) return;
+      applied = tabLeaves || escaped;
+      this.editor.updateOptions({ tabFocusMode: applied });
+    };
+    this.editor.onKeyDown((event) => {
+      if (event.keyCode === KeyCode.Escape) escaped = true;
+      else if (event.keyCode !== KeyCode.Tab && event.keyCode !== KeyCode.Shift) escaped = false;
+      apply();
+    });
+    const forgetEscape = () => {
+      escaped = false;
+      apply();
+    };
+    this.editor.onMouseDown(forgetEscape);
+    this.editor.onDidBlurEditorText(forgetEscape);
+    // Ctrl on every platform (KeyMod.WinCtrl is the Control key on a Mac, where Cmd+M minimises the window).
+    const ctrl = /Mac|iPhone|iPad/.test(navigator.platform) ? KeyMod.WinCtrl : KeyMod.CtrlCmd;
+    this.editor.addCommand(ctrl | KeyCode.KeyM, () => {
+      tabLeaves = !tabLeaves;
+      apply();
+      this.host.dataset.tabLeaves = String(tabLeaves);
+      events.tabLeaves?.(tabLeaves);
+    });
   }
 
   get code(): string {
@@ -83,7 +126,7 @@ export class CodeEditor {
       },
     ]);
     this.errorLine.set([
-      { range: new monaco.Range(line, 1, line, 1), options: { isWholeLine: true, className: "error-line", glyphMarginClassName: "error-glyph" } },
+      { range: new monaco.Range(line, 1, line, 1), options: { ...STAY, isWholeLine: true, className: "error-line", glyphMarginClassName: "error-glyph" } },
     ]);
     this.host.dataset.errorLine = String(line);
   }
@@ -98,7 +141,7 @@ export class CodeEditor {
   /** Highlight the lines that recorded the selected nodes, and bring the first into view. */
   highlightLines(lines: number[]): void {
     this.linked.set(
-      lines.map((line) => ({ range: new monaco.Range(line, 1, line, 1), options: { isWholeLine: true, className: "linked-line" } })),
+      lines.map((line) => ({ range: new monaco.Range(line, 1, line, 1), options: { ...STAY, isWholeLine: true, className: "linked-line" } })),
     );
     if (lines.length) {
       this.editor.revealLineInCenterIfOutsideViewport(lines[0]);

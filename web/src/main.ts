@@ -3,14 +3,15 @@
 // a broken edit keeps the last good readings and marks the user's line.
 
 import "./style.css";
-import type { Backend, ReadingName, RunResult, StageMessage } from "../protocol";
+import type { Backend, ReadingName, RunResult, StageMessage, UserError } from "../protocol";
 import { CodeInput } from "./code-input";
 import { examples } from "./gallery";
 import { Links } from "./links";
 import { createPanes, READING_NAMES } from "./panes/registry";
+import { ReadingTabs } from "./reading-tabs";
 import { PythonSession } from "./session";
 import { startOfflineApp } from "./pwa";
-import { autosave, codeFromFragment, shareLink } from "./share";
+import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
 
 // Short, because only one run is ever in flight: edits made meanwhile wait as one pending run.
 const DEBOUNCE_MS = 75;
@@ -19,10 +20,47 @@ const TIME_LIMIT_MS = Number(params.get("timeLimit") ?? 10_000);
 
 const element = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const statusLine = element<HTMLSpanElement>("status");
-const errorBanner = element<HTMLPreElement>("error");
+const errorPanel = element<HTMLDivElement>("error");
 const loading = element<HTMLOListElement>("loading");
 const backendPicker = element<HTMLSelectElement>("backend");
 const galleryPicker = element<HTMLSelectElement>("gallery");
+
+/** The status bar holds one line: a long text is cut with an ellipsis, and its whole is the tooltip. */
+function setStatus(text: string): void {
+  const line = text.replace(/\s+/g, " ").trim();
+  statusLine.textContent = line;
+  statusLine.title = line;
+}
+
+// The error panel under the editor: a plain summary, the traceback behind "details" -------------
+
+function showError(summary: string, traceback: string | null): void {
+  element("error-summary").textContent = summary;
+  element("error-traceback").textContent = traceback ?? "";
+  element("error-details").hidden = !traceback;
+  errorPanel.hidden = false;
+}
+
+function hideError(): void {
+  errorPanel.hidden = true;
+}
+
+// A notice under the toolbar that stays until it is dismissed -----------------------------------
+
+const notice = element<HTMLDivElement>("notice");
+let onDismiss: (() => void) | null = null;
+
+function showNotice(text: string, dismissed: () => void): void {
+  element("notice-text").textContent = text;
+  notice.hidden = false;
+  onDismiss = dismissed;
+}
+
+element<HTMLButtonElement>("notice-dismiss").addEventListener("click", () => {
+  notice.hidden = true;
+  onDismiss?.();
+  onDismiss = null;
+});
 
 // Loading: one row a start-up stage, kept until the first readings are shown ----------------
 
@@ -73,30 +111,61 @@ const session = new PythonSession(
       startOfflineApp();
     },
     result: (result, _id, ms) => void showResult(result, ms),
-    busy: () => {
-      statusLine.textContent = "running…";
-    },
-    stopped: (reason) => {
+    busy: () => setStatus("running…"),
+    stopped: (reason, _id, failure) => {
       void editor.load();
-      statusLine.textContent = reason;
-      errorBanner.hidden = false;
-      errorBanner.textContent = reason;
+      setStatus(reason);
+      showStop(reason, failure ?? null);
       loading.hidden = firstReadingsShown;
     },
   },
   TIME_LIMIT_MS,
 );
 
-// The code to start with: a share link, else the autosaved code, else the gallery's first example.
-function initialCode(): string {
-  try {
-    const shared = codeFromFragment(window.location.hash);
-    if (shared !== null) return shared;
-  } catch (error) {
-    statusLine.textContent = String((error as Error).message);
-  }
-  return autosave.load() ?? examples[0]?.code ?? "";
+/** Python was stopped: the reason, the failure's own message, and its whole traceback behind "details". */
+function showStop(reason: string, failure: UserError | null): void {
+  if (failure?.line) editor.markError(failure.line, undefined, `${reason}\n${failure.type}: ${failure.message}`);
+  else editor.clearError();
+  const cause = failure?.message ? `\n${failure.type}: ${failure.message}` : "";
+  showError(`${reason[0].toUpperCase()}${reason.slice(1)}.${cause}`, failure?.traceback || null);
 }
+
+// Which code to show: this history entry's own (its edits survive a reload, Back and Forward),
+// else a share link's, else the autosave (the last code edited), else the gallery's first example.
+
+/** The share link's code; a link that cannot be read is said in a notice, naming what is shown `instead`. */
+function sharedCode(instead: string): string | null {
+  try {
+    return codeFromFragment(window.location.hash);
+  } catch (error) {
+    const said = `${(error as Error).message}; ${instead}.`;
+    showNotice(said[0].toUpperCase() + said.slice(1), () =>
+      historyCode.setAddress(window.location.pathname + window.location.search),
+    );
+    return null;
+  }
+}
+
+function initialCode(): string {
+  const kept = historyCode.load();
+  const saved = autosave.load();
+  const instead = kept !== null ? "the code you had here is shown" : saved !== null ? "your autosaved code is shown instead" : "the first example is shown instead";
+  const shared = sharedCode(instead);
+  return kept ?? shared ?? saved ?? examples[0]?.code ?? "";
+}
+
+/** Back, Forward, or a share link opened in this tab: show that entry's code (a new entry, the link's). */
+function followHistory(): void {
+  const code = historyCode.load() ?? sharedCode("the code stays as it was");
+  if (code === null) return; // an entry with no code of its own and no share link: the code stays
+  historyCode.save(code);
+  if (code === editor.code) return;
+  editor.setCode(code);
+  showCodeName(code);
+  runNow();
+}
+window.addEventListener("popstate", followHistory);
+window.addEventListener("hashchange", followHistory);
 
 // Panes and the links between them ------------------------------------------------------
 
@@ -107,24 +176,18 @@ links.onChange((selected) => {
   editor.highlightLines(links.linesOf(selected));
 });
 
-const tabs = element<HTMLElement>("tabs");
 const paneHost = element<HTMLDivElement>("panes");
+const tabs = new ReadingTabs<ReadingName>(element("tabs"), showPane);
 let activePane: ReadingName = "spec";
 for (const name of READING_NAMES) {
-  const tab = document.createElement("button");
-  tab.type = "button";
-  tab.role = "tab";
-  tab.textContent = name === "hlo" ? "HLO" : name;
-  tab.dataset.tab = name;
-  tab.addEventListener("click", () => showPane(name));
-  tabs.append(tab);
+  tabs.add(name, name === "hlo" ? "HLO" : name, panes.readings[name].element);
   paneHost.append(panes.readings[name].element);
 }
 element<HTMLDivElement>("output").append(panes.output.element);
 
 function showPane(name: ReadingName): void {
   activePane = name;
-  for (const tab of tabs.querySelectorAll<HTMLButtonElement>("[data-tab]")) tab.ariaSelected = String(tab.dataset.tab === name);
+  tabs.select(name);
   for (const reading of READING_NAMES) panes.readings[reading].element.hidden = reading !== name;
 }
 
@@ -139,14 +202,24 @@ showPane("spec");
 let debounce: ReturnType<typeof setTimeout> | undefined;
 const editor = new CodeInput(element("editor"), initialCode(), {
   change(code) {
-    autosave.save(code);
+    keepEdit(code);
     clearTimeout(debounce);
     debounce = setTimeout(runNow, DEBOUNCE_MS);
   },
   cursorLine: (line) => links.selectLine(line),
   runNow,
   nextPane: stepPane,
+  tabLeaves: (leaves) =>
+    setStatus(leaves ? "Tab now leaves the editor (Ctrl+M: Tab indents again)" : "Tab indents again (Esc then Tab leaves the editor)"),
 });
+historyCode.save(editor.code);
+
+/** An edit is kept as this history entry's code and as the autosave. */
+function keepEdit(code: string): void {
+  historyCode.save(code);
+  autosave.save(code);
+  showCodeName(code);
+}
 
 function runNow(): void {
   clearTimeout(debounce);
@@ -159,10 +232,10 @@ async function showResult(result: RunResult, ms: number): Promise<void> {
   const generation = ++shownGeneration;
   if (result.error) {
     const { type, message, line, column, traceback } = result.error;
+    const where = line === null ? "" : ` on line ${line}`;
     editor.markError(line, column, `${type}: ${message}`);
-    errorBanner.hidden = false;
-    errorBanner.textContent = `${type} on line ${line ?? "?"}: ${message}\n\n${traceback}`;
-    statusLine.textContent = `error on line ${line ?? "?"}; the readings are the last good ones`;
+    showError(`${type}${where}: ${message}`, traceback);
+    setStatus(`${type}${where}; the readings are the last good ones`);
     if (!firstReadingsShown) {
       showReadingsStage("failed");
       void editor.load(); // the code needs fixing: the user wants the full editor now
@@ -170,14 +243,14 @@ async function showResult(result: RunResult, ms: number): Promise<void> {
     return;
   }
   editor.clearError();
-  errorBanner.hidden = true;
+  hideError();
   links.setNodes(result.nodes);
   panes.output.render(result.output);
   await Promise.all(READING_NAMES.map((name) => panes.readings[name].render(result.readings![name], result)));
   if (generation !== shownGeneration) return; // newer readings arrived while the graph was laid out
   links.refresh();
   const gpu = result.webgpu ? ` · kernels: ${result.webgpu.ran ? "WebGPU" : result.webgpu.detail}` : "";
-  statusLine.textContent = `readings in ${ms} ms (Python ${result.timings.total?.toFixed(0) ?? "?"} ms)${gpu}`;
+  setStatus(`readings in ${ms} ms (Python ${result.timings.total?.toFixed(0) ?? "?"} ms)${gpu}`);
   // When (since navigation) and how many times the readings were shown: the benchmark reads these.
   document.body.dataset.readingsAt = performance.now().toFixed(1);
   document.body.dataset.readingsShown = String(Number(document.body.dataset.readingsShown ?? 0) + 1);
@@ -192,12 +265,21 @@ async function showResult(result: RunResult, ms: number): Promise<void> {
 // The toolbar ------------------------------------------------------------------------------------
 
 for (const example of examples) galleryPicker.append(new Option(example.title, example.file));
+
+/** The picker names the example the editor shows, or says that the code is the user's own. */
+function showCodeName(code = editor.code): void {
+  galleryPicker.value = examples.find((example) => example.code === code)?.file ?? "";
+}
+showCodeName();
+
 galleryPicker.addEventListener("change", () => {
+  // "your code" brings back the last code edited (the autosave); an example opens in a new history entry.
   const example = examples.find((e) => e.file === galleryPicker.value);
-  if (!example) return;
-  editor.setCode(example.code);
-  autosave.save(example.code);
-  history.replaceState(null, "", window.location.pathname + window.location.search);
+  const code = example?.code ?? autosave.load();
+  if (code === null || code === editor.code) return showCodeName();
+  historyCode.push(window.location.pathname + window.location.search, code);
+  editor.setCode(code);
+  showCodeName(code);
   runNow();
 });
 
@@ -210,14 +292,14 @@ backendPicker.addEventListener("change", () => {
 element<HTMLButtonElement>("run").addEventListener("click", runNow);
 element<HTMLButtonElement>("share").addEventListener("click", () => {
   const link = shareLink(editor.code);
-  history.replaceState(null, "", link);
+  historyCode.setAddress(link);
   const field = element<HTMLInputElement>("share-link");
   field.hidden = false;
   field.value = link;
   field.select();
   navigator.clipboard?.writeText(link).then(
-    () => (statusLine.textContent = "share link copied"),
-    () => (statusLine.textContent = "share link ready to copy"),
+    () => setStatus("share link copied"),
+    () => setStatus("share link ready to copy"),
   );
 });
 
@@ -239,7 +321,7 @@ Object.assign(window, {
     getCode: () => editor.code,
     setCode: (code: string) => {
       editor.setCode(code);
-      autosave.save(code);
+      keepEdit(code);
       runNow();
     },
     select: (nodes: number[]) => links.select(nodes),

@@ -1,7 +1,8 @@
 // The offline app: registers the service worker (web/src/sw.ts) and tells the user what
-// it does. After the first visit "Ready to work offline" shows for a moment; when a new
-// deployment has been downloaded in the background, a bar says so and offers to reload
-// into it. Nothing changes under a running page until the user accepts.
+// it does. After the first visit "Ready to work offline" shows for a moment in the footer
+// and goes by itself; when a new deployment has been downloaded in the background, a bar
+// above the footer says so and offers to reload into it. Nothing changes under a running
+// page until the user accepts, and neither notice covers any of the page.
 
 /// <reference types="vite-plugin-pwa/vanillajs" />
 import { registerSW } from "virtual:pwa-register";
@@ -14,18 +15,21 @@ export const BUILD_ID = __TOPOS_BUILD__;
 
 // A page left open for days still learns of a new deployment.
 const UPDATE_CHECK_MS = 60 * 60 * 1000;
-const OFFLINE_NOTE_MS = 4000;
+const OFFLINE_NOTE_MS = 6000;
 
-function notice(id: string, text: string): HTMLDivElement {
+/** A notice in the page's flow, above the footer (in the footer with `inFooter`), never over the page. */
+function notice(id: string, text: string, inFooter = false): HTMLElement {
   document.getElementById(id)?.remove();
-  const bar = document.createElement("div");
+  const footer = document.querySelector("body > footer");
+  const bar = document.createElement(inFooter ? "span" : "div");
   bar.id = id;
-  bar.className = "pwa-notice";
+  bar.className = inFooter ? "pwa-note" : "pwa-notice";
   bar.setAttribute("role", "status");
   const message = document.createElement("span");
   message.textContent = text;
   bar.append(message);
-  document.body.append(bar);
+  if (inFooter && footer) footer.append(bar);
+  else document.body.insertBefore(bar, footer);
   return bar;
 }
 
@@ -50,7 +54,7 @@ export function startOfflineApp(): void {
     immediate: true,
     onOfflineReady() {
       document.body.dataset.offline = "ready";
-      const bar = notice("pwa-offline", "Ready to work offline: this page now starts without a network.");
+      const bar = notice("pwa-offline", "Ready to work offline: this page now starts without a network.", true);
       setTimeout(() => bar.remove(), OFFLINE_NOTE_MS);
     },
     onNeedRefresh() {

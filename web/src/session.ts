@@ -7,15 +7,19 @@
 // sent. So a newer edit cancels an older run's results, and the worker never
 // builds up a queue of stale runs.
 
-import type { Backend, RunResult, StageMessage, WebGpuStatus, WorkerToHost } from "../protocol";
+import type { Backend, RunResult, StageMessage, UserError, WebGpuStatus, WorkerToHost } from "../protocol";
+import { describeCrash, timeLimitStop, workerErrorStop, type Stop } from "./python-failure";
 import PythonWorker from "./worker?worker";
 
 export interface SessionEvents {
   stage(message: StageMessage): void;
   ready(webgpu: WebGpuStatus): void;
   result(result: RunResult, id: number, ms: number): void;
-  /** A run was stopped, or the worker failed; `reason` is a sentence for the user. */
-  stopped(reason: string, id: number | null): void;
+  /**
+   * A run was stopped, or the worker failed. `reason` is one plain sentence for the user;
+   * `failure` is the Python failure behind it, when there was one (its traceback, the user's line).
+   */
+  stopped(reason: string, id: number | null, failure?: UserError | null): void;
   /** A run was sent to the worker (the page shows that it is busy). */
   busy(id: number): void;
 }
@@ -62,7 +66,7 @@ export class PythonSession {
     // An uncaught error in the worker (a WebAssembly trap, for one) leaves Python unusable.
     this.worker.addEventListener("error", (event) => {
       event.preventDefault();
-      this.restart(`Python stopped: ${event.message || "the worker failed"}; it has been restarted`);
+      this.restart(workerErrorStop(event.message));
     });
   }
 
@@ -81,16 +85,16 @@ export class PythonSession {
         if (message.id === this.latestId) this.events.result(message.result, message.id, message.ms);
         this.pump();
         break;
-      case "crashed":
-        if (message.reason === "memory") {
-          this.restart("your code ran out of memory; Python has been restarted", message.id);
-        } else if (!this.started) {
-          this.finish();
-          this.events.stopped(`Python could not start: ${message.message}`, null);
+      case "crashed": {
+        const stop = describeCrash(message, this.started);
+        if (this.started) {
+          this.restart(stop, message.id);
         } else {
-          this.restart(`Python failed (${message.message}); it has been restarted`, message.id);
+          this.finish();
+          this.events.stopped(stop.reason, null, stop.failure);
         }
         break;
+      }
     }
   }
 
@@ -101,10 +105,7 @@ export class PythonSession {
     this.inFlight = request;
     this.worker.postMessage({ type: "run", ...request });
     this.events.busy(request.id);
-    this.timer = setTimeout(() => {
-      const seconds = (this.timeLimitMs / 1000).toFixed(0);
-      this.restart(`stopped: your code ran longer than ${seconds} s (an endless loop?); Python has been restarted`, request.id);
-    }, this.timeLimitMs);
+    this.timer = setTimeout(() => this.restart(timeLimitStop(this.timeLimitMs), request.id), this.timeLimitMs);
   }
 
   private finish(): void {
@@ -114,10 +115,10 @@ export class PythonSession {
   }
 
   /** Terminate the worker and start a fresh one; a pending request runs once it is ready. */
-  private restart(reason: string, id: number | null = null): void {
+  private restart(stop: Stop, id: number | null = null): void {
     this.finish();
     this.worker.terminate();
-    this.events.stopped(reason, id);
+    this.events.stopped(stop.reason, id, stop.failure);
     this.spawn();
   }
 }
