@@ -28,6 +28,8 @@ ToposError
 ```
 """
 
+from .text import recorded_at
+
 
 class ToposError(Exception):
     """Base class of every error topos raises on purpose."""
@@ -42,7 +44,7 @@ class ShapeError(ToposError, ValueError):
 
     def __init__(self, message, opcode=None, shapes=(), source=None):
         if source is not None:
-            message = f"{message} (recorded at {source[0]}:{source[1]})"
+            message = f"{message} ({recorded_at(source)})"
         super().__init__(message)
         self.opcode = opcode
         self.shapes = tuple(shapes)
@@ -81,7 +83,7 @@ class RecordingError(ToposError, ValueError):
 
     def __init__(self, message, source=None):
         if source is not None:
-            message = f"{message} (recorded at {source[0]}:{source[1]})"
+            message = f"{message} ({recorded_at(source)})"
         super().__init__(message)
         self.source = source
 
@@ -126,3 +128,16 @@ class LoweringError(ToposError):
 
 class CheckpointError(ToposError):
     """A checkpoint or a saved spec that cannot be written or read back."""
+
+
+def located(error, source):
+    """``error`` naming the user's line ``source`` (``(filename, line)``) that recorded its node.
+
+    A primitive's ``forward`` raises a ``ShapeError`` (an index out of range, say)
+    without knowing which node it runs; the interpreter that does know calls
+    this. An error that already names a line, or a ``source`` that is unknown,
+    comes back as it is.
+    """
+    if not isinstance(error, ShapeError) or error.source is not None or source is None:
+        return error
+    return type(error)(str(error), opcode=error.opcode, shapes=error.shapes, source=source)

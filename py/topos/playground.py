@@ -49,10 +49,12 @@ import types
 import warnings
 
 from . import show
-from .model.network import Network, Symbol
-from .model.tape import Tape
-from .ops.registry import format_shape
+from .errors import ArgumentError, ToposError
+from .model.network import Network
+from .model.nodes import Symbol
+from .model.tape import TapeObserver, observe
 from .playground_state import ProcessState, import_every_topos_module
+from .text import format_shape
 
 FILENAME = "main.py"
 MODULE_NAME = "__playground__"
@@ -63,46 +65,26 @@ MAX_OUTPUT_CHARACTERS = 200_000
 # Watching what the user's code records -------------------------------------------------
 
 
-class RecordingWatch:
-    """While active, notes every tape made, every network sealed and what ``Tape.record`` returned.
+class RecordingWatch(TapeObserver):
+    """Notes every tape made, every network sealed and what ``Tape.record`` returned.
 
-    It wraps three methods of ``Tape`` for the duration of one run and puts the
-    originals back on exit, so nothing outside a playground run is affected.
+    ``execute`` has it observe the tapes (``topos.model.tape.observe``) while the
+    user's code runs, and only then.
     """
 
-    def __enter__(self):
+    def __init__(self):
         self.tapes = []
         self.networks = []
         self.returned = {}
-        self._originals = {name: Tape.__dict__[name] for name in ("__init__", "seal", "record")}
-        watch = self
-        original_init = self._originals["__init__"]
-        original_seal = self._originals["seal"]
-        original_record = self._originals["record"].__func__
 
-        def watched_init(tape, *args, **kwargs):
-            original_init(tape, *args, **kwargs)
-            watch.tapes.append(tape)
+    def made(self, tape):
+        self.tapes.append(tape)
 
-        def watched_seal(tape):
-            network = original_seal(tape)
-            watch.networks.append(network)
-            return network
+    def sealed(self, tape, network):
+        self.networks.append(network)
 
-        def watched_record(cls, fn, dtype="float64"):
-            network, symbols = original_record(cls, fn, dtype)
-            watch.returned[id(network)] = symbols
-            return network, symbols
-
-        Tape.__init__ = watched_init
-        Tape.seal = watched_seal
-        Tape.record = classmethod(watched_record)
-        return self
-
-    def __exit__(self, *exc):
-        for name, original in self._originals.items():
-            setattr(Tape, name, original)
-        return False
+    def recorded(self, network, symbols):
+        self.returned[id(network)] = symbols
 
     def pick(self, filename):
         """The recording the panes read: ``(network, readable indices, kind)`` or None."""
@@ -245,7 +227,12 @@ def execute(code, filename=FILENAME):
     error = None
     watch = RecordingWatch()
     try:
-        with watch, show.capture(output), contextlib.redirect_stdout(writer), contextlib.redirect_stderr(writer):
+        with (
+            observe(watch),
+            show.capture(output),
+            contextlib.redirect_stdout(writer),
+            contextlib.redirect_stderr(writer),
+        ):
             compiled = compile(code, filename, "exec")
             exec(compiled, module.__dict__)
     except MemoryError:
@@ -317,7 +304,7 @@ class Readings:
             if nodes[index].shape == () and nodes[index].dtype in ("float32", "float64"):
                 return index
         last = self.readables[-1]
-        raise ValueError(
+        raise ArgumentError(
             f"the gradient reading needs a rank-0 floating value to differentiate; "
             f"the last value read, node {last}, is {format_shape(nodes[last].shape)} {nodes[last].dtype}"
         )
@@ -340,7 +327,7 @@ class Readings:
     def read_gradient(self):
         parameters = self.network.parameter_symbols()
         if not parameters:
-            raise ValueError("the gradient reading differentiates with respect to parameters; this network has none")
+            raise ArgumentError("the gradient reading differentiates with respect to parameters; this network has none")
         target = self.network.symbol(self.gradient_target())
         plan = self.entry().backward(target, parameters).lower()
         return {"text": plan.describe()}
@@ -472,10 +459,14 @@ def finite(value):
     return value
 
 
+class NoReadingsError(ToposError, RuntimeError):
+    """``gpu_bridge()`` before a run that recorded a tape: there is no kernel program to run."""
+
+
 def gpu_bridge():
-    """A bridge for the newest readings' kernel program (raises when there are none)."""
+    """A bridge for the newest readings' kernel program (raises ``NoReadingsError`` when there are none)."""
     if latest_readings is None:
-        raise RuntimeError("no readings yet: nothing to run on WebGPU")
+        raise NoReadingsError("no readings yet: nothing to run on WebGPU (run a script that records a tape first)")
     from .playground_gpu import GpuBridge
 
     return GpuBridge(latest_readings)

@@ -9,6 +9,8 @@ the interpreter's values that each launch is compared against.
 
 import json
 
+from .errors import ArgumentTypeError
+
 
 def view_json(view):
     if view is None:
@@ -46,7 +48,9 @@ def step_json(step):
         return {"type": "host", "key": step.key, "reason": step.reason}
     if isinstance(step, ViewStep):
         return {"type": "view", "key": step.key}  # a new view of a buffer: nothing runs
-    raise TypeError(f"unknown program step {step!r}")
+    raise ArgumentTypeError(
+        f"a program's steps are Launch, Upload, Readback, HostStep or ViewStep, got {type(step).__name__}"
+    )
 
 
 class GpuBridge:

@@ -43,8 +43,9 @@ import numpy as np
 from .compiler import backends as backend_registry
 from .ops import registry as primitive_registry
 
-#: The registries a script adds to by registering a primitive or a backend.
-REGISTRIES = (primitive_registry._REGISTRY, backend_registry._BACKENDS)
+#: The registries a script adds to by registering a primitive or a backend (each module
+#: offers ``snapshot()`` and ``restore(saved)``).
+REGISTRIES = (primitive_registry, backend_registry)
 
 #: Module globals that topos itself sets once per process, as caches: the WebGPU device
 #: (or why there is none) and the shared runner with its compiled pipelines. A run that
@@ -100,10 +101,7 @@ class ToposObjects:
         self.functions = []
         self.containers = []
         self.objects = []
-        seen = {id(table) for table in REGISTRIES}  # the registries are noted on their own
-        for table in REGISTRIES:
-            for item in table.values():
-                self._find(item, seen)
+        seen = set()
         for name, module in sys.modules.items():
             if is_topos_name(name):
                 for key, value in vars(module).items():
@@ -147,7 +145,7 @@ class ProcessState:
     def __init__(self, objects=None):
         self.objects = ToposObjects() if objects is None else objects
         self.modules = {name: module for name, module in sys.modules.items() if is_topos_name(name)}
-        self.registries = [(table, table.copy()) for table in REGISTRIES]
+        self.registries = [(registry, registry.snapshot()) for registry in REGISTRIES]
         self.module_namespaces = []  # (module dict, saved copy, names left as they are)
         for name, module in self.modules.items():
             caches = frozenset(PROCESS_CACHES.get(name, ()))
@@ -186,15 +184,13 @@ class ProcessState:
                 if key not in namespace or namespace[key] is not value:
                     namespace[key] = value
         self._restore_modules()
-        self._restore_topos_objects()
-        if registries:
-            self.restore_registries()
+        self._restore_topos_objects(keep_registries=not registries)
         self._restore_numpy_and_python()
 
     def restore_registries(self):
         """Put back only the primitive and backend registries."""
-        for table, saved in self.registries:
-            _refill(table, saved)
+        for registry, saved in self.registries:
+            registry.restore(saved)
 
     def _restore_modules(self):
         for name in [name for name in sys.modules if is_topos_name(name) and name not in self.modules]:
@@ -203,7 +199,9 @@ class ProcessState:
             if sys.modules.get(name) is not module:
                 sys.modules[name] = module
 
-    def _restore_topos_objects(self):
+    def _restore_topos_objects(self, keep_registries):
+        """Classes, functions, objects and containers; the registries' tables are containers too,
+        which go back with the rest unless ``keep_registries`` (then they keep what they hold now)."""
         for cls, saved in self.class_namespaces:
             current = vars(cls)
             for key in [key for key in current if key not in saved]:
@@ -223,8 +221,11 @@ class ProcessState:
                     cell.cell_contents = contents
         for namespace, saved in self.object_namespaces:
             _refill(namespace, saved)
+        held = [(registry, registry.snapshot()) for registry in REGISTRIES] if keep_registries else []
         for container, saved in self.containers:
             _refill(container, saved)
+        for registry, saved in held:
+            registry.restore(saved)
 
     def _restore_numpy_and_python(self):
         np.set_printoptions(**self.print_options)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .errors import ArgumentError, ArgumentTypeError, ShapeError
+
 MIME_TYPE = "application/vnd.topos.card+json"
 
 _captures = []
@@ -91,8 +93,11 @@ def hlo(text):
 def lines(items):
     """Lines of text, one card: ``show.lines([f"loss = {loss}", ...])``."""
     if isinstance(items, str):
-        raise TypeError("show.lines() takes a list of strings; use show.lines([text]) for one line")
-    items = [str(item) for item in items]
+        raise ArgumentTypeError("show.lines() takes a list of strings; use show.lines([text]) for one line")
+    try:
+        items = [str(item) for item in items]
+    except TypeError:
+        raise ArgumentTypeError(f"show.lines() takes a list of strings, got {type(items).__name__}") from None
     return Card("lines", {"lines": items}, "\n".join(items))
 
 
@@ -108,8 +113,11 @@ def _text_of(value):
         return value
     describe = getattr(value, "describe", None)
     if callable(describe):
-        return describe()
-    raise TypeError(f"expected text or something with describe(), got {type(value).__name__}")
+        text = describe()
+        if isinstance(text, str):
+            return text
+        raise ArgumentTypeError(f"{type(value).__name__}.describe() returned {type(text).__name__}, not text")
+    raise ArgumentTypeError(f"expected text or something with describe(), got {type(value).__name__}")
 
 
 # Graph ------------------------------------------------------------------------
@@ -131,13 +139,21 @@ def graph_json(value):
     if callable(to_json):
         return to_json()
     nodes = value.nodes() if callable(getattr(value, "nodes", None)) else value
+    if isinstance(nodes, (str, bytes)) or not hasattr(nodes, "__iter__"):
+        raise ArgumentTypeError(
+            f"show.graph() takes a Graph, a tape, a network or a list of their nodes, got {type(value).__name__}"
+        )
     return nodes_json(list(nodes))
 
 
 def nodes_json(nodes):
     """Graph JSON straight from recorded nodes (the same fields the compiler's graph has)."""
-    from .ops.registry import format_shape
+    from .model.nodes import Node
+    from .text import format_shape
 
+    for node in nodes:
+        if not isinstance(node, Node):
+            raise ArgumentTypeError(f"a graph is made of recorded nodes (tape.nodes()), got a {type(node).__name__}")
     return {
         "nodes": [
             {
@@ -168,9 +184,18 @@ def graph_text(data):
 # Plots ------------------------------------------------------------------------
 
 
-def _numbers(values):
-    """A flat list of floats; NaN and infinities become None (JSON has no such numbers)."""
-    array = np.asarray(getattr(values, "array", values), dtype=np.float64).reshape(-1)
+def _numbers(values, what):
+    """A flat list of floats; NaN and infinities become None (JSON has no such numbers).
+
+    Anything but numbers (text, a ragged list, a recorded value that has not run)
+    raises ``ArgumentError`` naming ``what`` took it.
+    """
+    from .model.value import Value
+    from .tensor import numeric_array
+
+    if isinstance(values, Value):
+        raise ArgumentTypeError(f"{what} takes numbers; a recorded value has none until it runs (use run.of(value))")
+    array = numeric_array(values, what, ArgumentError).astype(np.float64).reshape(-1)
     return [float(v) if math.isfinite(v) else None for v in array.tolist()]
 
 
@@ -184,14 +209,15 @@ class Line:
 
     @classmethod
     def y(cls, values):
-        ys = _numbers(values)
+        ys = _numbers(values, "Line.y")
         return cls(tuple(range(len(ys))), tuple(ys))
 
     @classmethod
     def xy(cls, xs, ys):
-        xs, ys = _numbers(xs), _numbers(ys)
+        xs, ys = _numbers(xs, "Line.xy"), _numbers(ys, "Line.xy")
         if len(xs) != len(ys):
-            raise ValueError(f"Line.xy needs as many x as y values, got {len(xs)} and {len(ys)}")
+            raise ShapeError(f"Line.xy needs as many x as y values, got {len(xs)} and {len(ys)}",
+                             shapes=[(len(xs),), (len(ys),)])
         return cls(tuple(xs), tuple(ys))
 
     def label(self, name):
@@ -210,7 +236,7 @@ class Plot:
 
     def layer(self, line):
         if not isinstance(line, Line):
-            raise TypeError(f"Plot.layer() takes a Line, got {type(line).__name__}")
+            raise ArgumentTypeError(f"Plot.layer() takes a Line, got {type(line).__name__}")
         return replace(self, layers=self.layers + (line,))
 
     def title(self, text):
@@ -247,7 +273,7 @@ def plot(value):
     if isinstance(value, Line):
         value = Plot().layer(value)
     if not isinstance(value, Plot):
-        raise TypeError(f"show.plot() takes a Plot, got {type(value).__name__}")
+        raise ArgumentTypeError(f"show.plot() takes a Plot, got {type(value).__name__}")
     return Card("plot", value.to_json(), plot_text(value))
 
 

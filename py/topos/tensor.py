@@ -1,32 +1,20 @@
 """``Tensor``: a read-only numpy array with topos's printing conventions.
 
 Also the rules every way into topos shares for arrays that come from the
-caller: which dtypes topos supports, what counts as an array of numbers, which
-numbers fit int32, and when an array is immutable, so that a table or a run
-can keep it without a copy.
+caller: what counts as an array of numbers, which numbers fit int32, and when
+an array is immutable, so that a table or a run can keep it without a copy
+(which dtypes topos supports is ``topos.dtypes``). ``Tensor`` builds on the
+ops' axis and reshape rules, so the ops never import this module.
 """
 
 import math
 
 import numpy as np
 
+from .dtypes import DTYPES, INT32_MAX, INT32_MIN
 from .errors import ArgumentError, ArgumentTypeError, DtypeError, IndexingError, ShapeError
-
-FLOAT_DTYPES = ("float32", "float64")
-INDEX_DTYPES = ("int32",)
-DTYPES = FLOAT_DTYPES + INDEX_DTYPES
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
-def canonical_dtype(dtype, supported=DTYPES):
-    """Return the dtype's name if it is one of ``supported``, else raise ``DtypeError`` listing them."""
-    try:
-        name = np.dtype(dtype).name
-    except (TypeError, ValueError):
-        raise DtypeError(f"unknown dtype {dtype!r}: topos records {', '.join(supported)}") from None
-    if name not in supported:
-        raise DtypeError(f"unsupported dtype {name!r}: topos records {', '.join(supported)}")
-    return name
+from .ops.registry import axis_tuple
+from .ops.shape import reshape_target
 
 
 def numeric_array(value, what, error_class):
@@ -313,8 +301,6 @@ class Tensor:
         return _result(self.array.mean(axis=self._axes(axis, "mean"), keepdims=keepdims))
 
     def _axes(self, axis, what):
-        from .ops.registry import axis_tuple  # the ops import this module: a late import breaks the cycle
-
         return axis_tuple(axis, self.shape, what)
 
     def reshape(self, *shape):
@@ -322,8 +308,6 @@ class Tensor:
 
         One extent may be -1; a shape of another size raises ``ShapeError``.
         """
-        from .ops.shape import reshape_target  # the ops import this module: a late import breaks the cycle
-
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         shape = reshape_target(shape, self.shape)

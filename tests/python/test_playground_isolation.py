@@ -60,8 +60,8 @@ CASES = {
     ),
     "a topos function's code and defaults": (
         "import topos\n"
-        "topos.ops.registry.format_shape.__code__ = (lambda shape: '?').__code__\n"
-        "topos.model.tape.plural.__defaults__ = ('things',)\n",
+        "topos.text.format_shape.__code__ = (lambda shape: '?').__code__\n"
+        "topos.text.plural.__defaults__ = ('things',)\n",
         RECORDS,
     ),
     "a registered primitive's attribute": (

@@ -74,6 +74,17 @@ def backend_names():
     return sorted(_BACKENDS)
 
 
+def snapshot():
+    """The registered backends as they stand, for ``restore`` (the playground puts them back after each script)."""
+    return dict(_BACKENDS)
+
+
+def restore(saved):
+    """Make the registered backends exactly those of ``saved``, a ``snapshot()``."""
+    _BACKENDS.clear()
+    _BACKENDS.update(saved)
+
+
 def executor_for(name, plan):
     try:
         factory = _BACKENDS[name]

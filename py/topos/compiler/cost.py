@@ -16,9 +16,9 @@ A primitive registered from outside may define ``cost(self, operand_metas,
 meta, attrs)`` returning ``(flops, bytes)`` to replace these defaults.
 """
 
-from ..model.tape import plural
 from ..ops import lookup
 from ..ops.registry import Meta
+from ..text import plural
 
 ITEM_BYTES = {"float32": 4, "float64": 8, "int32": 4}
 

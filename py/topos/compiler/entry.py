@@ -3,11 +3,17 @@
 ``network.entry([loss])`` names the readable values; ``.backward(loss, [w])``
 adds the gradients of a rank-0 target; ``.lower()`` schedules only the nodes
 those need. Entries are immutable: ``backward`` returns a new one.
+
+``Entry`` registers itself as what ``Network.entry`` makes
+(``topos.model.network.register_entry_class``): the model sits below the
+compiler and does not import it.
 """
 
 from ..errors import ArgumentError, ArgumentTypeError
-from ..model.tape import Node
-from .gradient import append_backward, check_backward
+from ..model.autodiff import check_backward
+from ..model.network import register_entry_class
+from ..model.nodes import Node
+from .gradient import append_backward
 from .plan import Plan
 
 
@@ -21,6 +27,7 @@ def _symbols(values, what):
     return [values]
 
 
+@register_entry_class
 class Entry:
     """Readable values of a network, and optionally the gradients of a target with respect to some nodes.
 
@@ -36,7 +43,7 @@ class Entry:
             self.target = network.index_of(target)
             symbols = network.parameter_symbols() if wrt is None else _symbols(wrt, "wrt")
             self.wrt = tuple(network.index_of(s) for s in symbols)
-            check_backward(network, self.target, self.wrt)
+            check_backward(network.nodes(), self.target, self.wrt)
 
     def backward(self, target, wrt=None):
         """A new entry that also reads d target / d each of ``wrt`` (default: every parameter)."""

@@ -11,11 +11,9 @@ gradients agree to the last bit.
 
 import numpy as np
 
-from ..errors import DtypeError
 from ..model.autodiff import Emitter, needed_nodes, reverse_scan
-from ..model.network import check_target, describe_node
-from ..model.tape import Node, Tape
-from ..tensor import FLOAT_DTYPES
+from ..model.nodes import Node
+from ..model.tape import Tape
 
 
 class GradientTape(Tape):
@@ -61,17 +59,6 @@ class GraphEmitter(Emitter):
     def constant(self, shape, dtype, value):
         payload = np.broadcast_to(np.array(value, dtype=dtype), shape)
         return self.tape.append_leaf(payload, self.source)
-
-
-def check_backward(network, target, wrt):
-    """Raise unless ``target`` is a rank-0 float node (``ShapeError``, ``DtypeError``) and every
-    ``wrt`` node holds floats (``DtypeError``); all of them are also ``ValueError``."""
-    nodes = network.nodes()
-    check_target(nodes[target])
-    for index in wrt:
-        if nodes[index].dtype not in FLOAT_DTYPES:
-            node = nodes[index]
-            raise DtypeError(f"no gradient with respect to {describe_node(node)}: it holds {node.dtype}")
 
 
 def append_backward(network, target, wrt):

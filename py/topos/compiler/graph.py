@@ -15,7 +15,8 @@ a value twice has two edges from it). ``to_dot()`` is the same graph for Graphvi
 import json
 
 from ..errors import ArgumentTypeError
-from ..ops.registry import format_shape
+from ..model.nodes import Node
+from ..text import format_shape
 
 
 def _json_value(value):
@@ -52,8 +53,6 @@ class Graph:
     @classmethod
     def from_nodes(cls, nodes):
         """The graph of recorded nodes (``tape.nodes()``, ``network.nodes()``) in their order."""
-        from ..model.tape import Node
-
         nodes = list(nodes)
         for node in nodes:
             if not isinstance(node, Node):

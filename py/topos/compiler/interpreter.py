@@ -7,9 +7,9 @@ counterpart of the plan's predicted peak, and the tests hold the two equal.
 
 import numpy as np
 
-from ..errors import FeedError
-from ..model.network import describe_node
-from ..tensor import Tensor
+from ..errors import FeedError, ShapeError, located
+from ..model.nodes import describe_node
+from ..tensor import Tensor, freeze, immutable
 from .backends import NumpyExecutor, executor_for
 
 
@@ -19,12 +19,13 @@ class PlanRun:
     ``of(symbol)`` reads a readable, ``gradient(symbol)`` the gradient of a node
     the entry asked about; ``backends`` maps each evaluated node's index to the
     backend that ran it; ``peak_elements`` and ``peak_node`` are the measured peak
-    of live elements and where it happened.
+    of live elements and where it happened. Every value it hands back is read-only,
+    as ``Run.values()`` is: writing into one cannot change what the run returns next.
     """
 
     def __init__(self, plan, values, backends, peak_elements, peak_node):
         self.plan = plan
-        self._values = values
+        self._values = {index: _read_only(values[index]) for index in plan.outputs if index in values}
         self.backends = backends
         self.peak_elements = peak_elements
         self.peak_node = peak_node
@@ -36,7 +37,7 @@ class PlanRun:
         if index not in self.plan.readables:
             node = self.plan.nodes[index]
             raise FeedError(f"{describe_node(node)} is not a readable of this plan")
-        return Tensor(self._values[index])
+        return Tensor(self._value(index))
 
     def gradient(self, symbol):
         """d target / d ``symbol``, for a node the entry's ``backward`` named, as a ``Tensor``."""
@@ -45,11 +46,33 @@ class PlanRun:
         if gradient is None:
             node = self.plan.nodes[index]
             raise FeedError(f"this plan has no gradient with respect to {describe_node(node)}")
-        return Tensor(self._values[gradient])
+        return Tensor(self._value(gradient))
 
     def outputs(self):
-        """The readables' values, then the gradients, in order (numpy arrays), as the emitters return them."""
-        return [self._values[index] for index in self.plan.outputs]
+        """The readables' values, then the gradients, in order (read-only numpy arrays), as the emitters return them."""
+        return [self._value(index) for index in self.plan.outputs]
+
+    def _value(self, index):
+        if index in self._values:
+            return self._values[index]
+        # A DeviceTrainer step keeps the gradients on the device and reads back only the readables.
+        nodes = self.plan.nodes
+        wrt = next((w for w, gradient in self.plan.gradients if gradient == index), None)
+        what = describe_node(nodes[index])
+        if wrt is not None:
+            what = f"the gradient with respect to {describe_node(nodes[wrt])}"
+        raise FeedError(f"this run did not read {what} back from its device (a DeviceTrainer step keeps it there)")
+
+
+def _read_only(value):
+    """``value`` as an array no one can write: a numpy scalar (a sum's result) becomes a rank-0 array.
+
+    Arrays the run made are read-only already and pass as they are; one that a
+    backend could still write (a buffer it reuses, say) is copied.
+    """
+    if isinstance(value, np.generic):
+        return freeze(np.array(value))
+    return immutable(value)
 
 
 def run_plan(plan, parameters, feeds, backend):
@@ -85,13 +108,18 @@ def run_plan(plan, parameters, feeds, backend):
                     ran_on[index] = "numpy"
                 else:
                     inputs = [values[j] for j in node.operands]
-                    value = executor.run(node, inputs)
-                    ran_on[index] = executor.name
-                    if value is None:
-                        if to_numpy is not None:
-                            inputs = [to_numpy(v) if j in on_device else v for j, v in zip(node.operands, inputs)]
-                        value = fallback.run(node, inputs)
-                        ran_on[index] = fallback.name
+                    try:
+                        value = executor.run(node, inputs)
+                        ran_on[index] = executor.name
+                        if value is None:
+                            if to_numpy is not None:
+                                inputs = [to_numpy(v) if j in on_device else v for j, v in zip(node.operands, inputs)]
+                            value = fallback.run(node, inputs)
+                            ran_on[index] = fallback.name
+                    except ShapeError as error:  # an index out of range, say: name the line that recorded the node
+                        raise located(error, node.source) from None
+                    if ran_on[index] == NumpyExecutor.name:
+                        freeze(value)  # made by this run and held by it alone, as Network.forward's values are
                     elif to_numpy is not None:
                         on_device.add(index)
                 values[index] = value

@@ -30,9 +30,9 @@ import weakref
 
 import numpy as np
 
-from ..model.tape import plural
+from ..errors import LoweringError
 from ..ops import lookup
-from ..ops.registry import format_shape
+from ..text import format_shape, plural
 from ..webgpu import launch as build
 from ..webgpu.launch import EXPRESSIONS, LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from ..webgpu.patterns import find_groups
@@ -44,6 +44,8 @@ MAX_ELEMENTS = (128 << 20) // 4
 #: Primitives that only re-view their operand's elements.
 VIEW_OPCODES = ("Broadcast", "Transpose", "Slice", "StopGradient")
 SOURCE_OPCODES = ("Parameter", "Input", "Leaf")
+#: The opcodes ``Selector.emit`` has a rule for, besides views and the elementwise expressions.
+EMITTED_OPCODES = ("Reshape", "Sum", "Max", "MatMul", "Take", "OneHot", "Pad", "Concatenate")
 
 
 def decline_reason(node, nodes):
@@ -68,6 +70,9 @@ def decline_reason(node, nodes):
         return f"a contracting axis longer than {16 * LOOP_LIMIT} (the kernels' loop limit)"
     if primitive.kernel == "elementwise" and node.opcode not in EXPRESSIONS:
         return f"no elementwise expression for {node.opcode}"
+    if node.opcode not in EXPRESSIONS and node.opcode not in VIEW_OPCODES + EMITTED_OPCODES:
+        # A registered primitive may name a family (kernel = "reduce") whose launches know nothing of it.
+        return f"no {primitive.kernel} kernel rule for {node.opcode}"
     return None
 
 
@@ -389,7 +394,8 @@ class Selector:
                 self.place(view, out.slice(start, (1,) * len(node.shape), view.shape), index)
                 offset += view.shape[axis]
         else:
-            raise AssertionError(f"kernel selection has no rule for {opcode}")
+            # decline_reason sends every opcode without a rule here to the host, so this is a bug in topos.
+            raise LoweringError(f"kernel selection has no rule for {opcode}", node=index, opcode=opcode)
         self.views[index] = out
 
 

@@ -13,10 +13,7 @@ data: ``stablehlo`` (``emit_stablehlo``), ``interpreter`` (``run``), ``cost``
 same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 """
 
-import importlib.util
-
-from ..errors import MissingRuleError
-from ..model.tape import plural
+from ..text import plural
 
 
 class Plan:
@@ -163,9 +160,7 @@ class Plan:
         return Graph.from_plan(self)
 
     def kernels(self):
-        """The kernel reading: WGSL launches (``topos.compiler.kernels``, when present)."""
-        if importlib.util.find_spec(f"{__package__}.kernels") is None:
-            raise MissingRuleError("the kernel reading (topos.compiler.kernels) is not part of this build")
+        """The kernel reading: WGSL launches (``topos.compiler.kernels``)."""
         from .kernels import kernel_reading
 
         return kernel_reading(self)

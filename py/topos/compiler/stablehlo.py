@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import LoweringError
 from ..ops import lookup
+from ..text import recorded_at
 
 ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "bool": "i1"}
 
@@ -238,7 +239,7 @@ class Lowering:
 
 
 def _lowering_error(node, reason):
-    where = f" (recorded at {node.source[0]}:{node.source[1]})" if node.source else ""
+    where = f" ({recorded_at(node.source)})" if node.source else ""
     return LoweringError(
         f"node {node.index} ({node.opcode}) cannot be lowered to StableHLO: {reason}{where}",
         node=node.index,

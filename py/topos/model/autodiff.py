@@ -4,12 +4,40 @@ Derivative rules are written against an *emitter*: an object that applies
 primitives to handles. ``EagerEmitter`` handles are numpy arrays, so a rule
 computes numbers (``Run.backward``); the compiler's graph emitter handles are
 node indices, so the same rule writes the backward as graph nodes. One rule,
-two readings, no drift between them.
+two readings, no drift between them. What a backward may start from and
+differentiate with respect to is checked here too, once for both
+(``check_backward``).
 """
 
 import numpy as np
 
+from ..dtypes import FLOAT_DTYPES
+from ..errors import DtypeError, ShapeError
 from ..ops import lookup
+from ..text import format_shape
+from .nodes import describe_node
+
+
+def check_backward(nodes, target, wrt=()):
+    """Raise unless a backward can run from node ``target`` with respect to the nodes ``wrt`` (indices).
+
+    The target must be rank 0 (``ShapeError`` otherwise) and floating point
+    (``DtypeError``), and so must every ``wrt`` node hold floats (``DtypeError``);
+    both errors are also ``ValueError``. ``Run.backward`` and the compiler's
+    ``entry.backward`` both check through here.
+    """
+    node = nodes[target]
+    if node.shape != ():
+        raise ShapeError(
+            f"backward needs a rank-0 target; {describe_node(node)} has shape {format_shape(node.shape)}",
+            shapes=[node.shape],
+        )
+    if node.dtype not in FLOAT_DTYPES:
+        raise DtypeError(f"backward needs a floating-point target; {describe_node(node)} is {node.dtype}")
+    for index in wrt:
+        node = nodes[index]
+        if node.dtype not in FLOAT_DTYPES:
+            raise DtypeError(f"no gradient with respect to {describe_node(node)}: it holds {node.dtype}")
 
 
 class Emitter:

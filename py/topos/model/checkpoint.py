@@ -6,6 +6,11 @@ temporary file in the target's directory, are flushed and fsynced, and only
 then replace the target with ``os.replace``. A failure at any point leaves the
 old file as it was and removes the temporary file.
 
+The formats know nodes, not networks: ``network.save``, ``parameters.save``,
+``Network.load`` and ``network.load_parameters`` (``topos.model.network``,
+which builds on this module) call the functions here and make the network or
+the table from what they read.
+
 Reading checks everything before it hands anything back: a truncated,
 corrupted or mismatched file raises ``CheckpointError`` naming the path and the
 cause, and nothing is loaded.
@@ -41,10 +46,13 @@ import re
 
 import numpy as np
 
+from ..dtypes import DTYPES, FLOAT_DTYPES
 from ..errors import CheckpointError
 from ..ops import lookup
-from ..ops.registry import Meta, Primitive, format_shape
-from ..tensor import DTYPES, FLOAT_DTYPES, frozen
+from ..ops.registry import Meta, Primitive
+from ..tensor import frozen
+from ..text import format_shape
+from .nodes import Node
 
 # Atomic writes ---------------------------------------------------------------------
 
@@ -275,10 +283,12 @@ def _tensor_info(name, info, fail):
     return dtype, tuple(shape), offsets[0], offsets[1]
 
 
-def load_parameters(network, path):
-    """Read a safetensors file into a ``Parameters`` table of ``network``, checking names, shapes and dtypes."""
-    from .network import Parameters
+def read_parameters(network, path):
+    """Read a safetensors file for ``network``'s parameters, checking names, shapes and dtypes.
 
+    Returns ``{parameter node index: array}``, the slots of a ``Parameters`` table
+    (``network.load_parameters`` makes the table).
+    """
     tensors, _ = read_safetensors(path)
     path = os.fspath(path)
     nodes = network.nodes()
@@ -304,7 +314,7 @@ def load_parameters(network, path):
             problems.append(f"tensor {name!r} matches no parameter of the network")
     if problems:
         raise CheckpointError(f"cannot load checkpoint {path} into this network: " + "; ".join(problems))
-    return Parameters(network, {node.index: tensors[name] for name, node in expected.items()})
+    return {node.index: tensors[name] for name, node in expected.items()}
 
 
 # The network spec as JSON ------------------------------------------------------------------
@@ -314,7 +324,10 @@ NETWORK_VERSION = 1
 
 
 def encode_attr(value):
-    """An attribute value as JSON, keeping tuples, dicts and non-finite floats distinguishable."""
+    """An attribute value as JSON, keeping tuples, dicts and non-finite floats distinguishable.
+
+    A value of any other type raises ``CheckpointError``.
+    """
     if isinstance(value, np.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, int, str)):
@@ -327,11 +340,11 @@ def encode_attr(value):
         return [encode_attr(v) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: encode_attr(v) for k, v in value.items()}}
-    raise TypeError(f"an attribute of type {type(value).__name__} cannot be saved")
+    raise CheckpointError(f"an attribute of type {type(value).__name__} cannot be saved")
 
 
 def decode_attr(value):
-    """The inverse of ``encode_attr``; raises ``ValueError`` on anything it would not write."""
+    """The inverse of ``encode_attr``; raises ``CheckpointError`` on anything it would not write."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, list):
@@ -344,13 +357,13 @@ def decode_attr(value):
             return {k: decode_attr(v) for k, v in body.items()}
         if tag == "float" and body in ("nan", "inf", "-inf"):
             return float(body)
-    raise ValueError(f"unrecognised attribute encoding {value!r}")
+    raise CheckpointError(f"unrecognised attribute encoding {value!r}")
 
 
 def _encode_node(node, path):
     try:
         attrs = {key: encode_attr(value) for key, value in node.attrs.items()}
-    except TypeError as error:
+    except CheckpointError as error:
         raise CheckpointError(f"cannot write {path}: node {node.index} ({node.opcode}): {error}") from None
     payload = None
     if node.payload is not None:
@@ -400,10 +413,11 @@ def _nesting_depth(text):
     return int(np.cumsum(steps).max())
 
 
-def load_network(path):
-    """Read a spec written by ``save_network`` into a new ``Network``, checking every node."""
-    from .tape import Tape
+def read_network(path):
+    """Read a spec written by ``save_network``, checking every node; returns ``(dtype, nodes)``.
 
+    ``Network.load`` seals them into a new network.
+    """
     path, data = _read_file(path, "network")
 
     def fail(cause):
@@ -440,14 +454,15 @@ def load_network(path):
     for position, entry in enumerate(entries):
         try:
             node = _decode_node(position, entry, nodes)
-        except (ValueError, TypeError) as error:
+        except (CheckpointError, ValueError, TypeError) as error:
+            # The entry's own fault (a CheckpointError naming it), or one no check foresaw: either way the file's.
             fail(f"{_node_label(position, entry)}: {error}")
         if node.opcode == "Parameter":
             if node.name in names:
                 fail(f"node {position} (Parameter): a second parameter named {node.name!r}")
             names.add(node.name)
         nodes.append(node)
-    return Tape(dtype, _nodes=nodes).seal()
+    return dtype, nodes
 
 
 def _node_label(position, entry):
@@ -460,73 +475,75 @@ _NODE_KEYS = ("index", "opcode", "operands", "shape", "dtype", "attrs", "name", 
 
 
 def _decode_node(position, entry, earlier):
-    """One node from its JSON entry, checked against the nodes before it; raises ``ValueError``."""
-    from .tape import Node
+    """One node from its JSON entry, checked against the nodes before it.
 
+    Raises ``CheckpointError`` naming what is wrong with the entry; ``read_network``
+    adds the file and the node to the message.
+    """
     if not isinstance(entry, dict):
-        raise ValueError("the entry is not an object")
+        raise CheckpointError("the entry is not an object")
     missing = [key for key in _NODE_KEYS if key not in entry]
     if missing:
-        raise ValueError(f"the entry has no {', '.join(repr(k) for k in missing)}")
+        raise CheckpointError(f"the entry has no {', '.join(repr(k) for k in missing)}")
     if not _is_count(entry["index"]) or entry["index"] != position:
-        raise ValueError(f"the entry says index {entry['index']!r}")
+        raise CheckpointError(f"the entry says index {entry['index']!r}")
     opcode = entry["opcode"]
     if not isinstance(opcode, str):
-        raise ValueError(f"malformed opcode {opcode!r}")
+        raise CheckpointError(f"malformed opcode {opcode!r}")
     try:
         primitive = lookup(opcode)
     except KeyError as error:
-        raise ValueError(error.args[0]) from None
+        raise CheckpointError(error.args[0]) from None
     shape, dtype = entry["shape"], entry["dtype"]
     if not isinstance(shape, list) or not all(_is_count(d) for d in shape):
-        raise ValueError(f"malformed shape {shape!r}")
+        raise CheckpointError(f"malformed shape {shape!r}")
     if dtype not in DTYPES:
-        raise ValueError(f"unsupported dtype {dtype!r}")
+        raise CheckpointError(f"unsupported dtype {dtype!r}")
     operands = entry["operands"]
     if not isinstance(operands, list) or not all(_is_count(i) and i < position for i in operands):
-        raise ValueError(f"operands {operands!r} must name earlier nodes")
+        raise CheckpointError(f"operands {operands!r} must name earlier nodes")
     if not isinstance(entry["attrs"], dict):
-        raise ValueError("attrs is not an object")
+        raise CheckpointError("attrs is not an object")
     attrs = {}
     for key, value in entry["attrs"].items():
         try:
             attrs[key] = decode_attr(value)
-        except ValueError as error:
-            raise ValueError(f"attribute {key!r}: {error}") from None
+        except CheckpointError as error:
+            raise CheckpointError(f"attribute {key!r}: {error}") from None
     name = entry["name"]
     if name is not None and not isinstance(name, str):
-        raise ValueError(f"malformed name {name!r}")
+        raise CheckpointError(f"malformed name {name!r}")
     source = entry["source"]
     if source is not None:
         if not (isinstance(source, list) and len(source) == 2 and isinstance(source[0], str) and _is_count(source[1])):
-            raise ValueError(f"malformed source {source!r}")
+            raise CheckpointError(f"malformed source {source!r}")
         source = (source[0], source[1])
     shape = tuple(shape)
 
     if primitive.is_source:
         if operands or attrs:
-            raise ValueError(f"a {opcode} has no operands or attributes")
+            raise CheckpointError(f"a {opcode} has no operands or attributes")
         if opcode == "Parameter" and name is None:
-            raise ValueError("a parameter needs a name")
+            raise CheckpointError("a parameter needs a name")
         payload = _decode_payload(entry["payload"], shape, dtype)
         return Node(position, opcode, (), shape, dtype, {}, payload=payload, name=name, source=source)
 
     if entry["payload"] is not None:
-        raise ValueError(f"a {opcode} node has no payload")
+        raise CheckpointError(f"a {opcode} node has no payload")
     # Re-derive the node's meta from its operands: a file edited by hand or corrupted
     # in a way JSON does not notice must not give a network whose shapes lie.
     if primitive.arity is not None and len(operands) != primitive.arity:
-        raise ValueError(f"{opcode} takes {primitive.arity} operands, the entry has {len(operands)}")
+        raise CheckpointError(f"{opcode} takes {primitive.arity} operands, the entry has {len(operands)}")
     metas = [earlier[i].meta for i in operands]
     attrs = _checked_attributes(primitive, metas, attrs)
     try:
         inferred = primitive.infer(metas, attrs)
     except Exception as error:  # noqa: BLE001  (any rule failure means the entry is inconsistent)
-        raise ValueError(
+        raise CheckpointError(
             f"{opcode} does not accept operands {format_shape(operands)} with {_attribute_names(attrs)} ({error})"
         ) from None
     if inferred != Meta(shape, dtype):
-        raise ValueError(
+        raise CheckpointError(
             f"{opcode} gives {format_shape(inferred.shape)} {inferred.dtype}, "
             f"the entry says {format_shape(shape)} {dtype}"
         )
@@ -649,7 +666,7 @@ def is_builtin(primitive):
 
 
 def _checked_attributes(primitive, metas, attrs):
-    """The node's attributes once they are exactly what recording gives; raises ``ValueError`` naming the attribute.
+    """The node's attributes once they are exactly what recording gives, or ``CheckpointError`` naming the attribute.
 
     ``attrs`` are the decoded attributes of a file's entry and ``metas`` its operands'
     metas. Returns what the primitive's ``normalize`` returns (equal to ``attrs``).
@@ -659,28 +676,30 @@ def _checked_attributes(primitive, metas, attrs):
         expected = BUILTIN_ATTRIBUTES.get(opcode, {})
         for key in attrs:
             if key not in expected:
-                raise ValueError(f"attribute {key!r}: {opcode} has no attribute of that name")
+                raise CheckpointError(f"attribute {key!r}: {opcode} has no attribute of that name")
         for key, check in expected.items():
             if key not in attrs:
-                raise ValueError(f"attribute {key!r} is missing")
+                raise CheckpointError(f"attribute {key!r} is missing")
             problem = check(attrs[key], metas)
             if problem:
-                raise ValueError(f"attribute {key!r}: {problem}; the file has {attrs[key]!r}")
+                raise CheckpointError(f"attribute {key!r}: {problem}; the file has {attrs[key]!r}")
     try:
         normal = primitive.normalize(metas, dict(attrs))
     except KeyError as error:
-        raise ValueError(f"attribute {error.args[0]!r} is missing") from None
+        raise CheckpointError(f"attribute {error.args[0]!r} is missing") from None
     except Exception as error:  # noqa: BLE001  (a user's normalize may raise anything)
-        raise ValueError(f"{opcode} does not accept {_attribute_names(attrs)} ({error})") from None
+        raise CheckpointError(f"{opcode} does not accept {_attribute_names(attrs)} ({error})") from None
     if not isinstance(normal, dict):
-        raise ValueError(f"{opcode}'s normalize returned {type(normal).__name__}, not a dict of attributes")
+        raise CheckpointError(f"{opcode}'s normalize returned {type(normal).__name__}, not a dict of attributes")
     for key in [*attrs, *(key for key in normal if key not in attrs)]:
         if key not in normal:
-            raise ValueError(f"attribute {key!r}: {opcode} has no attribute of that name")
+            raise CheckpointError(f"attribute {key!r}: {opcode} has no attribute of that name")
         if key not in attrs:
-            raise ValueError(f"attribute {key!r} is missing (recording gives {normal[key]!r})")
+            raise CheckpointError(f"attribute {key!r} is missing (recording gives {normal[key]!r})")
         if not _same_attribute(attrs[key], normal[key]):
-            raise ValueError(f"attribute {key!r}: the file has {attrs[key]!r}, where recording gives {normal[key]!r}")
+            raise CheckpointError(
+                f"attribute {key!r}: the file has {attrs[key]!r}, where recording gives {normal[key]!r}"
+            )
     return normal
 
 
@@ -688,7 +707,7 @@ def _same_attribute(first, second):
     """Whether two attribute values are the same value of the same types (1 is not True, 1.0 or (1,))."""
     try:
         return json.dumps(encode_attr(first), sort_keys=True) == json.dumps(encode_attr(second), sort_keys=True)
-    except TypeError:
+    except CheckpointError:
         return False
 
 
@@ -701,14 +720,14 @@ def _attribute_names(attrs):
 
 def _decode_payload(text, shape, dtype):
     if not isinstance(text, str):
-        raise ValueError("a source node needs its payload (base64 text)")
+        raise CheckpointError("a source node needs its payload (base64 text)")
     try:
         raw = base64.b64decode(text.encode("ascii"), validate=True)
     except (ValueError, UnicodeEncodeError):
-        raise ValueError("the payload is not valid base64") from None
+        raise CheckpointError("the payload is not valid base64") from None
     numpy_dtype = np.dtype(dtype)
     expected = math.prod(shape) * numpy_dtype.itemsize
     if len(raw) != expected:
-        raise ValueError(f"the payload has {len(raw)} bytes, {dtype} {format_shape(shape)} needs {expected}")
+        raise CheckpointError(f"the payload has {len(raw)} bytes, {dtype} {format_shape(shape)} needs {expected}")
     array = np.frombuffer(raw, dtype=numpy_dtype.newbyteorder("<")).reshape(shape)
     return frozen(array.astype(numpy_dtype, copy=False))

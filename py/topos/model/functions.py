@@ -4,6 +4,7 @@ Primitives are recorded through ``tape.apply``; binary and ternary operations
 broadcast their operands numpy's way, each broadcast recorded as its own
 ``Broadcast`` node. Composites (softmax, layer_norm, cross_entropy, attention)
 are written here from primitives and need no derivative rule of their own.
+``Value``'s operators and methods (``topos.model.value_methods``) call these.
 """
 
 import builtins
@@ -15,10 +16,12 @@ import numbers
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError, IndexingError, RecordingError, ShapeError
-from ..ops.registry import axis_index, axis_tuple, format_shape
+from ..ops.registry import axis_index, axis_tuple
 from ..ops.shape import reshape_target
 from ..tensor import Tensor
-from .tape import Tape, user_source
+from ..text import format_shape
+from .nodes import user_source
+from .tape import Tape
 from .value import Value
 
 # Operands ----------------------------------------------------------------------

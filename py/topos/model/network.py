@@ -3,32 +3,45 @@
 ``Network`` is immutable and holds no run state, so any number of threads may
 ``forward`` one network at once. ``Parameters``, ``Run``, ``Field`` and
 ``Gradients`` are values: nothing here mutates after construction.
+
+This module builds on the tape (``reopen``, ``load``) and the checkpoint formats
+(``save``, ``load``, ``load_parameters``); the tape's ``seal`` makes a ``Network``
+through ``register_network_class``. The compiler builds on this module, so the
+``Entry`` that ``network.entry`` makes is registered here by the compiler
+(``register_entry_class``) rather than imported.
 """
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ArgumentError, ArgumentTypeError, DtypeError, FeedError, IndexingError, ShapeError
+from ..dtypes import FLOAT_DTYPES
+from ..errors import ArgumentError, ArgumentTypeError, FeedError, IndexingError, ShapeError, located
 from ..ops import lookup
-from ..ops.registry import format_shape
-from ..tensor import FLOAT_DTYPES, Tensor, freeze, frozen, immutable, int32_problem, numeric_array
-from .autodiff import EagerEmitter, ancestors, needed_nodes, reverse_scan
-from .tape import Tape, describe_nodes
+from ..tensor import Tensor, freeze, frozen, immutable, int32_problem, numeric_array
+from ..text import format_shape
+from .autodiff import EagerEmitter, ancestors, check_backward, needed_nodes, reverse_scan
+from .checkpoint import read_network, read_parameters, save_network, save_parameters
+from .nodes import Symbol, describe_node, describe_nodes
+from .tape import Tape, register_network_class
 from .value import Value
 
+# What ``Network.entry`` makes ---------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Symbol:
-    """Names one node of one network (and of the networks reopened from it)."""
+_entry_class = None
 
-    lineage: int
-    index: int
 
-    def __repr__(self):
-        return f"Symbol({self.index})"
+def register_entry_class(entry_class):
+    """Class decorator: ``network.entry(readables)`` returns ``entry_class(network, readables)`` from now on.
+
+    ``topos.compiler.entry.Entry`` registers itself so: the compiler builds on
+    this module, which therefore cannot import it. Importing ``topos`` (or any
+    of its modules) imports the compiler, so the entry is always registered.
+    """
+    global _entry_class
+    _entry_class = entry_class
+    return entry_class
 
 
 def related_networks(a, b):
@@ -36,13 +49,7 @@ def related_networks(a, b):
     return a is b or set(a.lineages) <= set(b.lineages) or set(b.lineages) <= set(a.lineages)
 
 
-def describe_node(node):
-    """How errors name a node: opcode, index, name and the line that recorded it."""
-    name = f" {node.name!r}" if node.name else ""
-    where = f" (recorded at {node.source[0]}:{node.source[1]})" if node.source else ""
-    return f"{node.opcode.lower()} {node.index}{name}{where}"
-
-
+@register_network_class
 class Network:
     """A sealed tape: the spec every reading reads."""
 
@@ -178,14 +185,10 @@ class Network:
         ``TypeError``). ``network.entry([loss]).backward(loss).lower()`` gives a
         ``Plan`` that reads the loss and its gradient with respect to every parameter.
         """
-        from ..compiler.entry import Entry
-
-        return Entry(self, readables)
+        return _entry_class(self, readables)
 
     def save(self, path):
         """Write the spec (nodes, payloads, sources) as versioned JSON, atomically."""
-        from .checkpoint import save_network
-
         save_network(self, path)
 
     @classmethod
@@ -197,15 +200,12 @@ class Network:
         or ``symbol(index)``). Every opcode it uses must be registered. Raises
         ``CheckpointError`` naming the file and the cause.
         """
-        from .checkpoint import load_network
-
-        return load_network(path)
+        dtype, nodes = read_network(path)
+        return Tape(dtype, _nodes=nodes).seal()
 
     def load_parameters(self, path):
         """Read a safetensors checkpoint into a ``Parameters`` table of this network."""
-        from .checkpoint import load_parameters
-
-        return load_parameters(self, path)
+        return Parameters(self, read_parameters(self, path))
 
 
 def convert_payload(value, node, error_class, what, dtype=None):
@@ -249,8 +249,12 @@ def evaluate(nodes, parameter_slots, feeds):
                 values[node.index] = node.payload
             else:
                 inputs = [values[j] for j in node.operands]
+                try:
+                    value = lookup(opcode).forward(inputs, node.attrs)
+                except ShapeError as error:  # an index out of range, say: name the line that recorded the node
+                    raise located(error, node.source) from None
                 # Made by this run and held by it alone: read-only in place, so a caller cannot change a run.
-                values[node.index] = freeze(lookup(opcode).forward(inputs, node.attrs))
+                values[node.index] = freeze(value)
     return values
 
 
@@ -373,8 +377,6 @@ class Parameters(SlotTable):
 
     def save(self, path):
         """Write a safetensors file, one tensor per parameter, named as recorded; atomic."""
-        from .checkpoint import save_parameters
-
         save_parameters(self, path)
 
 
@@ -404,18 +406,6 @@ class Gradients(SlotTable):
         return Gradients._made_here(self.network, {i: freeze(a * a.dtype.type(factor)) for i, a in self.slots.items()})
 
 
-def check_target(node):
-    """Raise unless ``node`` can be the target of a backward: ``ShapeError`` if it is not
-    rank 0, ``DtypeError`` if it is not floating point (both also ``ValueError``)."""
-    if node.shape != ():
-        raise ShapeError(
-            f"backward needs a rank-0 target; {describe_node(node)} has shape {format_shape(node.shape)}",
-            shapes=[node.shape],
-        )
-    if node.dtype not in FLOAT_DTYPES:
-        raise DtypeError(f"backward needs a floating-point target; {describe_node(node)} is {node.dtype}")
-
-
 class Run:
     """The values of one forward evaluation."""
 
@@ -438,8 +428,7 @@ class Run:
     def backward(self, target):
         """The reverse scan from a rank-0 ``target``; returns a ``Field`` (a gradient per node)."""
         index = self.network.index_of(target)
-        node = self.network.nodes()[index]
-        check_target(node)
+        check_backward(self.network.nodes(), index)
         return Field(self, index)
 
 

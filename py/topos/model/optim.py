@@ -27,9 +27,10 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError, DtypeError, FeedError, ShapeError
-from ..ops.registry import format_shape
 from ..tensor import freeze, frozen
-from .network import Gradients, Parameters, convert_payload, describe_node, related_networks
+from ..text import format_shape, plural
+from .network import Gradients, Parameters, convert_payload, related_networks
+from .nodes import describe_node
 
 __all__ = [
     "SGD", "Adam", "AdamW", "Optimizer", "OptimizerState", "SGDSlot", "AdamSlot", "clip_by_global_norm",
@@ -83,7 +84,7 @@ class OptimizerState:
         slots = len(self.slots)
         return (
             f"<OptimizerState of {type(self.optimizer).__name__}: "
-            f"{slots} slot{'' if slots == 1 else 's'}, {self.steps} step{'' if self.steps == 1 else 's'}>"
+            f"{plural(slots, 'slot')}, {plural(self.steps, 'step')}>"
         )
 
 

@@ -3,128 +3,78 @@
 Every expression over a ``Value`` appends one ``Node`` (opcode, operands,
 shape), checked at the line that records it. Nodes remember that line, so every
 reading can point back into the user's code.
+
+Two hooks keep this module below the ones that build on it:
+
+- ``observe(observer)`` tells a ``TapeObserver`` of every tape made, sealed and
+  recorded while a ``with`` block runs (the playground watches a script so, as
+  ``show.capture`` collects its cards);
+- ``seal`` returns a ``topos.model.network.Network``, a module that builds on
+  this one (a network reopens into a tape), so ``Network`` registers itself here
+  with ``register_network_class`` rather than being imported.
 """
 
 import itertools
-import os
-import sys
+from contextlib import contextmanager
 
 import numpy as np
 
+from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from ..errors import ArgumentError, ArgumentTypeError, FeedError, RecordingError, SealedTapeError, ShapeError
 from ..ops import lookup
-from ..ops.registry import Meta, format_shape
-from ..tensor import FLOAT_DTYPES, canonical_dtype, freeze, int32_problem, numeric_array
+from ..tensor import freeze, int32_problem, numeric_array
+from .nodes import Node, Symbol, describe_nodes, user_source
+from .value import Value
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 _LINEAGE_IDS = itertools.count(1)
-_INSIDE_PACKAGE = {}  # code filename -> whether it is a file of this package (a cache)
 
 
-def _inside_package(filename):
-    # Code filenames are spelled as the module was found on sys.path, which may hold
-    # "..", a symlink or a relative path; compare real paths, once per filename.
-    inside = _INSIDE_PACKAGE.get(filename)
-    if inside is None:
-        inside = os.path.realpath(filename).startswith(_PACKAGE_DIR)
-        _INSIDE_PACKAGE[filename] = inside
-    return inside
+# Watching tapes ---------------------------------------------------------------------------
 
 
-def user_source():
-    """(filename, line) of the innermost caller outside the topos package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _inside_package(filename):
-            return (filename, frame.f_lineno)
-        frame = frame.f_back
-    return ("<unknown>", 0)
+class TapeObserver:
+    """What ``observe`` reports to. Each method is called after its event; override those you need."""
+
+    def made(self, tape):
+        """``tape`` was made: ``Tape(...)``, ``Tape.record``, ``network.reopen()``, a compiler's gradient tape."""
+
+    def sealed(self, tape, network):
+        """``tape`` was sealed into ``network``."""
+
+    def recorded(self, network, symbols):
+        """``Tape.record`` sealed ``network`` and turned what its function returned into ``symbols``."""
 
 
-class Node:
-    """One recorded operation. Nodes are never changed after recording."""
-
-    __slots__ = ("index", "opcode", "operands", "shape", "dtype", "attrs", "payload", "name", "source")
-
-    def __init__(self, index, opcode, operands, shape, dtype, attrs, payload=None, name=None, source=None):
-        self.index = index
-        self.opcode = opcode
-        self.operands = tuple(operands)
-        self.shape = tuple(shape)
-        self.dtype = dtype
-        self.attrs = attrs
-        self.payload = payload
-        self.name = name
-        self.source = source
-
-    @property
-    def meta(self):
-        """The node's ``Meta``: its shape and dtype, as ``Primitive.infer`` sees an operand."""
-        return Meta(self.shape, self.dtype)
-
-    @property
-    def size(self):
-        """The number of elements: the product of ``shape`` (1 for rank 0)."""
-        size = 1
-        for extent in self.shape:
-            size *= extent
-        return size
-
-    @property
-    def is_source(self):
-        """Whether the node is a ``Parameter``, an ``Input`` or a ``Leaf``: it holds a payload and has no operands."""
-        return self.opcode in ("Parameter", "Input", "Leaf")
-
-    def describe_row(self, shape_width=0):
-        """The row of ``describe()``: index, opcode, operands, shape (padded), attributes."""
-        operands = ", ".join(str(i) for i in self.operands)
-        shape = format_shape(self.shape)
-        if shape_width:
-            shape = f"{shape:<{shape_width}}"
-        row = f"{self.index:>4}  {self.opcode:<15}{operands:<19}{shape}"
-        return row
-
-    def attrs_text(self):
-        """The attributes as ``describe()`` prints them: space-separated ``key=repr(value)`` pairs.
-
-        For a ``Sum`` over axis 1: ``axes=(1,) keepdims=False``; for a node without attributes, ``""``.
-        """
-        return " ".join(f"{key}={value!r}" for key, value in self.attrs.items())
-
-    def __repr__(self):
-        return f"Node({self.describe_row()})"
+_observers = []
 
 
-def plural(count, singular, plural_form=None):
-    word = singular if count == 1 else (plural_form or singular + "s")
-    return f"{count} {word}"
+@contextmanager
+def observe(observer):
+    """Report every tape made, sealed and recorded inside the ``with`` block to ``observer``, a ``TapeObserver``.
+
+    Observers nest: each one active is told of every event, in the order they began.
+    """
+    _observers.append(observer)
+    try:
+        yield observer
+    finally:
+        _observers.remove(observer)
 
 
-def tape_summary(nodes):
-    counts = {"Parameter": 0, "Input": 0, "Leaf": 0}
-    for node in nodes:
-        if node.opcode in counts:
-            counts[node.opcode] += 1
-    parts = [
-        plural(len(nodes), "node"),
-        plural(counts["Parameter"], "parameter"),
-        plural(counts["Input"], "input"),
-    ]
-    if counts["Leaf"]:
-        parts.append(plural(counts["Leaf"], "leaf", "leaves"))
-    return "tape: " + ", ".join(parts)
+# What a tape seals into --------------------------------------------------------------------
+
+_network_class = None
 
 
-def describe_nodes(nodes):
-    lines = []
-    for node in nodes:
-        row = node.describe_row()
-        if node.attrs and not node.is_source:
-            row += "  " + node.attrs_text()
-        lines.append(row)
-    lines.append(tape_summary(nodes))
-    return "\n".join(lines)
+def register_network_class(network_class):
+    """Class decorator: ``Tape.seal`` returns ``network_class(nodes, dtype, lineages)`` from now on.
+
+    ``topos.model.network.Network`` registers itself when it is defined, which
+    importing ``topos`` (or any of its modules) always does first.
+    """
+    global _network_class
+    _network_class = network_class
+    return network_class
 
 
 class Tape:
@@ -136,6 +86,8 @@ class Tape:
         self._sealed = False
         self.lineages = tuple(_parent_lineages) + (next(_LINEAGE_IDS),)
         self._names = {node.name for node in self._nodes if node.name}
+        for observer in _observers:
+            observer.made(self)
 
     # Sources ------------------------------------------------------------
     def parameter(self, value, name=None, dtype=None):
@@ -157,8 +109,6 @@ class Tape:
         into values, so more can be recorded on top of its nodes. A symbol of an
         unrelated network raises ``FeedError``.
         """
-        from .network import Symbol
-
         if not isinstance(symbol, Symbol):
             raise ArgumentTypeError(f"value() takes a Symbol, got {type(symbol).__name__}")
         if symbol.lineage not in self.lineages:
@@ -246,11 +196,12 @@ class Tape:
     # Sealing --------------------------------------------------------------
     def seal(self):
         """Seal the tape into an immutable ``Network``; the tape records no more."""
-        from .network import Network
-
         self._check_open()
         self._sealed = True
-        return Network(tuple(self._nodes), self.dtype, self.lineages)
+        network = _network_class(tuple(self._nodes), self.dtype, self.lineages)
+        for observer in _observers:
+            observer.sealed(self, network)
+        return network
 
     @classmethod
     def record(cls, fn, dtype="float64"):
@@ -263,7 +214,10 @@ class Tape:
         tape = cls(dtype)
         returned = fn(tape)
         network = tape.seal()
-        return network, detach(returned)
+        symbols = detach(returned)
+        for observer in _observers:
+            observer.recorded(network, symbols)
+        return network, symbols
 
 
 #: How deeply ``detach`` follows nested lists and tuples (a deeper nesting is a mistake, not a model).
@@ -276,8 +230,6 @@ def detach(values):
 
 
 def _detach(values, depth):
-    from .network import Symbol
-
     if isinstance(values, Value):
         return Symbol(values.tape.lineages[-1], values.index)
     if isinstance(values, Symbol):
@@ -289,6 +241,3 @@ def _detach(values, depth):
     if values is None:
         return None
     raise ArgumentTypeError(f"detach() takes recorded values, got {type(values).__name__}")
-
-
-from .value import Value  # noqa: E402  (Value and Tape refer to each other)

@@ -1,11 +1,16 @@
 """``Value``: a recorded node seen from the tape that holds it.
 
 Operators and methods read like numpy; each appends nodes through
-``topos.model.functions`` (where the broadcasting rules live).
+``topos.model.functions`` (where the broadcasting rules live). That module
+builds on this one (it checks its operands against ``Value`` and returns new
+ones), so the operators and methods are not written here: as JAX attaches its
+array methods from ``jax/_src/numpy/array_methods.py``, ``topos.model.value_methods``
+sets them on ``Value`` when ``topos.model`` is imported, and every import of
+topos imports it first.
 """
 
 from ..errors import ArgumentTypeError
-from ..ops.registry import format_shape
+from ..text import format_shape
 
 
 class Value:
@@ -54,162 +59,3 @@ class Value:
         if not self.shape:
             raise ArgumentTypeError("len() of a rank-0 value")
         return self.shape[0]
-
-    # Arithmetic ------------------------------------------------------------
-    def __add__(self, other):
-        return F.add(self, other)
-
-    def __radd__(self, other):
-        return F.add(other, self)
-
-    def __sub__(self, other):
-        return F.sub(self, other)
-
-    def __rsub__(self, other):
-        return F.sub(other, self)
-
-    def __mul__(self, other):
-        return F.mul(self, other)
-
-    def __rmul__(self, other):
-        return F.mul(other, self)
-
-    def __truediv__(self, other):
-        return F.div(self, other)
-
-    def __rtruediv__(self, other):
-        return F.div(other, self)
-
-    def __pow__(self, other):
-        return F.power(self, other)
-
-    def __rpow__(self, other):
-        return F.power(other, self)
-
-    def __matmul__(self, other):
-        return F.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return F.matmul(other, self)
-
-    def __neg__(self):
-        return F.neg(self)
-
-    def __pos__(self):
-        return self
-
-    def __getitem__(self, index):
-        return F.getitem(self, index)
-
-    # Methods -----------------------------------------------------------------
-    def exp(self):
-        """e to the power of each element (records ``Exp``)."""
-        return F.exp(self)
-
-    def log(self):
-        """The natural logarithm of each element (records ``Log``)."""
-        return F.log(self)
-
-    def sqrt(self):
-        """The square root of each element (records ``Sqrt``)."""
-        return F.sqrt(self)
-
-    def rsqrt(self):
-        """``1 / sqrt(x)`` of each element (records ``Rsqrt``)."""
-        return F.rsqrt(self)
-
-    def tanh(self):
-        """The hyperbolic tangent of each element (records ``Tanh``)."""
-        return F.tanh(self)
-
-    def sigmoid(self):
-        """``1 / (1 + exp(-x))`` of each element (records ``Sigmoid``)."""
-        return F.sigmoid(self)
-
-    def relu(self):
-        """``max(x, 0)`` of each element (records ``Relu``; its derivative at 0 is 0)."""
-        return F.relu(self)
-
-    def gelu(self):
-        """GELU of each element, in its tanh form (PyTorch's ``approximate="tanh"``; records ``Gelu``)."""
-        return F.gelu(self)
-
-    def sum(self, axis=None, keepdims=False):
-        """The sum over ``axis`` (an int, a tuple of ints, or None for every axis), as ``numpy.sum`` (records ``Sum``).
-
-        ``keepdims=True`` keeps the summed axes with length 1. A repeated axis
-        raises ``ShapeError``, an out-of-range one ``AxisError`` (a ``ShapeError``
-        naming the axis and the shape). Over an empty axis the sum is 0.
-        """
-        return F.sum(self, axis, keepdims)
-
-    def mean(self, axis=None, keepdims=False):
-        """The mean over ``axis``, as ``numpy.mean`` (records ``Sum``, then ``Div`` by the count, a ``Leaf``)."""
-        return F.mean(self, axis, keepdims)
-
-    def max(self, axis=None, keepdims=False):
-        """The largest element over ``axis``, as ``numpy.max`` (records ``Max``); over an empty axis, -inf."""
-        return F.max(self, axis, keepdims)
-
-    def min(self, axis=None, keepdims=False):
-        """The smallest element over ``axis``, as ``numpy.min`` (recorded as ``Neg``, ``Max``, ``Neg``)."""
-        return F.min(self, axis, keepdims)
-
-    def var(self, axis=None, keepdims=False):
-        """The biased variance over ``axis`` (divides by n, as ``numpy.var`` and layer norm do).
-
-        Recorded as ``mean((x - m) * (x - m), axis)`` with ``m = mean(x, axis, keepdims=True)``.
-        """
-        return F.var(self, axis, keepdims)
-
-    def reshape(self, *shape):
-        """The same elements in row-major order in a new shape (records ``Reshape``; nothing if unchanged).
-
-        The shape is given as ints or as one tuple: ``x.reshape(3, 2)`` or
-        ``x.reshape((3, 2))``; one extent may be ``-1``, inferred from the size.
-        A shape of another size raises ``ShapeError``.
-        """
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return F.reshape(self, shape)
-
-    def transpose(self, *axes):
-        """The axes permuted, as ``numpy.transpose`` (records ``Transpose``; nothing for the identity).
-
-        ``axes`` are ints or one tuple; none reverses the axes. Result axis ``i``
-        is operand axis ``axes[i]``.
-        """
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return F.transpose(self, axes or None)
-
-    def permute(self, *axes):
-        """The same as ``transpose(*axes)`` (PyTorch's name; records ``Transpose``)."""
-        return self.transpose(*axes)
-
-    @property
-    def T(self):
-        """The axes reversed, as numpy's ``.T`` (records ``Transpose``; nothing for rank 0 or 1)."""
-        return F.transpose(self, None)
-
-    def broadcast_to(self, shape):
-        """The value broadcast to ``shape`` by numpy's rules (records ``Broadcast``; nothing if the shape matches)."""
-        return F.broadcast_to(self, shape)
-
-    def expand_dims(self, axis):
-        """A new axis of length 1 at ``axis``, as ``numpy.expand_dims`` (records ``Reshape``).
-
-        An axis out of range for the new rank raises ``AxisError``.
-        """
-        return F.expand_dims(self, axis)
-
-    def squeeze(self, axis=None):
-        """Axes of length 1 removed: all of them, or those in ``axis`` (records ``Reshape``; nothing if none).
-
-        Naming an axis whose length is not 1 raises ``ShapeError``; an axis out
-        of range raises ``AxisError``, never wrapped modulo the rank.
-        """
-        return F.squeeze(self, axis)
-
-
-from . import functions as F  # noqa: E402  (functions builds on Value)

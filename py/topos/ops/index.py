@@ -4,13 +4,39 @@ transpose, and one-hot encoding. Index operands have dtype int32."""
 import numpy as np
 
 from ..errors import IndexingError
-from ..tensor import FLOAT_DTYPES, canonical_dtype
-from .registry import Meta, Primitive, axis_index, format_shape, integer_attr, register
+from ..dtypes import FLOAT_DTYPES, canonical_dtype
+from ..text import format_shape
+from .registry import Meta, Primitive, axis_index, integer_attr, register
 
 
 def _require_indices(primitive, metas, meta):
     if meta.dtype != "int32":
         primitive.fail(f"indices must be int32, got {meta.dtype}", metas)
+
+
+def check_indices(primitive, indices, shapes, attrs):
+    """Refuse an index outside the range it addresses, naming the first such index, where it is, and the range.
+
+    ``primitive`` (Take, ScatterAdd or OneHot) gives the range from its operands'
+    ``shapes`` and its ``attrs`` through ``index_range``; the WebGPU backend checks
+    the indices it uploads here too, so both backends refuse with the same words.
+    A gather never wraps a negative index, clamps a large one or drops it: each of
+    those would give a wrong value without a word. PyTorch refuses them too.
+    """
+    extent, what = primitive.index_range(shapes, attrs)
+    if indices.size == 0 or (indices.min() >= 0 and indices.max() < extent):
+        return
+    opcode = primitive.name
+    outside = (indices < 0) | (indices >= extent)
+    position = np.unravel_index(int(np.argmax(outside)), indices.shape)
+    where = f" at {format_shape(position)}" if indices.ndim else ""
+    allowed = f"allowed 0..{extent - 1}" if extent else "none is allowed: the extent is 0"
+    more = int(np.count_nonzero(outside)) - 1
+    others = f"; {more} more {'index is' if more == 1 else 'indices are'} out of range" if more else ""
+    raise IndexingError(
+        f"{opcode}: index {int(indices[position])}{where} is out of range for {what}: {allowed}{others}",
+        opcode=opcode, shapes=[tuple(shape) for shape in shapes],
+    )
 
 
 @register
@@ -37,16 +63,14 @@ class Take(Primitive):
         shape = values.shape[:axis] + indices.shape + values.shape[axis + 1 :]
         return Meta(shape, values.dtype)
 
+    def index_range(self, shapes, attrs):
+        """How many slots the indices address, and those slots in words (``check_indices``)."""
+        axis = attrs["axis"]
+        return shapes[0][axis], f"axis {axis} of {format_shape(shapes[0])}"
+
     def forward(self, inputs, attrs):
         values, indices = inputs
-        extent = values.shape[attrs["axis"]]
-        if indices.size and (indices.min() < 0 or indices.max() >= extent):
-            allowed = f"0..{extent - 1}" if extent else "none: the axis is empty"
-            raise IndexingError(
-                f"Take: index out of range for axis {attrs['axis']} of {format_shape(values.shape)}: "
-                f"allowed {allowed}, got {indices.min()}..{indices.max()}",
-                opcode="Take", shapes=[values.shape, indices.shape],
-            )
+        check_indices(self, indices, [values.shape, indices.shape], attrs)
         return np.take(values, indices, axis=attrs["axis"])
 
     def vjp(self, e, g, operands, out, attrs):
@@ -74,7 +98,8 @@ class ScatterAdd(Primitive):
     """The transpose of Take: sums rows of ``updates`` into ``extent`` slots along ``axis``.
 
     ``ScatterAdd(updates, indices)`` with updates shaped like ``Take``'s output
-    gives a value shaped like ``Take``'s first operand.
+    gives a value shaped like ``Take``'s first operand. Indices outside
+    ``0..extent-1`` raise ``IndexingError``, as ``Take``'s do.
     """
 
     name = "ScatterAdd"
@@ -98,8 +123,15 @@ class ScatterAdd(Primitive):
         shape = updates.shape[:axis] + (attrs["extent"],) + updates.shape[axis + index_rank :]
         return Meta(shape, updates.dtype)
 
+    def index_range(self, shapes, attrs):
+        """How many slots the indices address, and those slots in words (``check_indices``)."""
+        (updates, indices), axis, extent = shapes, attrs["axis"], attrs["extent"]
+        shape = tuple(updates[:axis]) + (extent,) + tuple(updates[axis + len(indices) :])
+        return extent, f"axis {axis} of {format_shape(shape)}"
+
     def forward(self, inputs, attrs):
         updates, indices = inputs
+        check_indices(self, indices, [updates.shape, indices.shape], attrs)
         axis = attrs["axis"]
         index_rank = indices.ndim
         shape = updates.shape[:axis] + (attrs["extent"],) + updates.shape[axis + index_rank :]
@@ -132,7 +164,12 @@ class ScatterAdd(Primitive):
 
 @register
 class OneHot(Primitive):
-    """``OneHot(indices)`` with ``depth`` n: 1.0 at each index along a new last axis."""
+    """``OneHot(indices)`` with ``depth`` n: 1.0 at each index along a new last axis.
+
+    An index outside ``0..n-1`` raises ``IndexingError`` when the node runs, as
+    PyTorch's ``one_hot`` and ``cross_entropy`` refuse a class out of range: a row
+    of zeros would make ``cross_entropy`` add 0 for that target without a word.
+    """
 
     name = "OneHot"
     arity = 1
@@ -149,8 +186,13 @@ class OneHot(Primitive):
             self.fail(f"depth must be positive, got {attrs['depth']}", metas)
         return Meta(metas[0].shape + (attrs["depth"],), attrs["dtype"])
 
+    def index_range(self, shapes, attrs):
+        """How many classes the indices address, and the range in words (``check_indices``)."""
+        return attrs["depth"], f"depth {attrs['depth']}"
+
     def forward(self, inputs, attrs):
         indices = inputs[0]
+        check_indices(self, indices, [indices.shape], attrs)
         return (indices[..., None] == np.arange(attrs["depth"], dtype=indices.dtype)).astype(attrs["dtype"])
 
     def stablehlo(self, ctx, node):

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from .registry import Meta, Primitive, format_shape, register, require_float
+from ..text import format_shape
+from .registry import Meta, Primitive, register, require_float
 
 
 @register

@@ -22,6 +22,7 @@ import numbers
 from dataclasses import dataclass
 
 from ..errors import ArgumentError, ArgumentTypeError, AxisError, MissingRuleError, ShapeError, UnknownOpcodeError
+from ..text import format_shape
 
 REQUIRED_RULES = ("infer", "forward", "vjp", "stablehlo")
 
@@ -185,6 +186,17 @@ def primitives():
     return dict(_REGISTRY)
 
 
+def snapshot():
+    """The registry as it stands, for ``restore`` (the playground puts it back after each script)."""
+    return dict(_REGISTRY)
+
+
+def restore(saved):
+    """Make the registered primitives exactly those of ``saved``, a ``snapshot()``."""
+    _REGISTRY.clear()
+    _REGISTRY.update(saved)
+
+
 def missing_rules(primitive):
     """The required rules a primitive does not define itself (for the completeness test)."""
     missing = []
@@ -196,10 +208,6 @@ def missing_rules(primitive):
         if getattr(type(primitive), rule) is getattr(Primitive, rule):
             missing.append(rule)
     return missing
-
-
-def format_shape(shape):
-    return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
 def same_shape(primitive, metas):

@@ -4,7 +4,8 @@ transpose, slice, pad and concatenate."""
 import numpy as np
 
 from ..errors import ShapeError
-from .registry import Meta, Primitive, axis_index, format_shape, integer_tuple_attr, register
+from ..text import format_shape
+from .registry import Meta, Primitive, axis_index, integer_tuple_attr, register
 
 
 def reshape_target(shape, source_shape):

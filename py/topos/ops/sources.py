@@ -4,7 +4,8 @@ A ``Parameter`` is trainable (its payload is the initial value), an ``Input`` is
 fed per run (its payload is the default), and a ``Leaf`` is a constant.
 """
 
-from .registry import Meta, Primitive, register
+from ..errors import ArgumentError
+from .registry import Primitive, register
 
 
 class Source(Primitive):
@@ -13,7 +14,10 @@ class Source(Primitive):
     differentiable = True
 
     def infer(self, metas, attrs):
-        raise AssertionError("sources are recorded with their payload's meta")
+        raise ArgumentError(
+            f"a {self.name} has no operands to infer from: tape.{self.name.lower()}(payload) records it with the "
+            "payload's shape and dtype"
+        )
 
 
 @register
@@ -38,7 +42,3 @@ class Leaf(Source):
 
     def stablehlo(self, ctx, node):
         return ctx.constant(node)
-
-
-def source_meta(payload):
-    return Meta(tuple(payload.shape), payload.dtype.name)

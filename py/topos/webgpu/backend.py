@@ -17,9 +17,10 @@ import weakref
 
 import numpy as np
 
-from ..errors import IndexingError
+from ..errors import ShapeError, located
 from ..ops import lookup
-from ..tensor import frozen
+from ..ops.index import check_indices
+from ..tensor import freeze
 from . import device as device_module
 from .program import HostStep
 
@@ -75,12 +76,12 @@ class WebGPUExecutor:
         else:
             for step in program.steps:
                 values[step.key] = self.host_step(step.key, values)
-        results = {index: frozen(values[index]) for index in plan.outputs}
+        results = {index: freeze(values[index]) for index in plan.outputs}  # made by this run, or immutable sources
         peak = program.device_bytes // 4
         return PlanRun(plan, results, dict(self.reading.backends), peak, None)
 
     def source_values(self, parameter_slots, feeds):
-        """{node: array} for the plan's parameters, inputs and leaves (gather indices checked)."""
+        """{node: array} for the plan's parameters, inputs and leaves (gather and one-hot indices checked)."""
         values = {}
         for index in self.plan.schedule:
             node = self.plan.nodes[index]
@@ -99,27 +100,38 @@ class WebGPUExecutor:
     def host_step(self, index, values):
         node = self.plan.nodes[index]
         inputs = [values[j] for j in node.operands]
-        with np.errstate(all="ignore"):
-            value = lookup(node.opcode).forward(inputs, node.attrs)
+        try:
+            with np.errstate(all="ignore"):
+                value = freeze(lookup(node.opcode).forward(inputs, node.attrs))  # held by this run alone
+        except ShapeError as error:  # an index out of range, say: name the line that recorded the node
+            raise located(error, node.source) from None
         if index in self._index_checks:
             self._check_indices(index, value)
         return value
 
     def _check_indices(self, index, array):
-        """A device gather reads 0.0 for an index out of range; numpy raises, and so does this."""
-        for extent, opcode in self._index_checks[index]:
-            if array.size and (array.min() < 0 or array.max() >= extent):
-                raise IndexingError(f"{opcode}: index out of range 0..{extent - 1} (got {array.min()}..{array.max()})")
+        """A device gather reads 0.0 for an index out of range (a one-hot row of zeros, a row of
+        zeros taken); the numpy forward raises, and so does this, in the same words, before upload."""
+        nodes = self.plan.nodes
+        for reader in self._index_checks[index]:
+            node = nodes[reader]
+            try:
+                check_indices(lookup(node.opcode), array, [nodes[j].shape for j in node.operands], node.attrs)
+            except ShapeError as error:
+                raise located(error, node.source) from None
 
 
 def _index_checks(plan, reading):
-    """index node -> [(extent, opcode)] for each device Take that reads it."""
+    """index node -> the device Take and OneHot nodes that read it.
+
+    Their indices are int32, and int32 values stay on the host (sources, host
+    steps), so the host sees every index a device gather will read.
+    """
     checks = {}
     for index in plan.schedule:
         node = plan.nodes[index]
-        if node.opcode == "Take" and reading.backends.get(index) == "webgpu":
-            extent = plan.nodes[node.operands[0]].shape[node.attrs["axis"]]
-            checks.setdefault(node.operands[1], []).append((extent, "Take"))
+        if node.opcode in ("Take", "OneHot") and reading.backends.get(index) == "webgpu":
+            checks.setdefault(node.operands[-1], []).append(index)
     return checks
 
 

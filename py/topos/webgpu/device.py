@@ -9,13 +9,15 @@ numpy, and asking for ``backend="webgpu"`` raises ``NoAdapterError``.
 import os
 import threading
 
+from ..errors import ToposError
+
 _lock = threading.Lock()
 _device = None
 _failure = None
 
 
-class NoAdapterError(RuntimeError):
-    """No WebGPU adapter could be had (wgpu-py missing, or no driver)."""
+class NoAdapterError(ToposError, RuntimeError):
+    """No WebGPU adapter could be had (wgpu-py missing, or no driver); also a ``RuntimeError``, as before."""
 
 
 def _request():

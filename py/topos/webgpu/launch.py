@@ -14,6 +14,8 @@ follows the parameter layout written in its kernel file's header comment.
 import struct
 from dataclasses import dataclass, field
 
+from ..errors import ArgumentError, ShapeError
+from ..text import format_shape
 from .views import View, contiguous_strides, element_count
 
 #: Axes a view may have after merging (the kernels' parameter blocks hold 6).
@@ -114,7 +116,9 @@ def grid(groups):
         return (groups, 1, 1)
     rows = -(-groups // MAX_GROUPS_PER_DIMENSION)
     if rows > MAX_GROUPS_PER_DIMENSION:
-        raise ValueError(f"{groups} workgroups do not fit a WebGPU grid")
+        raise ShapeError(
+            f"{groups} workgroups do not fit a WebGPU grid of {MAX_GROUPS_PER_DIMENSION} x {MAX_GROUPS_PER_DIMENSION}"
+        )
     return (MAX_GROUPS_PER_DIMENSION, rows, 1)
 
 
@@ -124,7 +128,7 @@ def pack(words):
     for word in words:
         packed.append(f32_bits(word) if isinstance(word, float) else int(word) & 0xFFFFFFFF)
     if len(packed) > PARAM_WORDS:
-        raise ValueError(f"{len(packed)} parameter words exceed the block of {PARAM_WORDS}")
+        raise ArgumentError(f"{len(packed)} parameter words exceed the block of {PARAM_WORDS}")
     return tuple(packed)
 
 
@@ -172,7 +176,10 @@ def elementwise(expression, out_buffer, shape, operands, label="", always_stride
     merged_shape, strides = merge_jointly(shape, [contiguous_strides(shape)] + [v.strides for v in operands])
     out_strides, operand_strides = strides[0], strides[1:]
     if len(merged_shape) > MAX_RANK:
-        raise ValueError(f"elementwise: {len(merged_shape)} axes exceed {MAX_RANK}")
+        raise ShapeError(
+            f"elementwise: {format_shape(shape)} keeps {len(merged_shape)} axes after merging, more than {MAX_RANK}",
+            shapes=[shape],
+        )
     words = [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
     specialisation = {"EXPRESSION": expression}
     bindings = [Binding(1, out_buffer, "read_write")]
@@ -208,7 +215,10 @@ def copy(source, out, label=""):
     """Element i of view ``out`` gets element i of view ``source`` (equal shapes)."""
     merged_shape, (source_strides, out_strides) = merge_jointly(source.shape, [source.strides, out.strides])
     if len(merged_shape) > MAX_RANK:
-        raise ValueError(f"copy: {len(merged_shape)} axes exceed {MAX_RANK}")
+        raise ShapeError(
+            f"copy: {format_shape(source.shape)} keeps {len(merged_shape)} axes after merging, more than {MAX_RANK}",
+            shapes=[source.shape],
+        )
     count = source.size
     words = (
         [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
@@ -259,7 +269,7 @@ def reduction_strategy(outputs, terms):
 
 def _check_loop(what, iterations):
     if iterations > LOOP_LIMIT:
-        raise ValueError(f"{what}: {iterations} iterations of one loop exceed the limit of {LOOP_LIMIT}")
+        raise ShapeError(f"{what}: {iterations} iterations of one loop exceed the limit of {LOOP_LIMIT}")
 
 
 def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=None, chunk=CHUNK_TERMS, label=""):
@@ -268,13 +278,18 @@ def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=
     Returns the launches: one, or two for a two-pass reduction, whose partial results
     go to a scratch buffer from ``allocate(elements)``.
     """
+    if opcode not in REDUCTIONS:
+        raise ArgumentError(f"reduce: no fold for {opcode!r}; the kernel folds {', '.join(REDUCTIONS)}")
     identity, combine = REDUCTIONS[opcode]
     kept = [axis for axis in range(source.rank) if axis not in axes]
     outer = View(source.buffer, 0, tuple(source.shape[a] for a in kept), tuple(source.strides[a] for a in kept))
     inner = View(source.buffer, 0, tuple(source.shape[a] for a in axes), tuple(source.strides[a] for a in axes))
     outer, inner = outer.merged(), inner.merged()
     if outer.rank > MAX_RANK or inner.rank > MAX_RANK:
-        raise ValueError(f"reduce: more than {MAX_RANK} axes after merging")
+        raise ShapeError(
+            f"reduce: {format_shape(source.shape)} over axes {format_shape(axes)} keeps more than {MAX_RANK} "
+            "axes after merging", shapes=[source.shape],
+        )
     outputs, terms = outer.size, inner.size
     strategy = strategy or reduction_strategy(outputs, terms)
     specialisation = (("COMBINE", combine), ("IDENTITY", identity))
@@ -298,7 +313,7 @@ def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=
         _check_loop("workgroup reduction", -(-terms // LANES))
         return [launch("reduce_workgroup", source, outer, inner, out_buffer, terms, 1, scale, outputs)]
     if strategy != "two-pass":
-        raise ValueError(f"unknown reduction strategy {strategy!r}")
+        raise ArgumentError(f"unknown reduction strategy {strategy!r}; the strategies are serial, workgroup, two-pass")
     chunks = -(-terms // chunk)
     _check_loop("two-pass reduction", max(-(-chunk // LANES), -(-chunks // LANES)))
     partials = allocate(outputs * chunks)
@@ -337,7 +352,10 @@ def matmul(a, b, out_buffer, strategy=None, label=""):
     n = b.shape[-1]
     merged_batch, (a_batch, b_batch) = merge_jointly(batch_shape, [a.strides[:-2], b.strides[:-2]])
     if len(merged_batch) > MAX_BATCH_RANK:
-        raise ValueError(f"matmul: {len(merged_batch)} batch axes exceed {MAX_BATCH_RANK}")
+        raise ShapeError(
+            f"matmul: batch axes {format_shape(batch_shape)} keep {len(merged_batch)} after merging, "
+            f"more than {MAX_BATCH_RANK}", shapes=[a.shape, b.shape],
+        )
     batch = element_count(batch_shape)
     words = (
         [m, n, k, len(merged_batch)] + padded(merged_batch, MAX_BATCH_RANK)
@@ -349,12 +367,13 @@ def matmul(a, b, out_buffer, strategy=None, label=""):
     _check_loop(f"{strategy} matmul", -(-k // 16) if strategy == "tiled" else k)
     if strategy == "tiled":
         if batch > MAX_GROUPS_PER_DIMENSION:
-            raise ValueError(f"matmul: {batch} batches exceed a grid dimension")
+            raise ShapeError(f"matmul: {batch} batches exceed a grid dimension of {MAX_GROUPS_PER_DIMENSION}",
+                             shapes=[a.shape, b.shape])
         entry, workgroups = "matmul_tiled", (-(-n // 64), -(-m // 64), batch)
     elif strategy == "simple":
         entry, workgroups = "matmul_simple", grid(-(-(batch * m * n) // LANES))
     else:
-        raise ValueError(f"unknown matmul strategy {strategy!r}")
+        raise ArgumentError(f"unknown matmul strategy {strategy!r}; the strategies are simple, tiled")
     bindings = (Binding(1, out_buffer, "read_write"), Binding(2, a.buffer, "read"), Binding(3, b.buffer, "read"))
     out = View.of_buffer(out_buffer, batch_shape + (m, n))
     return Launch("matmul", entry, (), workgroups, tuple(bindings), pack(words), label=label,
@@ -369,7 +388,10 @@ def rows(kernel, entry, source, out_buffer, eps=0.0, label=""):
     outer = View(source.buffer, 0, source.shape[:-1], source.strides[:-1]).merged()
     _check_loop(entry, -(-source.shape[-1] // LANES))
     if outer.rank > MAX_RANK:
-        raise ValueError(f"{entry}: more than {MAX_RANK} axes after merging")
+        raise ShapeError(
+            f"{entry}: {format_shape(source.shape)} keeps more than {MAX_RANK} axes before its last after merging",
+            shapes=[source.shape],
+        )
     words = (
         [outer.size, source.shape[-1], outer.rank, source.offset, source.strides[-1], float(eps), 0, 0]
         + padded(outer.shape, MAX_RANK) + padded(outer.strides, MAX_RANK)

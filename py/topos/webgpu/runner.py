@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from ..errors import ArgumentTypeError
 from . import device as device_module
 from .launch import PARAM_WORDS, Launch
 from .program import HostStep, Readback, Upload, ViewStep
@@ -159,7 +160,9 @@ class Runner:
                 flush()
                 values[step.key] = host(step.key, values)
             elif not isinstance(step, ViewStep):
-                raise TypeError(f"unknown program step {step!r}")
+                raise ArgumentTypeError(
+                    f"a program's steps are Launch, Upload, Readback, HostStep or ViewStep, got {type(step).__name__}"
+                )
         flush()
         return values
 

@@ -18,10 +18,16 @@ import functools
 import os
 import re
 
+from ..errors import ArgumentError, ToposError
+
 _PACKAGE_KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
 _REPOSITORY_KERNELS = os.path.join(os.path.dirname(os.path.dirname(_PACKAGE_KERNELS)), "kernels")
 _TOKEN = re.compile(r"\{\{([A-Z_]+)\}\}")
 COMMON = "common"  # kernels/common.wgsl: shared helpers, put where a file writes {{COMMON}}
+
+
+class MissingKernelsError(ToposError, FileNotFoundError):
+    """The WGSL kernel files are not where the package looks (an installation without them)."""
 
 
 def kernel_directory():
@@ -29,7 +35,7 @@ def kernel_directory():
     for directory in (_PACKAGE_KERNELS, _REPOSITORY_KERNELS):
         if os.path.isfile(os.path.join(directory, "elementwise.wgsl")):
             return directory
-    raise FileNotFoundError(
+    raise MissingKernelsError(
         f"the WGSL kernels are missing: neither {_PACKAGE_KERNELS} nor {_REPOSITORY_KERNELS} holds elementwise.wgsl"
     )
 
@@ -44,6 +50,8 @@ def kernel_names():
 def kernel_text(kernel):
     """The text of ``kernels/<kernel>.wgsl``."""
     path = os.path.join(kernel_directory(), f"{kernel}.wgsl")
+    if kernel not in kernel_names() + [COMMON]:
+        raise ArgumentError(f"no kernel file {kernel!r}; the kernels are {', '.join(kernel_names())}")
     with open(path, encoding="utf-8") as handle:
         return handle.read()
 
@@ -62,7 +70,7 @@ def specialise(kernel, substitutions=()):
     def replace(match):
         name = match.group(1)
         if name not in substitutions:
-            raise KeyError(f"kernel {kernel!r} needs a substitution for {{{{{name}}}}}")
+            raise ArgumentError(f"kernel {kernel!r} needs a substitution for {{{{{name}}}}}")
         return substitutions[name]
 
     return _TOKEN.sub(replace, text)

@@ -27,9 +27,11 @@ import math
 
 import numpy as np
 
+from ..errors import ArgumentError, ArgumentTypeError
 from ..model import optim
 from ..model.network import Parameters
-from ..tensor import frozen
+from ..model.nodes import describe_node
+from ..tensor import freeze
 from . import launch as build
 from .launch import Binding, Launch, grid, pack
 from .program import Buffer, HostStep, Program, Readback, Upload
@@ -40,12 +42,19 @@ class DeviceTrainer:
     """Runs a forward+backward plan and an optimizer step on the device, step after step."""
 
     def __init__(self, plan, parameters, optimizer, runner=None):
+        from ..compiler.plan import Plan
         from .backend import WebGPUExecutor, reading_of
 
+        if not isinstance(plan, Plan):
+            raise ArgumentTypeError(
+                f"DeviceTrainer takes a Plan (network.entry([...]).backward(loss).lower()), got {type(plan).__name__}"
+            )
         if plan.target is None:
-            raise ValueError("DeviceTrainer needs a forward+backward plan: network.entry([...]).backward(loss).lower()")
+            raise ArgumentError(
+                "DeviceTrainer needs a forward+backward plan: network.entry([...]).backward(loss).lower()"
+            )
         if not isinstance(optimizer, (optim.SGD, optim.Adam, optim.AdamW)):
-            raise TypeError(f"DeviceTrainer runs SGD, Adam and AdamW; got {type(optimizer).__name__}")
+            raise ArgumentTypeError(f"DeviceTrainer runs SGD, Adam and AdamW; got {type(optimizer).__name__}")
         plan.network.check_parameters(parameters)
         self.plan = plan
         self.optimizer = optimizer
@@ -94,7 +103,10 @@ class DeviceTrainer:
                 continue
             node = plan.nodes[parameter]
             if parameter not in uploads:
-                raise ValueError(f"no launch reads parameter {parameter}, so it is not on the device")
+                raise ArgumentError(
+                    f"DeviceTrainer cannot train {describe_node(node)} on the device: no launch reads it "
+                    "(the host runs every node that does; plan.kernels().describe() shows why)"
+                )
             view = gradient_on_device(gradient)
             if not view.is_dense:
                 dense = View.of_buffer(new_buffer(view.size), view.shape)
@@ -150,7 +162,7 @@ class DeviceTrainer:
         values = executor.source_values(self._initial, feeds)
         self.runner.run(self._program, values, executor.host_step)
         self.steps += 1
-        results = {index: frozen(values[index]) for index in plan.readables}
+        results = {index: freeze(values[index]) for index in plan.readables}  # read back by this step alone
         return PlanRun(plan, results, dict(self._executor_backends), self._program.device_bytes // 4, None)
 
     def parameters(self):

@@ -1,0 +1,141 @@
+"""Nodes and symbols: what a tape records, how a network names it, how both print.
+
+The bottom of ``topos.model``: the tape, the network, the checkpoint formats
+and the compiler all build on these, and nothing here knows of them.
+
+- ``Node``: one recorded operation (opcode, operands, shape, dtype, attributes,
+  payload, name and the user's source line);
+- ``Symbol``: names one node of one network (and of the networks reopened from it);
+- ``user_source()``: the user's line that is recording now;
+- ``describe_nodes`` (the spec reading), ``describe_node`` (how errors name a node).
+"""
+
+import os
+import sys
+from dataclasses import dataclass
+
+from ..ops.registry import Meta
+from ..text import format_shape, plural, recorded_at
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+_INSIDE_PACKAGE = {}  # code filename -> whether it is a file of this package (a cache)
+
+
+def _inside_package(filename):
+    # Code filenames are spelled as the module was found on sys.path, which may hold
+    # "..", a symlink or a relative path; compare real paths, once per filename.
+    inside = _INSIDE_PACKAGE.get(filename)
+    if inside is None:
+        inside = os.path.realpath(filename).startswith(_PACKAGE_DIR)
+        _INSIDE_PACKAGE[filename] = inside
+    return inside
+
+
+def user_source():
+    """(filename, line) of the innermost caller outside the topos package."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not _inside_package(filename):
+            return (filename, frame.f_lineno)
+        frame = frame.f_back
+    return ("<unknown>", 0)
+
+
+class Node:
+    """One recorded operation. Nodes are never changed after recording."""
+
+    __slots__ = ("index", "opcode", "operands", "shape", "dtype", "attrs", "payload", "name", "source")
+
+    def __init__(self, index, opcode, operands, shape, dtype, attrs, payload=None, name=None, source=None):
+        self.index = index
+        self.opcode = opcode
+        self.operands = tuple(operands)
+        self.shape = tuple(shape)
+        self.dtype = dtype
+        self.attrs = attrs
+        self.payload = payload
+        self.name = name
+        self.source = source
+
+    @property
+    def meta(self):
+        """The node's ``Meta``: its shape and dtype, as ``Primitive.infer`` sees an operand."""
+        return Meta(self.shape, self.dtype)
+
+    @property
+    def size(self):
+        """The number of elements: the product of ``shape`` (1 for rank 0)."""
+        size = 1
+        for extent in self.shape:
+            size *= extent
+        return size
+
+    @property
+    def is_source(self):
+        """Whether the node is a ``Parameter``, an ``Input`` or a ``Leaf``: it holds a payload and has no operands."""
+        return self.opcode in ("Parameter", "Input", "Leaf")
+
+    def describe_row(self, shape_width=0):
+        """The row of ``describe()``: index, opcode, operands, shape (padded), attributes."""
+        operands = ", ".join(str(i) for i in self.operands)
+        shape = format_shape(self.shape)
+        if shape_width:
+            shape = f"{shape:<{shape_width}}"
+        row = f"{self.index:>4}  {self.opcode:<15}{operands:<19}{shape}"
+        return row
+
+    def attrs_text(self):
+        """The attributes as ``describe()`` prints them: space-separated ``key=repr(value)`` pairs.
+
+        For a ``Sum`` over axis 1: ``axes=(1,) keepdims=False``; for a node without attributes, ``""``.
+        """
+        return " ".join(f"{key}={value!r}" for key, value in self.attrs.items())
+
+    def __repr__(self):
+        return f"Node({self.describe_row()})"
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """Names one node of one network (and of the networks reopened from it)."""
+
+    lineage: int
+    index: int
+
+    def __repr__(self):
+        return f"Symbol({self.index})"
+
+
+def describe_node(node):
+    """How errors name a node: opcode, index, name and the line that recorded it."""
+    name = f" {node.name!r}" if node.name else ""
+    where = f" ({recorded_at(node.source)})" if node.source else ""
+    return f"{node.opcode.lower()} {node.index}{name}{where}"
+
+
+def tape_summary(nodes):
+    counts = {"Parameter": 0, "Input": 0, "Leaf": 0}
+    for node in nodes:
+        if node.opcode in counts:
+            counts[node.opcode] += 1
+    parts = [
+        plural(len(nodes), "node"),
+        plural(counts["Parameter"], "parameter"),
+        plural(counts["Input"], "input"),
+    ]
+    if counts["Leaf"]:
+        parts.append(plural(counts["Leaf"], "leaf", "leaves"))
+    return "tape: " + ", ".join(parts)
+
+
+def describe_nodes(nodes):
+    """The spec reading: one row a node (attributes after the shape), then the summary."""
+    lines = []
+    for node in nodes:
+        row = node.describe_row()
+        if node.attrs and not node.is_source:
+            row += "  " + node.attrs_text()
+        lines.append(row)
+    lines.append(tape_summary(nodes))
+    return "\n".join(lines)

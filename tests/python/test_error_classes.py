@@ -1,0 +1,322 @@
+"""Every error topos raises on purpose is a ``ToposError`` (issue 9), and the class stays closed.
+
+The guard reads every module of ``py/topos`` with ``ast``: a built-in exception
+class (``ValueError``, ``TypeError``, ``RuntimeError``, ...) may appear only
+where an error is caught (``except``, ``contextlib.suppress``), tested
+(``isinstance``) or inherited from (a ``ToposError`` class keeps its built-in
+base). Raising one, or binding one to a name that is raised later (an
+``error_class`` argument, say), fails the guard, except for the few uses in
+``ALLOWED``, each with its reason. A class that a module raises by name must be
+a ``ToposError``.
+
+The table tests then make hostile calls into ``topos.show``, the WebGPU launch
+builders, the kernel sources and ``DeviceTrainer``: each raises a ``ToposError``
+whose message names the cause.
+"""
+
+import ast
+import builtins
+import importlib
+import inspect
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import topos
+from topos import Tape, show
+from topos.compiler import Meta, Primitive, register, unregister
+from topos.model import optim
+from topos.show import Line, Plot
+from topos.webgpu import launch as build
+from topos.webgpu.sources import kernel_text, specialise
+from topos.webgpu.trainer import DeviceTrainer
+from topos.webgpu.views import View
+
+PACKAGE = Path(topos.__file__).resolve().parent
+
+BUILTIN_EXCEPTIONS = {
+    name for name, value in vars(builtins).items() if isinstance(value, type) and issubclass(value, BaseException)
+}
+
+#: (module path under topos/, enclosing function, built-in class): why the built-in stays.
+ALLOWED = {
+    ("model/autodiff.py", "Emitter.apply", "NotImplementedError"):
+        "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
+    ("model/autodiff.py", "Emitter.shape", "NotImplementedError"):
+        "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
+    ("model/autodiff.py", "Emitter.like", "NotImplementedError"):
+        "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
+    ("model/optim.py", "OptimizerState.__setattr__", "AttributeError"):
+        "Python's attribute protocol: setting an attribute of an immutable object raises AttributeError, as a "
+        "frozen dataclass's FrozenInstanceError does (copy, pickle and hasattr rely on that class)",
+}
+
+
+def _modules(package=PACKAGE):
+    return sorted(package.rglob("*.py"))
+
+
+def _module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _tolerated(tree):
+    """The ids of the name nodes where a built-in exception class may appear: caught, tested, inherited."""
+    tolerated = set()
+
+    def tolerate(expression):
+        tolerated.update(id(node) for node in ast.walk(expression))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            tolerate(node.type)
+        elif isinstance(node, ast.ClassDef):
+            for base in node.bases:
+                tolerate(base)
+        elif isinstance(node, ast.Call):
+            function = node.func
+            name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", None)
+            if name in ("isinstance", "issubclass"):
+                for argument in node.args[1:]:
+                    tolerate(argument)
+            elif name == "suppress":
+                for argument in node.args:
+                    tolerate(argument)
+    return tolerated
+
+
+def _enclosing_functions(tree):
+    """id(node) -> the qualified name of the function or class it sits in (``Class.method``)."""
+    owners = {}
+
+    def visit(node, scope):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{scope}.{child.name}" if scope else child.name
+                owners[id(child)] = scope
+                visit(child, inner)
+            else:
+                owners[id(child)] = scope
+                visit(child, scope)
+
+    visit(tree, "")
+    return owners
+
+
+def built_in_exception_uses(package=PACKAGE):
+    """Every use of a built-in exception class outside an except, isinstance or base: (path, scope, name, line)."""
+    uses = []
+    for path in _modules(package):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        tolerated = _tolerated(tree)
+        owners = _enclosing_functions(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in BUILTIN_EXCEPTIONS and id(node) not in tolerated:
+                relative = path.relative_to(package).as_posix()
+                uses.append((relative, owners.get(id(node), ""), node.id, node.lineno))
+    return uses
+
+
+def test_no_module_raises_a_built_in_exception_class_outside_the_allow_list():
+    offending = [
+        f"topos/{path}:{line} ({scope or 'module'}): {name}"
+        for path, scope, name, line in built_in_exception_uses()
+        if (path, scope, name) not in ALLOWED
+    ]
+    assert not offending, "raise a ToposError class (topos.errors) instead of:\n" + "\n".join(offending)
+
+
+def test_every_allow_list_entry_is_still_needed():
+    found = {(path, scope, name) for path, scope, name, _ in built_in_exception_uses()}
+    assert set(ALLOWED) <= found, f"allowed but gone (drop them): {sorted(set(ALLOWED) - found)}"
+
+
+def test_every_class_a_module_raises_by_name_is_a_topos_error():
+    offending = []
+    for path in _modules():
+        module = importlib.import_module(_module_name(path))
+        namespaces = [vars(module), vars(topos.errors)]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Raise) or node.exc is None:
+                continue
+            raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if not isinstance(raised, ast.Name) or raised.id in BUILTIN_EXCEPTIONS:
+                continue  # a variable (an error caught and raised again), a helper's result, or the guard above
+            value = next((space[raised.id] for space in namespaces if raised.id in space), None)
+            if inspect.isclass(value) and not issubclass(value, topos.ToposError):
+                offending.append(f"topos/{path.relative_to(PACKAGE).as_posix()}:{node.lineno}: {raised.id}")
+    assert not offending, "not a ToposError:\n" + "\n".join(offending)
+
+
+def test_the_guard_sees_a_built_in_raise_and_a_built_in_bound_to_a_name(tmp_path):
+    (tmp_path / "sample.py").write_text(
+        "def check(value, error_class=ValueError):\n"
+        "    if value < 0:\n"
+        "        raise error_class('negative')\n"
+        "    try:\n"
+        "        return int(value)\n"
+        "    except (TypeError, OverflowError):\n"
+        "        raise RuntimeError('not a number') from None\n"
+        "class Refusal(topos.ToposError, IndexError):\n"
+        "    pass\n"
+    )
+    uses = {(path, scope, name) for path, scope, name, _ in built_in_exception_uses(tmp_path)}
+    assert uses == {("sample.py", "check", "ValueError"), ("sample.py", "check", "RuntimeError")}
+
+
+# Hostile calls -------------------------------------------------------------------------------------------
+
+
+class Describes:
+    def describe(self):
+        return 3
+
+
+def _recorded_value():
+    tape = Tape()
+    return tape.input([1.0, 2.0])
+
+
+def _strided(shape):
+    """A view whose strides run against its shape, so that no two axes merge."""
+    strides = tuple(2 ** axis for axis in range(len(shape)))
+    return View(1, 0, tuple(shape), strides)
+
+
+SHOW_CASES = [
+    ("show.lines of one string", lambda: show.lines("loss"), topos.ArgumentTypeError, "list of strings"),
+    ("show.lines of a number", lambda: show.lines(5), topos.ArgumentTypeError, "got int"),
+    ("show.spec of a number", lambda: show.spec(42), topos.ArgumentTypeError, "describe"),
+    ("show.hlo of a describe() that is not text", lambda: show.hlo(Describes()), topos.ArgumentTypeError,
+     "returned int, not text"),
+    ("show.graph of a number", lambda: show.graph(42), topos.ArgumentTypeError, "show.graph.. takes a Graph"),
+    ("show.graph of numbers", lambda: show.graph([1, 2]), topos.ArgumentTypeError, "recorded nodes"),
+    ("Line.y of text", lambda: Line.y(["a", "b"]), topos.ArgumentError, "Line.y: expected numbers"),
+    ("Line.y of a ragged list", lambda: Line.y([[1.0, 2.0], [3.0]]), topos.ArgumentError,
+     "Line.y: not an array of numbers"),
+    ("Line.y of a recorded value", lambda: Line.y(_recorded_value()), topos.ArgumentTypeError,
+     "a recorded value has none until it runs"),
+    ("Line.xy of unequal lengths", lambda: Line.xy([1, 2], [1]), topos.ShapeError,
+     "as many x as y values, got 2 and 1"),
+    ("Plot.layer of a list", lambda: Plot().layer([1.0]), topos.ArgumentTypeError, "takes a Line, got list"),
+    ("show.plot of a number", lambda: show.plot(3), topos.ArgumentTypeError, "takes a Plot, got int"),
+]
+
+LAUNCH_CASES = [
+    ("a grid too large", lambda: build.grid(65535 * 65535 + 1), topos.ShapeError, "do not fit a WebGPU grid"),
+    ("too many parameter words", lambda: build.pack([0] * 65), topos.ArgumentError, "65 parameter words"),
+    ("elementwise over 7 unmerged axes", lambda: build.elementwise("x", 0, (2,) * 7, [_strided((2,) * 7)]),
+     topos.ShapeError, "keeps 7 axes after merging, more than 6"),
+    ("a copy over 7 unmerged axes", lambda: build.copy(_strided((2,) * 7), View.of_buffer(2, (2,) * 7)),
+     topos.ShapeError, "keeps 7 axes after merging"),
+    ("a reduction with no fold", lambda: build.reduce("Prod", View.of_buffer(1, (4,)), (0,), 2),
+     topos.ArgumentError, "no fold for 'Prod'"),
+    ("an unknown reduction strategy", lambda: build.reduce("Sum", View.of_buffer(1, (4,)), (0,), 2, strategy="fast"),
+     topos.ArgumentError, "unknown reduction strategy 'fast'"),
+    ("a serial reduction past the loop limit",
+     lambda: build.reduce("Sum", View.of_buffer(1, (40000,)), (0,), 2, strategy="serial"),
+     topos.ShapeError, "40000 iterations of one loop exceed the limit of 32767"),
+    ("an unknown matmul strategy",
+     lambda: build.matmul(View.of_buffer(1, (2, 3)), View.of_buffer(2, (3, 4)), 3, strategy="huge"),
+     topos.ArgumentError, "unknown matmul strategy 'huge'"),
+    ("a tiled matmul over too many batches",
+     lambda: build.matmul(View.of_buffer(1, (70000, 2, 3)), View.of_buffer(2, (70000, 3, 4)), 3, strategy="tiled"),
+     topos.ShapeError, "70000 batches exceed a grid dimension"),
+    ("a matmul over 5 unmerged batch axes",
+     lambda: build.matmul(_strided((2,) * 5 + (2, 3)), _strided((2,) * 5 + (3, 4)), 3),
+     topos.ShapeError, "keep 5 after merging, more than 4"),
+    ("a softmax over 7 unmerged axes", lambda: build.softmax(_strided((2,) * 8), 2),
+     topos.ShapeError, "keeps more than 6 axes"),
+    ("a kernel that is not there", lambda: kernel_text("nope"), topos.ArgumentError, "no kernel file 'nope'"),
+    ("a kernel without its substitution", lambda: specialise("elementwise"), topos.ArgumentError,
+     r"needs a substitution for \{\{"),
+]
+
+
+@pytest.mark.parametrize("call, error_class, message", [case[1:] for case in SHOW_CASES + LAUNCH_CASES],
+                         ids=[case[0] for case in SHOW_CASES + LAUNCH_CASES])
+def test_a_hostile_call_raises_a_topos_error_naming_the_cause(call, error_class, message):
+    with pytest.raises(error_class, match=message) as caught:
+        call()
+    assert isinstance(caught.value, topos.ToposError)
+
+
+def _regression(dtype="float32"):
+    def build_tape(tape):
+        w = tape.parameter(np.ones((3,)), name="w")
+        x = tape.input(np.ones((3,)), name="x")
+        return [w, x, ((w * x) ** 2.0).sum()]
+
+    return Tape.record(build_tape, dtype=dtype)
+
+
+def _trainer_cases():
+    network, (w, x, loss) = _regression()
+    backward = network.entry([loss]).backward(loss).lower()
+    other, _ = _regression()
+    wide, (_, _, wide_loss) = _regression("float64")
+    wide_plan = wide.entry([wide_loss]).backward(wide_loss).lower()
+    return [
+        ("a plan that is text", lambda: DeviceTrainer("plan", network.parameters(), optim.SGD()),
+         topos.ArgumentTypeError, "takes a Plan .* got str"),
+        ("a forward-only plan", lambda: DeviceTrainer(network.entry([loss]).lower(), network.parameters(), optim.SGD()),
+         topos.ArgumentError, "needs a forward\\+backward plan"),
+        ("an optimizer that is text", lambda: DeviceTrainer(backward, network.parameters(), "adam"),
+         topos.ArgumentTypeError, "runs SGD, Adam and AdamW; got str"),
+        ("parameters that are a dict", lambda: DeviceTrainer(backward, {w: [1.0, 1.0, 1.0]}, optim.SGD()),
+         topos.ArgumentTypeError, "expected a Parameters table, got dict"),
+        ("parameters of another network", lambda: DeviceTrainer(backward, other.parameters(), optim.SGD()),
+         topos.FeedError, "belong to another network"),
+        ("a float64 plan, which runs on the host", lambda: DeviceTrainer(wide_plan, wide.parameters(), optim.SGD()),
+         topos.ArgumentError, "cannot train parameter 0 'w' .* no launch reads it"),
+    ]
+
+
+def test_a_device_trainer_refuses_bad_arguments_with_a_topos_error():
+    # None of these needs a device: the trainer checks its arguments before it asks for one.
+    for name, call, error_class, message in _trainer_cases():
+        with pytest.raises(error_class, match=message) as caught:
+            call()
+        assert isinstance(caught.value, topos.ToposError), name
+
+
+def test_the_playground_bridges_refuse_with_topos_errors():
+    from topos import playground
+    from topos.playground_gpu import step_json
+
+    with pytest.raises(topos.ArgumentTypeError, match="a program's steps are .* got str"):
+        step_json("launch everything")
+    saved = playground.latest_readings
+    playground.latest_readings = None
+    try:
+        with pytest.raises(topos.ToposError, match="no readings yet") as caught:
+            playground.gpu_bridge()
+        assert isinstance(caught.value, RuntimeError)
+    finally:
+        playground.latest_readings = saved
+
+
+def test_a_registered_primitive_naming_a_family_without_its_rule_runs_on_the_host():
+    @register
+    class Triple(Primitive):
+        name = "TripleForErrorClasses"
+        arity = 1
+        kernel = "reduce"  # a family whose launches know Sum and Max alone
+
+        def infer(self, metas, attrs):
+            return Meta(metas[0].shape, metas[0].dtype)
+
+        def forward(self, inputs, attrs):
+            return inputs[0] * 3
+
+    try:
+        tape = Tape(dtype="float32")
+        x = tape.input(np.ones((2,)), name="x")
+        y = tape.apply("TripleForErrorClasses", [x])
+        network = tape.seal()
+        reading = network.entry([y]).lower().kernels()
+        assert reading.declined[y.index] == "no reduce kernel rule for TripleForErrorClasses"
+    finally:
+        unregister("TripleForErrorClasses")
