@@ -13,7 +13,7 @@ export type Backend = "numpy" | "webgpu" | "auto";
 export type StageName = "pyodide" | "numpy" | "topos" | "webgpu";
 export type StageState = "started" | "done" | "failed";
 
-/** The six readings of one recording. */
+/** The six readings of one recording, in the page's order (topos.playground.READINGS names the same). */
 export type ReadingName = "spec" | "graph" | "plan" | "gradient" | "hlo" | "kernels";
 
 // Page -> worker -------------------------------------------------------------------------
@@ -107,26 +107,27 @@ export interface NodeInfo {
   line: number | null;
 }
 
-/** One reading: its text (and, for some, structured data), or why there is none. */
+/**
+ * One reading: its text and its rows (and, for the graph, its nodes and edges), or why there is none.
+ * The rows' texts joined with "\n" are the text, exactly.
+ */
 export interface Reading {
   text?: string;
+  rows?: ReadingRow[];
   error?: string;
   empty?: string;
   graph?: GraphJson;
-  launches?: LaunchInfo[];
+}
+
+/** One line of a reading and the nodes it is about (none for a summary line), as Python wrote them. */
+export interface ReadingRow {
+  text: string;
+  nodes: number[];
 }
 
 export interface GraphJson {
   nodes: { index: number; opcode: string; shape: string; line: number | null }[];
   edges: [number, number][];
-}
-
-/** One kernel launch as the kernels reading lists it. */
-export interface LaunchInfo {
-  /** The line of the kernels reading's text that describes this launch. */
-  line: number;
-  kernel: string;
-  nodes: number[];
 }
 
 export interface WebGpuReport {

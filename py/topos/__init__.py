@@ -2,11 +2,12 @@
 
 ``topos.model`` records, runs, differentiates, trains and checkpoints;
 ``topos.compiler`` lowers the same recording into its other readings;
-``topos.show`` renders them as cards.
+``topos.webgpu`` runs plans on WebGPU; ``topos.show`` renders them as cards.
 """
 
 from . import ops  # noqa: F401  (registers the primitives first)
 from . import show
+from . import webgpu  # noqa: F401  (registers the "webgpu" and "auto" backends; wgpu-py is imported only when used)
 from .errors import (
     ArgumentError,
     ArgumentTypeError,

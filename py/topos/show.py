@@ -170,6 +170,11 @@ def nodes_json(nodes):
 
 def graph_text(data):
     """A graph as text: one line a node, naming the nodes it reads."""
+    return "\n".join(line for line, _ in graph_rows(data))
+
+
+def graph_rows(data):
+    """The lines of ``graph_text(data)``, each with the node it is about: ``(line, (index,))``."""
     readers = {}
     for source, target in data.get("edges", []):
         readers.setdefault(target, []).append(source)
@@ -177,8 +182,8 @@ def graph_text(data):
     for node in data.get("nodes", []):
         operands = ", ".join(str(i) for i in readers.get(node["index"], []))
         arrow = f" <- {operands}" if operands else ""
-        rows.append(f"{node['index']:>4}  {node['opcode']} {node['shape']}{arrow}")
-    return "\n".join(rows)
+        rows.append((f"{node['index']:>4}  {node['opcode']} {node['shape']}{arrow}", (node["index"],)))
+    return rows
 
 
 # Plots ------------------------------------------------------------------------

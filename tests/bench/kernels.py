@@ -33,8 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "py"))
 
+from topos.compiler.wgsl import launch as build  # noqa: E402
 from topos.webgpu import Buffer, Program, Readback, Upload, View  # noqa: E402
-from topos.webgpu import launch as build  # noqa: E402
 from topos.webgpu.device import adapter_description  # noqa: E402
 from topos.webgpu.runner import default_runner  # noqa: E402
 

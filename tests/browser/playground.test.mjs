@@ -3,6 +3,7 @@
 // user output shown as text. (WebGPU has its own file: webgpu.test.mjs.)
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
@@ -11,6 +12,18 @@ import { SEED_DESCRIBE, SEED_HLO, SEED_PLAN, SEED_RECORDING, SEED_SEALED } from 
 const READINGS = ["spec", "graph", "plan", "gradient", "hlo", "kernels", "output"];
 const MARKUP = '<img src=x onerror="window.__owned = 1">';
 const FIRST_EXAMPLE = readFileSync(new URL("../../docs/examples/01_scalar_chain.py", import.meta.url), "utf8");
+const ROOT = new URL("../../", import.meta.url);
+
+/** The oracle: CPython's topos.playground.run on the same code (the page runs the same package in Pyodide). */
+function cpythonRun(code) {
+  const script = "import json, sys\nfrom topos import playground\nprint(playground.run(sys.stdin.read()))";
+  const text = execFileSync(new URL(".venv/bin/python", ROOT).pathname, ["-c", script], {
+    input: code,
+    env: { ...process.env, PYTHONPATH: new URL("py", ROOT).pathname },
+    cwd: "/tmp",
+  });
+  return JSON.parse(text);
+}
 
 describe("the playground", () => {
   let browser;
@@ -112,6 +125,41 @@ describe("the playground", () => {
     for (let i = 0; i < 7; i++) await page.keyboard.press("ArrowDown");
     await page.waitForFunction(() => document.querySelector('[data-reading="graph"] .linked')?.textContent === "5 Mul []");
     assert.equal(await page.$eval("#editor", (e) => e.dataset.linkedLines), "8");
+  });
+
+  test("copying a text pane gives the reading's text exactly, as CPython's topos.playground makes it", async () => {
+    // float32 (the kernels reading has launches) and a Sum (the HLO holds a reduce region over several rows).
+    const code = [
+      "import topos",
+      "from topos import Tape",
+      "",
+      "def build(tape):",
+      "    w = tape.parameter([[1.0, -2.0], [3.0, 0.5]], name='w')",
+      "    x = tape.input([1.0, -1.0], name='x')",
+      "    return [topos.softmax(w @ x).sum()]",
+      "",
+      "network, (loss,) = Tape.record(build, dtype='float32')",
+      "",
+    ].join("\n");
+    const oracle = cpythonRun(code);
+    assert.equal(oracle.error, null);
+    await browser.context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(BASE_URL).origin });
+    await pasteCode(page, code);
+    await waitForPane(page, "spec", (text) => text === oracle.readings.spec.text);
+    for (const name of ["spec", "plan", "gradient", "hlo", "kernels"]) {
+      const expected = oracle.readings[name].text;
+      assert.ok(expected.split("\n").length > 3, `${name}: ${expected}`);
+      await page.click(`#tab-${name}`);
+      await page.evaluate(() => navigator.clipboard.writeText("(nothing copied)"));
+      await page.$eval(`[data-reading="${name}"]`, (pane) => window.getSelection().selectAllChildren(pane));
+      await page.keyboard.press("ControlOrMeta+C");
+      assert.equal(await page.evaluate(() => navigator.clipboard.readText()), expected, `the ${name} pane copied otherwise`);
+      // Each row is one element that names the nodes Python said it is about.
+      const rows = await page.$$eval(`[data-reading="${name}"] .line`, (lines) => lines.map((line) => line.dataset.nodes ?? ""));
+      assert.deepEqual(rows, oracle.readings[name].rows.map((row) => row.nodes.join(" ")), name);
+    }
+    await page.evaluate(() => window.getSelection().removeAllRanges());
+    await page.click("#tab-spec");
   });
 
   test("a shape error marks the user's line and keeps the last good readings", async () => {

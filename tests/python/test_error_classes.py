@@ -28,10 +28,10 @@ from topos import Tape, show
 from topos.compiler import Meta, Primitive, register, unregister
 from topos.model import optim
 from topos.show import Line, Plot
-from topos.webgpu import launch as build
+from topos.compiler.wgsl import launch as build
+from topos.compiler.wgsl.views import View
 from topos.webgpu.sources import kernel_text, specialise
 from topos.webgpu.trainer import DeviceTrainer
-from topos.webgpu.views import View
 
 PACKAGE = Path(topos.__file__).resolve().parent
 
@@ -284,7 +284,7 @@ def test_a_device_trainer_refuses_bad_arguments_with_a_topos_error():
 
 def test_the_playground_bridges_refuse_with_topos_errors():
     from topos import playground
-    from topos.playground_gpu import step_json
+    from topos.playground.gpu import step_json
 
     with pytest.raises(topos.ArgumentTypeError, match="a program's steps are .* got str"):
         step_json("launch everything")

@@ -2,17 +2,23 @@
 
 ``Softplus`` is registered here, in user code, exactly as docs/extending.md
 shows; it then records, runs, differentiates (checked against central
-differences), lowers forward+backward, prints its own cost, and emits
-StableHLO that XLA runs to the same numbers.
+differences), lowers forward+backward, prints its own cost, emits StableHLO
+that XLA runs to the same numbers, and runs on WebGPU from its WGSL expression
+(lavapipe here and in CI: that test fails, not skips, without an adapter).
 """
 
 import numpy as np
 import pytest
 from test_stablehlo import assert_outputs_agree
 
-from topos import Tape
-from topos.compiler import Primitive, missing_rules, primitives, register, unregister
+from topos import Tape, webgpu
+from topos.compiler import (
+    Executor, PlanRun, Primitive, missing_rules, primitives, register, register_executor, unregister, unregister_backend,
+)
+from topos.compiler.backends import NumpyExecutor
 from topos.compiler.xla import execute_plan
+
+SOFTPLUS_WGSL = "max(x, 0.0) + log(1.0 + exp(-abs(x)))"
 
 
 class Softplus(Primitive):
@@ -20,6 +26,8 @@ class Softplus(Primitive):
 
     name = "Softplus"
     arity = 1
+    kernel = "elementwise"
+    wgsl = SOFTPLUS_WGSL  # WebGPU's elementwise template computes it for every element
 
     def infer(self, metas, attrs):
         (x,) = metas
@@ -111,3 +119,80 @@ def test_it_lowers_emits_and_runs_on_xla(registered, dtype):
     row = next(r for r in plan.describe(costs=True).splitlines() if "Softplus" in r)
     width = 4 if dtype == "float32" else 8
     assert row.endswith(f"  [36 flops, {12 * width} bytes]")
+
+
+def test_it_runs_on_webgpu_from_its_wgsl_expression(registered):
+    assert webgpu.available(), "no WebGPU adapter: this test needs one (mesa-vulkan-drivers gives lavapipe)"
+    network, (w, x, y, loss) = Tape.record(build, dtype="float32")
+    plan = network.entry([y, loss]).backward(loss, [w]).lower()
+    reading = plan.kernels()
+    (softplus_node,) = [i for i in plan.schedule if plan.nodes[i].opcode == "Softplus"]
+    assert softplus_node not in reading.declined
+    assert any(line.startswith("elementwise:main", 8) and line.endswith(SOFTPLUS_WGSL)
+               for line in reading.describe().splitlines())
+    parameters = network.parameters()
+    run = plan.run(parameters, backend="webgpu")
+    assert run.backends[softplus_node] == "webgpu"
+    assert {run.backends[i] for i in plan.schedule if not plan.nodes[i].is_source} == {"webgpu"}
+    reference = plan.run(parameters, backend="numpy")
+    # WGSL's log is only held to an absolute error near 1, and log(1 + e^-30) is 0 in float32: absolute slack too.
+    for got, expected in zip(run.outputs(), reference.outputs()):
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_an_elementwise_primitive_without_an_expression_stays_on_the_host():
+    class Cube(Primitive):
+        name = "TestCube"
+        arity = 1
+        kernel = "elementwise"
+
+        def infer(self, metas, attrs):
+            return metas[0]
+
+        def forward(self, inputs, attrs):
+            return inputs[0] ** 3
+
+    register(Cube)
+    try:
+        network, (y,) = Tape.record(lambda tape: [tape.apply("TestCube", [tape.parameter([1.0, 2.0])])], dtype="float32")
+        reading = network.entry([y]).lower().kernels()
+        assert reading.declined[y.index] == "no elementwise expression for TestCube"
+        Cube.wgsl = "x * x * x"
+        reading = network.entry([y]).lower().kernels()
+        assert y.index not in reading.declined and "x * x * x" in reading.describe()
+    finally:
+        unregister("TestCube")
+
+
+class Doubling(Executor):
+    """A whole-plan backend: runs the plan on the interpreter, then says it ran every node itself."""
+
+    name = "doubling"
+
+    def run_plan(self, parameters, feeds):
+        run = NumpyExecutor(self.plan).run_plan(parameters, feeds)
+        return PlanRun(self.plan, {i: 2 * run.outputs()[k] for k, i in enumerate(self.plan.outputs)},
+                       {i: self.name for i in run.backends}, run.peak_elements, run.peak_node)
+
+
+def test_a_whole_plan_executor_is_the_one_protocol_plan_run_asks_for():
+    network, (total,) = Tape.record(lambda tape: [tape.parameter([1.0, 2.0]).sum()])
+    plan = network.entry([total]).lower()
+    register_executor("test-doubling", Doubling)
+    try:
+        run = plan.run(network.parameters(), backend="test-doubling")
+    finally:
+        unregister_backend("test-doubling")
+    assert run.of(total).scalar() == 6.0
+    assert set(run.backends.values()) == {"doubling"}
+
+
+def test_a_backend_registered_the_wrong_way_names_the_other_way():
+    network, (total,) = Tape.record(lambda tape: [tape.parameter([1.0, 2.0]).sum()])
+    plan = network.entry([total]).lower()
+    register_executor("test-node-by-node", lambda plan: NumpyExecutor(plan).run)
+    try:
+        with pytest.raises(TypeError, match="not an Executor: register a node-by-node accelerator with register_backend"):
+            plan.run(network.parameters(), backend="test-node-by-node")
+    finally:
+        unregister_backend("test-node-by-node")

@@ -1,7 +1,7 @@
 """The WGSL kernels through wgpu-py on raw numpy inputs, against numpy in float64.
 
-Each kernel family is launched directly (``topos.webgpu.launch`` builders, no
-plan), over element counts at the edges of 64-wide workgroups (1, 7, 63, 64, 65,
+Each kernel family is launched directly (``topos.compiler.wgsl.launch`` builders, no
+plan; an elementwise op's expression is its primitive's ``wgsl``), over element counts at the edges of 64-wide workgroups (1, 7, 63, 64, 65,
 1023, 4097), non-square and batched matrix products, broadcasts on every axis and
 operands read through strides. Agreement is tests/cases/README.md's rule: 1e-5
 relative, plus 4 sqrt(n) 2^-24 sum(|terms|) for a sum of n terms, plus 8 times
@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 
 from topos import webgpu
+from topos.compiler.wgsl import launch as build
+from topos.ops import lookup
 from topos.webgpu import View, run_launches
-from topos.webgpu import launch as build
 from topos.webgpu.sources import kernel_names, kernel_text, specialise, tokens
 
 EDGE_SIZES = (1, 7, 63, 64, 65, 1023, 4097)
@@ -83,7 +84,7 @@ UNARY = {
 def test_unary_ops_over_edge_sizes(n):
     for opcode, (sample, formula) in UNARY.items():
         x = sample(n).astype(np.float32)
-        got = run_one(build.elementwise(build.EXPRESSIONS[opcode], 9, (n,), [dense(0, (n,))]), {0: x}, (n,))
+        got = run_one(build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,))]), {0: x}, (n,))
         with np.errstate(all="ignore"):
             assert_agrees(got, formula(x.astype(np.float64)), formula(x), what=f"{opcode} of {n}")
 
@@ -105,7 +106,7 @@ def test_binary_ops_over_edge_sizes_with_ties(n):
         else:
             x = rng.integers(-3, 4, n).astype(np.float32) * 0.5  # many ties, no zero divisors below
             y = np.where((rng.random(n) < 0.3) & (x != 0), x, rng.integers(1, 4, n) * 0.75).astype(np.float32)
-        got = run_one(build.elementwise(build.EXPRESSIONS[opcode], 9, (n,), [dense(0, (n,)), dense(1, (n,))]),
+        got = run_one(build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,)), dense(1, (n,))]),
                       {0: x, 1: y}, (n,))
         exact = function(x.astype(np.float64), y.astype(np.float64)).astype(np.float64)
         assert_agrees(got, exact, function(x, y).astype(np.float64), what=f"{opcode} of {n}")
@@ -368,9 +369,10 @@ def test_each_primitive_names_a_kernel_family_with_a_file():
             continue
         assert primitive.kernel in families | {None}, f"{name} names an unknown kernel family {primitive.kernel!r}"
         if primitive.kernel == "elementwise":
-            assert name in build.EXPRESSIONS, f"{name} has no elementwise expression"
+            assert primitive.wgsl is not None, f"{name} has no elementwise expression"
     assert families <= set(kernel_names())
-    assert set(build.EXPRESSIONS) <= {n for n, p in primitives().items() if p.kernel == "elementwise"}
+    with_expressions = {n for n, p in primitives().items() if p.wgsl is not None}
+    assert with_expressions <= {n for n, p in primitives().items() if p.kernel == "elementwise"}
 
 
 def test_long_sums_and_contractions_stay_within_the_loop_limit():

@@ -39,4 +39,4 @@ def test_a_built_wheel_holds_every_kernel_file(tmp_path):
         names = set(archive.namelist())
         for kernel in (ROOT / "kernels").glob("*.wgsl"):
             assert archive.read(f"topos/kernels/{kernel.name}") == kernel.read_bytes(), kernel.name
-        assert {"topos/webgpu/runner.py", "topos/webgpu/launch.py", "topos/compiler/kernels.py"} <= names
+        assert {"topos/webgpu/runner.py", "topos/compiler/wgsl/launch.py", "topos/compiler/kernels.py"} <= names

@@ -22,7 +22,7 @@ from topos.model.network import Gradients
 from topos.ops import lookup
 from topos.webgpu import NoAdapterError
 from topos.webgpu import device as device_module
-from topos.webgpu.program import HostStep, Upload
+from topos.compiler.wgsl.program import HostStep, Upload
 from topos.webgpu.runner import default_runner
 from topos.webgpu.trainer import DeviceTrainer
 

@@ -5,7 +5,9 @@ the playground, cards, the WebGPU runtime, the compiler, the model, ``Tensor``,
 the ops, then ``dtypes``, ``errors`` and ``text``; and the model's own order).
 The second test finds circles itself, lazy imports inside functions included,
 so that an import hidden in a function body cannot close one either. Both allow
-only the imports the layers contract lists under ``ignore_imports``.
+only the imports the layers contract lists under ``ignore_imports``: none, now
+that the WebGPU runtime imports the compiler's plain data (``topos.compiler.wgsl``)
+and registers its backends with the compiler rather than being imported by it.
 """
 
 import ast
@@ -139,6 +141,35 @@ def test_no_circle_of_imports_counting_lazy_ones():
         assert imported in edges[importer], f"{importer} -> {imported} is gone: drop it from ignore_imports"
         edges[importer].discard(imported)
     assert circles(edges) == []
+
+
+def test_no_import_is_exempt_from_the_layers():
+    assert allowed_imports() == set()
+
+
+def test_the_runtime_registers_its_backends_without_importing_wgpu():
+    # Run apart, so that this process's wgpu-py (loaded by the kernel tests) cannot hide an import.
+    script = "\n".join([
+        "import sys",
+        "import numpy as np",
+        "import topos",
+        "from topos.compiler.backends import backend_names",
+        "assert 'wgpu' not in sys.modules, 'import topos imported wgpu-py'",
+        "assert {'numpy', 'webgpu', 'auto'} <= set(backend_names()), backend_names()",
+        "sys.modules['wgpu'] = None  # from here on, as where wgpu-py is not installed",
+        "network, (total,) = topos.Tape.record(lambda tape: [(tape.parameter(np.ones(3)) * 2.0).sum()], dtype='float32')",
+        "plan = network.entry([total]).lower()",
+        "run = plan.run(network.parameters(), backend='auto')",
+        "assert set(run.backends.values()) == {'numpy'} and run.of(total).scalar() == 6.0",
+        "try:",
+        "    plan.run(network.parameters(), backend='webgpu')",
+        "except topos.webgpu.NoAdapterError as error:",
+        "    assert 'wgpu-py is not installed' in str(error), error",
+        "else:",
+        "    raise AssertionError('backend=\"webgpu\" ran without wgpu-py')",
+    ])
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_circle_finder_finds_a_lazy_circle():

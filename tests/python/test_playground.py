@@ -172,17 +172,18 @@ def test_the_gradient_reading_needs_a_scalar_and_parameters():
     assert vector["readings"]["plan"]["text"]  # the other readings are unaffected
 
 
-def test_kernel_launch_lines_name_their_nodes():
+def test_kernel_launch_rows_name_their_nodes():
     code = SEED_SEALED.replace("Tape.record(build)", 'Tape.record(build, dtype="float32")')
     kernels = run(code)["readings"]["kernels"]
-    lines = kernels["text"].split("\n")
-    launches = [row for row in kernels["launches"] if row["kernel"]]
+    launches = playground.latest_readings.kernels().launches
     assert launches, kernels["text"]
-    for row in launches:
-        number = int(lines[row["line"]].split()[0])
-        assert lines[row["line"]].split()[1] == row["kernel"]
-        assert number == launches.index(row)
-        assert row["nodes"]
+    # A launch's row starts with its number and kernel:entry, and names the nodes the launch covers.
+    launch_rows = [row for row in kernels["rows"] if row["text"].split()[0].isdigit()]
+    assert [row["text"].split()[:2] for row in launch_rows] == [
+        [str(number), f"{launch.kernel}:{launch.entry}"] for number, launch in enumerate(launches)
+    ]
+    assert [row["nodes"] for row in launch_rows] == [list(launch.nodes) for launch in launches]
+    assert all(row["nodes"] for row in launch_rows)
 
 
 def test_the_gpu_bridge_hosts_a_float64_program_like_the_interpreter():

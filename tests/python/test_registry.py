@@ -2,6 +2,7 @@
 
 import pytest
 
+from topos.compiler.kernels import has_kernel_rule
 from topos.ops import Primitive, lookup, missing_rules, primitives, register, unregister
 from topos.ops.registry import REQUIRED_RULES
 
@@ -14,6 +15,10 @@ NON_DIFFERENTIABLE = {
     "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "StopGradient", "OneHot",
 }
 SOURCES = {"Parameter", "Input", "Leaf"}
+
+# Ops the WebGPU backend declines, each for a reason (the numpy interpreter runs them there), listed on
+# purpose as the non-differentiable ones are: an op that forgets its kernel rule must not pass quietly.
+DECLINED_ON_WEBGPU = {"ScatterAdd": "float atomics, which summing repeated indices needs, are not portable WGSL"}
 
 
 def rules_missing(primitive, rules):
@@ -51,6 +56,17 @@ def test_primitive_is_registered_under_its_own_name_with_a_kernel_choice(name):
     assert primitive.name == name
     assert primitive.kernel is None or isinstance(primitive.kernel, str)
     assert primitive.arity is None or primitive.arity >= 0
+
+
+@pytest.mark.parametrize("name", sorted(set(primitives()) - SOURCES))
+def test_primitive_has_a_kernel_rule_or_is_listed_as_declined_on_webgpu(name):
+    """A WGSL expression or a ``wgsl_launch`` of its own, in its block, for a kernel family it names."""
+    primitive = lookup(name)
+    if name in DECLINED_ON_WEBGPU:
+        assert primitive.kernel is None and not has_kernel_rule(primitive)
+    else:
+        assert primitive.kernel is not None and has_kernel_rule(primitive), f"{name} has no kernel rule"
+        assert primitive.kernel != "elementwise" or primitive.wgsl is not None, f"{name} has no WGSL expression"
 
 
 def test_missing_rules_names_what_a_half_added_op_lacks():

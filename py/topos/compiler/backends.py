@@ -1,65 +1,56 @@
-"""Backends that ``plan.run`` dispatches nodes to.
+"""Backends that ``plan.run`` dispatches to, by name.
 
-A backend is registered by name with a factory: ``factory(plan)`` returns an
-executor for one run of that plan. The interpreter offers the executor each
-scheduled operation in order: ``executor.run(node, inputs)`` returns the node's
-value as a numpy array, or ``None`` to decline it, and the numpy interpreter
-then runs the node itself. So a backend may take any subset of the ops (an
-opcode without a kernel, float64 values) and the plan still runs. When the run
-ends, ``executor.close()`` is called if the executor has it.
+Every backend is an executor factory: ``factory(plan)`` returns an
+``Executor`` (``topos.compiler.executor``) for one run of that plan, and
+``plan.run`` hands its ``run_plan(parameters, feeds)`` the checked inputs.
+There are two ways to register one:
 
-An executor may keep values on its device: whatever ``run`` returns is stored
-as the node's value (it needs a ``size``, the element count, for the live
-volume), handed back to ``run`` for later nodes, and turned into a numpy array
-by ``executor.to_numpy(value)`` where the numpy interpreter or the caller reads
-it. Without ``to_numpy``, values must be numpy arrays.
+- ``register_backend(name, factory)``: a node-by-node *accelerator*.
+  ``factory(plan)`` returns an object with a ``name`` and ``run(node, inputs)``,
+  which returns the node's value or ``None`` to decline it; the numpy
+  interpreter offers it each scheduled operation and runs what it declines, so
+  it may take any subset of the ops (an opcode without a kernel, float64
+  values) and the plan still runs. It may keep values on its device and define
+  ``to_numpy(value)`` and ``close()`` (``topos.compiler.interpreter`` says how).
+- ``register_executor(name, factory)``: ``factory(plan)`` returns an
+  ``Executor`` that runs the whole plan itself, as the WebGPU runtime does (one
+  program of kernel launches).
 
-An executor that runs whole plans instead (``topos.webgpu``: one program of
-kernel launches) defines ``run_plan(parameters, feeds)`` and returns the
-``PlanRun`` itself; ``plan.run`` then hands it the checked inputs.
-
-``"numpy"`` is always registered; ``"webgpu"`` and ``"auto"`` import
-``topos.webgpu`` (and wgpu-py) only when a plan first asks for them.
+``"numpy"`` is always registered. ``topos.webgpu`` registers ``"webgpu"`` and
+``"auto"`` when it is imported, which ``import topos`` does; this module, below
+the runtime, never imports it.
 """
 
 from ..errors import ArgumentError, ArgumentTypeError
-from ..ops import lookup
+from .executor import Executor
+from .interpreter import NumpyExecutor
+
+_BACKENDS = {"numpy": NumpyExecutor}
 
 
-class NumpyExecutor:
-    """The reference: every op's numpy forward, as ``Network.forward`` runs it."""
-
-    name = "numpy"
-
-    def __init__(self, plan=None):
-        self.plan = plan
-
-    def run(self, node, inputs):
-        return lookup(node.opcode).forward(inputs, node.attrs)
-
-
-def _webgpu(plan):
-    from ..webgpu.backend import webgpu_executor
-
-    return webgpu_executor(plan)
-
-
-def _auto(plan):
-    from ..webgpu.backend import auto_executor
-
-    return auto_executor(plan)
-
-
-# The WebGPU backends import wgpu-py only when a plan first asks for them.
-_BACKENDS = {"numpy": NumpyExecutor, "webgpu": _webgpu, "auto": _auto}
-
-
-def register_backend(name, factory):
-    """Register ``factory(plan) -> executor`` under ``name`` (replacing an earlier one)."""
+def _check(name, factory, what):
     if not isinstance(name, str) or not name:
         raise ArgumentError("a backend's name is a non-empty string")
     if not callable(factory):
-        raise ArgumentTypeError(f"a backend's factory is a callable, factory(plan) -> executor; got {factory!r}")
+        raise ArgumentTypeError(f"a backend's factory is a callable, factory(plan) -> {what}; got {factory!r}")
+
+
+def register_backend(name, factory):
+    """Register a node-by-node accelerator, ``factory(plan)``, under ``name`` (replacing an earlier one).
+
+    The numpy interpreter offers the accelerator each scheduled operation and runs the ones it declines.
+    """
+    _check(name, factory, "an object whose run(node, inputs) returns a value or None")
+
+    def interpreter_with_accelerator(plan):
+        return NumpyExecutor(plan, accelerator=factory(plan))
+
+    _BACKENDS[name] = interpreter_with_accelerator
+
+
+def register_executor(name, factory):
+    """Register ``factory(plan) -> Executor``, a backend that runs whole plans, under ``name``."""
+    _check(name, factory, "Executor")
     _BACKENDS[name] = factory
 
 
@@ -86,8 +77,23 @@ def restore(saved):
 
 
 def executor_for(name, plan):
+    """The ``Executor`` that the backend registered under ``name`` makes for ``plan``."""
     try:
         factory = _BACKENDS[name]
     except (KeyError, TypeError):
         raise ArgumentError(f"unknown backend {name!r}; registered: {', '.join(backend_names())}") from None
-    return factory(plan)
+    executor = factory(plan)
+    if not isinstance(executor, Executor):
+        raise ArgumentTypeError(
+            f"backend {name!r} made a {type(executor).__name__}, not an Executor: register a node-by-node "
+            "accelerator with register_backend, a whole-plan Executor with register_executor"
+        )
+    return executor
+
+
+def run_plan(plan, parameters, feeds, backend):
+    """``plan.run``: check the inputs, then let the backend's executor evaluate the plan (a ``PlanRun``)."""
+    network = plan.network
+    network.check_parameters(parameters)
+    feeds = network.check_feeds(feeds)
+    return executor_for(backend, plan).run_plan(parameters, feeds)

@@ -12,48 +12,23 @@ The model is deliberately simple and stated here so that its numbers can be read
   dtype's width. Sources move nothing (their values are already resident), and
   ``Reshape`` and ``StopGradient`` move nothing (they relabel memory).
 
-A primitive registered from outside may define ``cost(self, operand_metas,
-meta, attrs)`` returning ``(flops, bytes)`` to replace these defaults.
+Each primitive states its own cost beside its other rules (``Primitive.cost``:
+by default ``element_flops`` a result element and every value read or written
+once; ops that differ say so in their block), and one registered from outside
+may define ``cost(self, operand_metas, meta, attrs)`` returning
+``(flops, bytes)`` the same way.
 """
 
 from ..ops import lookup
 from ..ops.registry import Meta
 from ..text import plural
 
-ITEM_BYTES = {"float32": 4, "float64": 8, "int32": 4}
-
-MOVES_ONLY = {"Reshape", "Broadcast", "Transpose", "Slice", "Pad", "Concatenate", "Take"}
-RELABELS = {"Reshape", "StopGradient"}
-ELEMENT_FLOPS = {"Gelu": 9}
-
-
-def default_cost(opcode, operands, meta, attrs):
-    """``(flops, bytes)`` of one node under the model above."""
-    if opcode in ("Parameter", "Input", "Leaf") or opcode in RELABELS:
-        return 0, 0
-    moved = sum(m.size * ITEM_BYTES[m.dtype] for m in operands) + meta.size * ITEM_BYTES[meta.dtype]
-    if opcode in MOVES_ONLY:
-        flops = 0
-    elif opcode == "MatMul":
-        a = operands[0]
-        flops = 2 * meta.size * a.shape[-1]
-    elif opcode in ("Sum", "Max"):
-        flops = operands[0].size - meta.size
-    elif opcode == "ScatterAdd":
-        flops = operands[0].size
-    else:
-        flops = meta.size * ELEMENT_FLOPS.get(opcode, 1)
-    return flops, moved
-
 
 def node_cost(node, operand_nodes):
+    """``(flops, bytes)`` of one node, as its primitive counts them."""
     operands = [Meta(n.shape, n.dtype) for n in operand_nodes]
-    primitive = lookup(node.opcode)
-    custom = getattr(primitive, "cost", None)
-    if custom is not None:
-        flops, moved = custom(operands, node.meta, node.attrs)
-        return int(flops), int(moved)
-    return default_cost(node.opcode, operands, node.meta, node.attrs)
+    flops, moved = lookup(node.opcode).cost(operands, node.meta, node.attrs)
+    return int(flops), int(moved)
 
 
 class Costs:

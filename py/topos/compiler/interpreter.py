@@ -1,4 +1,15 @@
-"""Running a plan: the schedule in order, each value freed after its last reader.
+"""The numpy interpreter: the schedule in order, each value freed after its last reader.
+
+It is the ``"numpy"`` executor, and the one every node-by-node backend runs in:
+registered with ``register_backend``, such a backend is an *accelerator* that
+the interpreter offers each scheduled operation first (``run(node, inputs)``
+returns the value, or ``None`` to decline it), and the interpreter runs what it
+declines. An accelerator may keep values on its device: whatever ``run``
+returns is stored as the node's value (it needs a ``size``, the element count,
+for the live volume), handed back to ``run`` for later nodes, and turned into
+a numpy array by ``accelerator.to_numpy(value)`` where the interpreter or the
+caller reads it; without ``to_numpy``, its values must be numpy arrays. When
+the run ends, ``accelerator.close()`` is called if it has one.
 
 The interpreter counts the elements of the arrays it holds after each node runs
 (before it frees that node's last-read operands); its peak is the measured
@@ -7,118 +18,65 @@ counterpart of the plan's predicted peak, and the tests hold the two equal.
 
 import numpy as np
 
-from ..errors import FeedError, ShapeError, located
-from ..model.nodes import describe_node
-from ..tensor import Tensor, freeze, immutable
-from .backends import NumpyExecutor, executor_for
+from ..errors import ShapeError, located
+from ..model.nodes import source_value
+from ..ops import lookup
+from ..tensor import freeze
+from .executor import Executor, PlanRun
 
 
-class PlanRun:
-    """What ``plan.run`` returns: readable values, gradients, and who ran each node.
+class NumpyExecutor(Executor):
+    """The reference: every op's numpy forward, as ``Network.forward`` runs it, optionally behind an accelerator."""
 
-    ``of(symbol)`` reads a readable, ``gradient(symbol)`` the gradient of a node
-    the entry asked about; ``backends`` maps each evaluated node's index to the
-    backend that ran it; ``peak_elements`` and ``peak_node`` are the measured peak
-    of live elements and where it happened. Every value it hands back is read-only,
-    as ``Run.values()`` is: writing into one cannot change what the run returns next.
-    """
+    name = "numpy"
 
-    def __init__(self, plan, values, backends, peak_elements, peak_node):
-        self.plan = plan
-        self._values = {index: _read_only(values[index]) for index in plan.outputs if index in values}
-        self.backends = backends
-        self.peak_elements = peak_elements
-        self.peak_node = peak_node
-        self._gradient_of = dict(plan.gradients)
+    def __init__(self, plan=None, accelerator=None):
+        super().__init__(plan)
+        self.accelerator = accelerator
 
-    def of(self, symbol):
-        """The value of a readable of the plan, as a ``Tensor``."""
-        index = self.plan.network.index_of(symbol)
-        if index not in self.plan.readables:
-            node = self.plan.nodes[index]
-            raise FeedError(f"{describe_node(node)} is not a readable of this plan")
-        return Tensor(self._value(index))
+    def run(self, node, inputs):
+        """One node's numpy forward (what the interpreter runs for every node an accelerator declines)."""
+        return lookup(node.opcode).forward(inputs, node.attrs)
 
-    def gradient(self, symbol):
-        """d target / d ``symbol``, for a node the entry's ``backward`` named, as a ``Tensor``."""
-        index = self.plan.network.index_of(symbol)
-        gradient = self._gradient_of.get(index)
-        if gradient is None:
-            node = self.plan.nodes[index]
-            raise FeedError(f"this plan has no gradient with respect to {describe_node(node)}")
-        return Tensor(self._value(gradient))
+    def run_plan(self, parameters, feeds):
+        try:
+            return self._interpret(parameters, feeds)
+        finally:
+            close = getattr(self.accelerator, "close", None)  # an accelerator's close() is optional
+            if close is not None:
+                close()
 
-    def outputs(self):
-        """The readables' values, then the gradients, in order (read-only numpy arrays), as the emitters return them."""
-        return [self._value(index) for index in self.plan.outputs]
-
-    def _value(self, index):
-        if index in self._values:
-            return self._values[index]
-        # A DeviceTrainer step keeps the gradients on the device and reads back only the readables.
-        nodes = self.plan.nodes
-        wrt = next((w for w, gradient in self.plan.gradients if gradient == index), None)
-        what = describe_node(nodes[index])
-        if wrt is not None:
-            what = f"the gradient with respect to {describe_node(nodes[wrt])}"
-        raise FeedError(f"this run did not read {what} back from its device (a DeviceTrainer step keeps it there)")
-
-
-def _read_only(value):
-    """``value`` as an array no one can write: a numpy scalar (a sum's result) becomes a rank-0 array.
-
-    Arrays the run made are read-only already and pass as they are; one that a
-    backend could still write (a buffer it reuses, say) is copied.
-    """
-    if isinstance(value, np.generic):
-        return freeze(np.array(value))
-    return immutable(value)
-
-
-def run_plan(plan, parameters, feeds, backend):
-    network = plan.network
-    network.check_parameters(parameters)
-    feeds = network.check_feeds(feeds)
-    executor = executor_for(backend, plan)
-    if hasattr(executor, "run_plan"):
-        # A device backend (topos.webgpu) runs the whole plan, keeping values on its device.
-        return executor.run_plan(parameters, feeds)
-    fallback = executor if isinstance(executor, NumpyExecutor) else NumpyExecutor(plan)
-    to_numpy = getattr(executor, "to_numpy", None)
-    on_device = set()  # nodes whose values the executor keeps in its own form
-    nodes = plan.nodes
-    release_after = plan.release_after
-    values = {}
-    ran_on = {}
-    live = peak = 0
-    peak_node = None
-    try:
+    def _interpret(self, parameters, feeds):
+        plan = self.plan
+        accelerator = self.accelerator
+        to_numpy = getattr(accelerator, "to_numpy", None)  # optional: for an accelerator that keeps values
+        on_device = set()  # nodes whose values the accelerator keeps in its own form
+        nodes = plan.nodes
+        release_after = plan.release_after
+        values = {}
+        ran_on = {}
+        live = peak = 0
+        peak_node = None
         with np.errstate(all="ignore"):
             for index in plan.schedule:
                 node = nodes[index]
-                opcode = node.opcode
-                if opcode == "Parameter":
-                    value = parameters.slots.get(index, node.payload)
-                    ran_on[index] = "numpy"
-                elif opcode == "Input":
-                    value = feeds.get(index, node.payload)
-                    ran_on[index] = "numpy"
-                elif opcode == "Leaf":
-                    value = node.payload
-                    ran_on[index] = "numpy"
+                if node.is_source:
+                    value = source_value(node, parameters.slots, feeds)
+                    ran_on[index] = self.name
                 else:
                     inputs = [values[j] for j in node.operands]
                     try:
-                        value = executor.run(node, inputs)
-                        ran_on[index] = executor.name
-                        if value is None:
+                        value = None if accelerator is None else accelerator.run(node, inputs)
+                        if value is None:  # declined, or no accelerator: the numpy forward runs it
                             if to_numpy is not None:
                                 inputs = [to_numpy(v) if j in on_device else v for j, v in zip(node.operands, inputs)]
-                            value = fallback.run(node, inputs)
-                            ran_on[index] = fallback.name
+                            value = self.run(node, inputs)
+                            ran_on[index] = self.name
+                        else:
+                            ran_on[index] = accelerator.name
                     except ShapeError as error:  # an index out of range, say: name the line that recorded the node
                         raise located(error, node.source) from None
-                    if ran_on[index] == NumpyExecutor.name:
+                    if ran_on[index] == self.name:
                         freeze(value)  # made by this run and held by it alone, as Network.forward's values are
                     elif to_numpy is not None:
                         on_device.add(index)
@@ -130,8 +88,4 @@ def run_plan(plan, parameters, feeds, backend):
                     live -= values.pop(freed).size
         for index in on_device.intersection(values):
             values[index] = to_numpy(values[index])
-    finally:
-        close = getattr(executor, "close", None)
-        if close is not None:
-            close()
-    return PlanRun(plan, values, ran_on, peak, peak_node)
+        return PlanRun(plan, values, ran_on, peak, peak_node)

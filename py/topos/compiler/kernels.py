@@ -1,17 +1,19 @@
 """The kernel reading: a plan as WGSL launches (``plan.kernels()``).
 
 Kernel selection walks the plan's schedule once. Each node either runs on the
-device, as launches of the kernel family its primitive names (``kernel`` in its
-op block: elementwise, reduce, matmul, copy, gather), or on the host, where the
-numpy interpreter runs it: float64 values (WGSL has no f64), int32 results, ops
-whose ``kernel`` is None (ScatterAdd), values too large for one storage binding.
+device, as the launches its primitive's own rule writes (``wgsl`` or
+``wgsl_launch`` in its op block, through the kernel family it names: elementwise,
+reduce, matmul, copy, gather), or on the host, where the numpy interpreter runs
+it: float64 values (WGSL has no f64), int32 results, ops whose ``kernel`` is None
+(ScatterAdd), values too large for one storage binding, and what the primitive
+itself declines (``wgsl_declines``).
 
 - Reshapes of contiguous values, broadcasts, transposes, slices and stop-gradients
   launch nothing: they are new views of their operand's buffer, which the next
   kernel reads through strides. Leaves of one repeated value are constants that
   need no buffer at all.
 - Softmax, log-softmax, layer norm and mean run fused where the plan shows the
-  pattern their functions record (``topos.webgpu.patterns``).
+  pattern their functions record (``topos.compiler.wgsl.patterns``).
 - Buffers follow the plan's liveness: each value is first given a buffer of its
   own, then ``share_buffers`` packs them by lifetime (from the step that writes a
   value to the last that reads it), so the device holds about the plan's peak,
@@ -21,8 +23,10 @@ whose ``kernel`` is None (ScatterAdd), values too large for one storage binding.
   device reads; readbacks only where the host needs a device value (the operand
   of a host step) and at the end (the readables and gradients).
 
-The result, a ``KernelReading``, holds the ``Program`` (``topos.webgpu.program``)
-that the WebGPU backend executes and ``describe()`` prints it.
+The result, a ``KernelReading``, holds the ``Program`` (``topos.compiler.wgsl.program``)
+that the WebGPU backend executes and ``describe()`` prints it. It is made once
+per plan (``kernel_reading``): the plan's ``kernels()`` and the WebGPU runtime
+share it.
 """
 
 import threading
@@ -31,49 +35,21 @@ import weakref
 import numpy as np
 
 from ..errors import LoweringError
-from ..ops import lookup
+from ..ops import Primitive, lookup
 from ..text import format_shape, plural
-from ..webgpu import launch as build
-from ..webgpu.launch import EXPRESSIONS, LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
-from ..webgpu.patterns import find_groups
-from ..webgpu.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, share_buffers
-from ..webgpu.views import View, element_count
+from .wgsl import launch as build
+from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
+from .wgsl.patterns import find_groups
+from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, share_buffers
+from .wgsl.views import View, element_count
 
 #: WebGPU's default maxStorageBufferBindingSize (128 MiB) in 4-byte elements.
 MAX_ELEMENTS = (128 << 20) // 4
-#: Primitives that only re-view their operand's elements.
-VIEW_OPCODES = ("Broadcast", "Transpose", "Slice", "StopGradient")
-SOURCE_OPCODES = ("Parameter", "Input", "Leaf")
-#: The opcodes ``Selector.emit`` has a rule for, besides views and the elementwise expressions.
-EMITTED_OPCODES = ("Reshape", "Sum", "Max", "MatMul", "Take", "OneHot", "Pad", "Concatenate")
 
 
-def decline_reason(node, nodes):
-    """Why the device does not run ``node`` (a sentence), or None when it does."""
-    primitive = lookup(node.opcode)
-    operand_dtypes = {nodes[j].dtype for j in node.operands}
-    if node.dtype == "float64" or "float64" in operand_dtypes:
-        return "float64: WGSL has no f64"
-    if primitive.kernel is None:
-        return f"no WGSL kernel for {node.opcode}"
-    if node.dtype not in ("float32",):
-        return f"{node.dtype} results stay on the host"
-    if node.size == 0 or any(nodes[j].size == 0 for j in node.operands):
-        return "an empty value"
-    if node.size > MAX_ELEMENTS or any(nodes[j].size > MAX_ELEMENTS for j in node.operands):
-        return "a value larger than one storage binding (128 MiB)"
-    if len(node.shape) > MAX_RANK or any(len(nodes[j].shape) > MAX_RANK for j in node.operands):
-        return f"more than {MAX_RANK} axes"
-    if node.opcode == "MatMul" and len(node.shape) - 2 > MAX_BATCH_RANK:
-        return f"more than {MAX_BATCH_RANK} batch axes"
-    if node.opcode == "MatMul" and nodes[node.operands[0]].shape[-1] > 16 * LOOP_LIMIT:
-        return f"a contracting axis longer than {16 * LOOP_LIMIT} (the kernels' loop limit)"
-    if primitive.kernel == "elementwise" and node.opcode not in EXPRESSIONS:
-        return f"no elementwise expression for {node.opcode}"
-    if node.opcode not in EXPRESSIONS and node.opcode not in VIEW_OPCODES + EMITTED_OPCODES:
-        # A registered primitive may name a family (kernel = "reduce") whose launches know nothing of it.
-        return f"no {primitive.kernel} kernel rule for {node.opcode}"
-    return None
+def has_kernel_rule(primitive):
+    """Whether a primitive says how the device computes it: an elementwise expression or its own ``wgsl_launch``."""
+    return primitive.wgsl is not None or type(primitive).wgsl_launch is not Primitive.wgsl_launch
 
 
 class KernelReading:
@@ -109,7 +85,7 @@ class KernelReading:
         host = sum(isinstance(s, HostStep) for s in steps)
         device_nodes = sum(
             1 for i in self.plan.schedule
-            if self.backends[i] == "webgpu" and self.plan.nodes[i].opcode not in SOURCE_OPCODES
+            if self.backends[i] == "webgpu" and not self.plan.nodes[i].is_source
         )
         return (
             f"kernels: {plural(len(self.launches), 'launch', 'launches')} for {plural(device_nodes, 'node')}, "
@@ -123,30 +99,40 @@ class KernelReading:
         its output view ``<-`` the views it reads (``b3[4, 10]``: buffer 3, a dense [4, 10]; a strided
         view adds its offset and strides), then its specialisation (the elementwise expression).
         """
-        lines = []
+        return "\n".join(line for line, _ in self.describe_rows())
+
+    def describe_rows(self):
+        """The lines of ``describe()``, each with the nodes it is about: a launch's row names the
+        nodes the launch covers, another step's row its node, ``(line, ())`` the totals."""
+        rows = []
         number = 0
         nodes = self.plan.nodes
         for step in self.program.steps:
             if isinstance(step, Launch):
-                lines.append(_row(str(number), f"{step.kernel}:{step.entry}", _ranges(step.nodes),
-                                  "x".join(str(g) for g in step.workgroups), _launch_text(step)))
+                grid = "x".join(str(g) for g in step.workgroups)
+                row = _row(str(number), f"{step.kernel}:{step.entry}", _ranges(step.nodes), grid, _launch_text(step))
+                rows.append((row, tuple(step.nodes)))
                 number += 1
             elif isinstance(step, ViewStep):
-                lines.append(_row("view", nodes[step.key].opcode, str(step.key), "-", _view_text(step.view)))
+                row = _row("view", nodes[step.key].opcode, str(step.key), "-", _view_text(step.view))
+                rows.append((row, (step.key,)))
             elif isinstance(step, Upload):
                 how = " (constant)" if step.constant else " (resident)" if step.resident else ""
-                name = nodes[step.key].opcode + how
-                lines.append(_row("upload", name, str(step.key), "-", f"b{step.buffer} <- host"))
+                row = _row("upload", nodes[step.key].opcode + how, str(step.key), "-", f"b{step.buffer} <- host")
+                rows.append((row, (step.key,)))
             elif isinstance(step, Readback):
-                lines.append(_row("read", "", str(step.key), "-", f"host <- {_view_text(step.view)}"))
+                row = _row("read", "", str(step.key), "-", f"host <- {_view_text(step.view)}")
+                rows.append((row, (step.key,)))
             elif isinstance(step, HostStep):
-                lines.append(_row("numpy", nodes[step.key].opcode, str(step.key), "-", f"({step.reason})"))
-        lines.append(self.summary())
-        lines.append(
+                row = _row("numpy", nodes[step.key].opcode, str(step.key), "-", f"({step.reason})")
+                rows.append((row, (step.key,)))
+        memory = (
             f"device memory: {plural(len(self.program.buffers), 'buffer')}, {self.program.device_bytes} bytes "
             f"(plan peak {plural(self.plan.peak, 'element')}, {4 * self.plan.peak} bytes as float32)"
         )
-        return "\n".join(lines)
+        rows.append((self.summary(), ()))
+        rows.append((memory, ()))
+        return rows
 
     def __repr__(self):
         return f"<KernelReading: {self.summary()}>"
@@ -214,7 +200,16 @@ class Pool:
 
 
 class Selector:
-    """Walks a plan's schedule once and writes its kernel program."""
+    """Walks a plan's schedule once and writes its kernel program.
+
+    It is also the ``k`` of each primitive's kernel rules (``Primitive.wgsl_launch(k, node, views)``
+    and ``wgsl_declines(k, node)``): the methods under "What a primitive's rule writes through"
+    launch a kernel family for one node, and the kernels' limits are its attributes.
+    """
+
+    MAX_RANK = MAX_RANK
+    MAX_BATCH_RANK = MAX_BATCH_RANK
+    LOOP_LIMIT = LOOP_LIMIT
 
     def __init__(self, plan):
         self.plan = plan
@@ -227,9 +222,9 @@ class Selector:
         self.declined = {}
         for index in plan.schedule:
             node = self.nodes[index]
-            if node.opcode in SOURCE_OPCODES:
+            if node.is_source:
                 continue
-            reason = decline_reason(node, self.nodes)
+            reason = self.decline_reason(node)
             if reason is not None:
                 self.declined[index] = reason
         groups = find_groups(self.nodes, plan.schedule, plan.outputs, self.runs_on_device)
@@ -240,8 +235,38 @@ class Selector:
         }
         self.covered = {i for group in self.groups.values() for i in group.covered}
 
+    def decline_reason(self, node):
+        """Why the device does not run ``node`` (a sentence), or None when it does."""
+        primitive = lookup(node.opcode)
+        operands = [self.nodes[j] for j in node.operands]
+        if node.dtype == "float64" or any(operand.dtype == "float64" for operand in operands):
+            return "float64: WGSL has no f64"
+        if primitive.kernel is None:
+            return f"no WGSL kernel for {node.opcode}"
+        if node.dtype != "float32":
+            return f"{node.dtype} results stay on the host"
+        if node.size == 0 or any(operand.size == 0 for operand in operands):
+            return "an empty value"
+        if node.size > MAX_ELEMENTS or any(operand.size > MAX_ELEMENTS for operand in operands):
+            return "a value larger than one storage binding (128 MiB)"
+        if len(node.shape) > MAX_RANK or any(len(operand.shape) > MAX_RANK for operand in operands):
+            return f"more than {MAX_RANK} axes"
+        reason = primitive.wgsl_declines(self, node)
+        if reason is not None:
+            return reason
+        if primitive.kernel == "elementwise" and primitive.wgsl is None:
+            return f"no elementwise expression for {node.opcode}"
+        if not has_kernel_rule(primitive):
+            # A registered primitive may name a family (kernel = "reduce") and no rule that launches it.
+            return f"no {primitive.kernel} kernel rule for {node.opcode}"
+        return None
+
     def runs_on_device(self, index):
-        return self.nodes[index].opcode not in SOURCE_OPCODES and index not in self.declined
+        return not self.nodes[index].is_source and index not in self.declined
+
+    def operand_node(self, node, position):
+        """Operand ``position`` of ``node``: its node (shape, dtype), for a primitive's ``wgsl_declines``."""
+        return self.nodes[node.operands[position]]
 
     # Buffers, views and launches -------------------------------------------------------
     def allocate(self, shape, dtype="float32"):
@@ -252,28 +277,28 @@ class Selector:
         covers = (covers,) if isinstance(covers, int) else tuple(covers)
         self.steps.append(launch.covering(covers, label or self.nodes[covers[-1]].opcode))
 
-    def with_buffer(self, view, index):
+    def with_buffer(self, view, node):
         """``view`` if it has a buffer; a constant is first written into a new one."""
         if not view.is_constant:
             return view
         dense = self.allocate(view.shape)
-        self.launch(build.fill(dense, view.constant), index)
+        self.launch(build.fill(dense, view.constant), node.index)
         return dense
 
-    def dense(self, view, index):
+    def dense(self, view, node):
         """``view`` itself when it is its buffer's head in row-major order, else a dense copy."""
         if view.is_dense:
             return view
         dense = self.allocate(view.shape)
-        self.place(view, dense, index)
+        self.place(view, dense, node)
         return dense
 
-    def place(self, view, target, index):
+    def place(self, view, target, node):
         """Write ``view``'s elements into the window ``target`` of a buffer."""
         if view.is_constant:
-            self.launch(build.fill(target, view.constant), index)
+            self.launch(build.fill(target, view.constant), node.index)
         else:
-            self.launch(build.copy(view, target), index)
+            self.launch(build.copy(view, target), node.index)
 
     # Transfers --------------------------------------------------------------------
     def upload(self, index):
@@ -304,14 +329,14 @@ class Selector:
                 device_reads.update(self.nodes[index].operands)
         # Sources first: their uploads open the program, so a run submits them together.
         for index in plan.schedule:
-            if self.nodes[index].opcode in SOURCE_OPCODES:
+            if self.nodes[index].is_source:
                 self.on_host.add(index)
                 self.backends[index] = "webgpu" if index in device_reads else "numpy"
                 if index in device_reads:
                     self.upload(index)
         for index in plan.schedule:
             node = self.nodes[index]
-            if node.opcode in SOURCE_OPCODES or (index in self.covered and index not in self.groups):
+            if node.is_source or (index in self.covered and index not in self.groups):
                 continue
             if index in self.declined:
                 for operand in node.operands:
@@ -334,7 +359,7 @@ class Selector:
 
     def emit_group(self, group):
         node = self.nodes[group.root]
-        source = self.with_buffer(self.views[group.source], group.root)
+        source = self.with_buffer(self.views[group.source], node)
         out = self.allocate(node.shape)
         if group.kind == "mean":
             total = next(self.nodes[i] for i in group.covered if self.nodes[i].opcode == "Sum")
@@ -349,54 +374,65 @@ class Selector:
         self.views[group.root] = out
 
     def emit(self, index, views):
-        """Launches (or a new view) for one device node whose operands have ``views``."""
+        """The launches (or the new view) of one device node, as its primitive's rule writes them."""
         node = self.nodes[index]
-        opcode = node.opcode
-        attrs = node.attrs
-        if opcode in VIEW_OPCODES or opcode == "Reshape":
-            view = views[0]
-            if opcode == "Broadcast":
-                view = view.broadcast(node.shape)
-            elif opcode == "Transpose":
-                view = view.transpose(attrs["axes"])
-            elif opcode == "Slice":
-                view = view.slice(attrs["start"], attrs["step"], node.shape)
-            elif opcode == "Reshape":
-                # A strided view cannot always be reshaped in place: then its elements are copied first.
-                view = view.reshape(node.shape) or self.dense(view, index).reshape(node.shape)
-            self.views[index] = view
-            self.steps.append(ViewStep(index, view))
-            return
-        out = self.allocate(node.shape)
-        if opcode in EXPRESSIONS:
-            self.launch(build.elementwise(EXPRESSIONS[opcode], out.buffer, node.shape, views), index)
-        elif opcode in ("Sum", "Max"):
-            source = self.with_buffer(views[0], index)
-            for launch in build.reduce(opcode, source, attrs["axes"], out.buffer, allocate=self.pool.allocate):
-                self.launch(launch, index)
-        elif opcode == "MatMul":
-            a, b = (self.with_buffer(v, index) for v in views)
-            self.launch(build.matmul(a, b, out.buffer), index)
-        elif opcode == "Take":
-            values, indices = (self.dense(v, index) for v in views)
-            self.launch(build.take(values, indices, attrs["axis"], out.buffer), index)
-        elif opcode == "OneHot":
-            self.launch(build.one_hot(self.dense(views[0], index), attrs["depth"], out.buffer), index)
-        elif opcode == "Pad":
-            self.launch(build.fill(out, 0.0), index)
-            step = tuple(inner + 1 for inner in attrs["interior"])
-            self.place(views[0], out.slice(attrs["low"], step, views[0].shape), index)
-        elif opcode == "Concatenate":
-            axis = attrs["axis"]
-            offset = 0
-            for view in views:
-                start = tuple(offset if a == axis else 0 for a in range(len(node.shape)))
-                self.place(view, out.slice(start, (1,) * len(node.shape), view.shape), index)
-                offset += view.shape[axis]
-        else:
-            # decline_reason sends every opcode without a rule here to the host, so this is a bug in topos.
-            raise LoweringError(f"kernel selection has no rule for {opcode}", node=index, opcode=opcode)
-        self.views[index] = out
+        view = lookup(node.opcode).wgsl_launch(self, node, views)
+        if not isinstance(view, View):
+            raise LoweringError(
+                f"{node.opcode}'s wgsl_launch returned {view!r}, not the View of the node's value",
+                node=index, opcode=node.opcode,
+            )
+        self.views[index] = view
+
+    # What a primitive's rule writes through -----------------------------------------------
+    # Each allocates the node's buffer before it copies an operand, so that buffers are numbered
+    # (and then shared) in one order whatever the op.
+    def output(self, node):
+        """A new buffer for the node's value, as a dense view."""
+        return self.allocate(node.shape)
+
+    def new_view(self, node, view):
+        """The node's value is ``view``, of an operand's buffer or a constant: nothing runs."""
+        self.steps.append(ViewStep(node.index, view))
+        return view
+
+    def elementwise(self, expression, node, views):
+        """The elementwise template computing ``expression`` over x, y, z (``views``) for every element."""
+        out = self.output(node)
+        self.launch(build.elementwise(expression, out.buffer, node.shape, views), node.index)
+        return out
+
+    def reduce(self, fold, node, view):
+        """The reduce kernel's ``fold`` ("Sum" or "Max") of ``view`` over the node's ``axes``."""
+        out = self.output(node)
+        source = self.with_buffer(view, node)
+        for launch in build.reduce(fold, source, node.attrs["axes"], out.buffer, allocate=self.pool.allocate):
+            self.launch(launch, node.index)
+        return out
+
+    def matmul(self, node, a, b):
+        """The matrix product of views ``a`` [..., m, k] and ``b`` [..., k, n]."""
+        out = self.output(node)
+        a, b = (self.with_buffer(view, node) for view in (a, b))
+        self.launch(build.matmul(a, b, out.buffer), node.index)
+        return out
+
+    def take(self, node, values, indices):
+        """The gather kernel's ``take`` along the node's ``axis`` (it reads both operands dense)."""
+        out = self.output(node)
+        values, indices = (self.dense(view, node) for view in (values, indices))
+        self.launch(build.take(values, indices, node.attrs["axis"], out.buffer), node.index)
+        return out
+
+    def one_hot(self, node, indices):
+        """The gather kernel's ``one_hot`` of the node's ``depth`` (it reads the indices dense)."""
+        out = self.output(node)
+        self.launch(build.one_hot(self.dense(indices, node), node.attrs["depth"], out.buffer), node.index)
+        return out
+
+    def fill(self, view, value, node):
+        """Every element of ``view`` gets ``value``."""
+        self.launch(build.fill(view, value), node.index)
 
 
 def constant_view(node):

@@ -8,11 +8,12 @@ the retain-all volume, which ``describe()`` prints and which the interpreter
 (``plan.run``) reproduces by freeing each value after its last reader.
 
 The other readings of a plan live in their own modules and take the plan as
-data: ``stablehlo`` (``emit_stablehlo``), ``interpreter`` (``run``), ``cost``
+data: ``stablehlo`` (``emit_stablehlo``), ``backends`` (``run``), ``cost``
 (FLOPs and bytes), ``graph`` (``Graph.from_plan``). A kernel reading can do the
 same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 """
 
+from ..model.nodes import source_value
 from ..text import plural
 
 
@@ -81,14 +82,7 @@ class Plan:
         """The arrays to pass an executable compiled from ``emit_stablehlo()``, in argument order."""
         self.network.check_parameters(parameters)
         feeds = self.network.check_feeds(feeds)
-        values = []
-        for index in self.arguments():
-            node = self.nodes[index]
-            if node.opcode == "Parameter":
-                values.append(parameters.slots.get(index, node.payload))
-            else:
-                values.append(feeds.get(index, node.payload))
-        return values
+        return [source_value(self.nodes[index], parameters.slots, feeds) for index in self.arguments()]
 
     # Printing ---------------------------------------------------------------------
     def fate(self, index):
@@ -101,8 +95,13 @@ class Plan:
 
         ``costs=True`` adds each node's FLOPs and bytes moved to its row and a total line.
         """
+        return "\n".join(line for line, _ in self.describe_rows(costs))
+
+    def describe_rows(self, costs=False):
+        """The lines of ``describe(costs)``, each with the nodes it is about:
+        ``(line, (index,))`` for a node's row, ``(line, ())`` for the summary lines."""
         table = self.costs() if costs else None
-        lines = []
+        rows = []
         for index in self.schedule:
             node = self.nodes[index]
             row = node.describe_row(shape_width=13) + self.fate(index)
@@ -110,14 +109,14 @@ class Plan:
                 row += "  " + node.attrs_text()
             if table is not None:
                 row += "  " + table.node_text(index)
-            lines.append(row)
-        lines.append(self.summary())
-        lines.append(
-            f"live volume: peak {plural(self.peak, 'element')} at node {self.peak_node}, retain-all {self.retain_all}"
-        )
+            rows.append((row, (index,)))
+        peak = plural(self.peak, "element")
+        live = f"live volume: peak {peak} at node {self.peak_node}, retain-all {self.retain_all}"
+        rows.append((self.summary(), ()))
+        rows.append((live, ()))
         if table is not None:
-            lines.append(table.total_text())
-        return "\n".join(lines)
+            rows.append((table.total_text(), ()))
+        return rows
 
     def summary(self):
         """The summary line of ``describe()``: ``plan: forward; 6 of 6 nodes evaluated, 1 readable``."""
@@ -149,7 +148,7 @@ class Plan:
 
     def run(self, parameters, feeds=None, backend="numpy"):
         """Evaluate the plan, freeing each value after its last reader; returns a ``PlanRun``."""
-        from .interpreter import run_plan
+        from .backends import run_plan
 
         return run_plan(self, parameters, feeds, backend)
 

@@ -134,7 +134,7 @@ class Lowering:
         """Write ``%name = text`` (text may span lines, for regions); returns the new name."""
         self._temporaries += 1
         name = f"%v{self.node.index}_{self._temporaries}"
-        self.lines.append([name, text])
+        self.lines.append([name, text, self.node.index])
         return name
 
     def argument(self, node):
@@ -248,18 +248,26 @@ def _lowering_error(node, reason):
 
 
 def emit_plan(plan):
+    return "\n".join(line for line, _ in emit_plan_rows(plan))
+
+
+def emit_plan_rows(plan):
+    """The lines of ``emit_plan(plan)``, each with the nodes it is about: every line a node's
+    lowering wrote names that node, ``(line, (index,))``; the module's frame, ``(line, ())``."""
     ctx = Lowering(plan)
     for index in plan.schedule:
         ctx.lower(plan.nodes[index])
     results = [ctx.names[i] for i in plan.outputs]
     result_types = ", ".join(ctx.type(plan.nodes[i]) for i in plan.outputs)
     arguments = ", ".join(f"{name}: {type_}" for name, type_ in ctx.arguments)
-    lines = ["module @topos {", f"  func.func @main({arguments}) -> ({result_types}) {{"]
-    lines.extend(f"    {name} = {text}" for name, text in ctx.lines)
+    rows = [("module @topos {", ()), (f"  func.func @main({arguments}) -> ({result_types}) {{", ())]
+    for name, text, index in ctx.lines:
+        # A region (the body of a reduce or a scatter) spans several lines: each is the node's.
+        rows.extend((line, (index,)) for line in f"    {name} = {text}".split("\n"))
     if results:
-        lines.append(f"    return {', '.join(results)} : {result_types}")
+        rows.append((f"    return {', '.join(results)} : {result_types}", ()))
     else:
-        lines.append("    return")
-    lines.append("  }")
-    lines.append("}")
-    return "\n".join(lines)
+        rows.append(("    return", ()))
+    rows.append(("  }", ()))
+    rows.append(("}", ()))
+    return rows

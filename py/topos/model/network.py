@@ -23,7 +23,7 @@ from ..tensor import Tensor, freeze, frozen, immutable, int32_problem, numeric_a
 from ..text import format_shape
 from .autodiff import EagerEmitter, ancestors, check_backward, needed_nodes, reverse_scan
 from .checkpoint import read_network, read_parameters, save_network, save_parameters
-from .nodes import Symbol, describe_node, describe_nodes
+from .nodes import Symbol, describe_node, describe_node_rows, describe_nodes, source_value
 from .tape import Tape, register_network_class
 from .value import Value
 
@@ -73,6 +73,10 @@ class Network:
     def describe(self):
         """One line a node, then a summary (the spec reading, as ``Tape.describe`` writes it)."""
         return describe_nodes(self._nodes)
+
+    def describe_rows(self):
+        """The lines of ``describe()``, each with the nodes it is about: ``(line, (index,))``, ``(summary, ())``."""
+        return describe_node_rows(self._nodes)
 
     def __repr__(self):
         return f"<Network: {len(self._nodes)} nodes, {self.dtype}>"
@@ -239,18 +243,12 @@ def evaluate(nodes, parameter_slots, feeds):
     values = [None] * len(nodes)
     with np.errstate(all="ignore"):
         for node in nodes:
-            opcode = node.opcode
-            if opcode == "Parameter":
-                value = parameter_slots.get(node.index)
-                values[node.index] = node.payload if value is None else value
-            elif opcode == "Input":
-                values[node.index] = feeds.get(node.index, node.payload)
-            elif opcode == "Leaf":
-                values[node.index] = node.payload
+            if node.is_source:
+                values[node.index] = source_value(node, parameter_slots, feeds)
             else:
                 inputs = [values[j] for j in node.operands]
                 try:
-                    value = lookup(opcode).forward(inputs, node.attrs)
+                    value = lookup(node.opcode).forward(inputs, node.attrs)
                 except ShapeError as error:  # an index out of range, say: name the line that recorded the node
                     raise located(error, node.source) from None
                 # Made by this run and held by it alone: read-only in place, so a caller cannot change a run.

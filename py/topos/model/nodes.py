@@ -7,6 +7,7 @@ and the compiler all build on these, and nothing here knows of them.
   payload, name and the user's source line);
 - ``Symbol``: names one node of one network (and of the networks reopened from it);
 - ``user_source()``: the user's line that is recording now;
+- ``source_value()``: what a source node holds in one run (the one place that says so);
 - ``describe_nodes`` (the spec reading), ``describe_node`` (how errors name a node).
 """
 
@@ -107,6 +108,21 @@ class Symbol:
         return f"Symbol({self.index})"
 
 
+def source_value(node, parameter_slots, feeds):
+    """The value of a source node in one run: a parameter's slot, an input's feed, else its recorded payload.
+
+    ``parameter_slots`` and ``feeds`` map node indices to arrays (checked already);
+    a parameter or input missing from them runs with its payload, as a leaf always
+    does. ``Network.forward``, every backend of ``plan.run`` and
+    ``plan.argument_values`` read sources here.
+    """
+    if node.opcode == "Parameter":
+        return parameter_slots.get(node.index, node.payload)
+    if node.opcode == "Input":
+        return feeds.get(node.index, node.payload)
+    return node.payload
+
+
 def describe_node(node):
     """How errors name a node: opcode, index, name and the line that recorded it."""
     name = f" {node.name!r}" if node.name else ""
@@ -131,11 +147,17 @@ def tape_summary(nodes):
 
 def describe_nodes(nodes):
     """The spec reading: one row a node (attributes after the shape), then the summary."""
-    lines = []
+    return "\n".join(line for line, _ in describe_node_rows(nodes))
+
+
+def describe_node_rows(nodes):
+    """The lines of ``describe_nodes``, each with the indices of the nodes it is about:
+    ``(line, (index,))`` for a node's row, ``(line, ())`` for the summary."""
+    rows = []
     for node in nodes:
         row = node.describe_row()
         if node.attrs and not node.is_source:
             row += "  " + node.attrs_text()
-        lines.append(row)
-    lines.append(tape_summary(nodes))
-    return "\n".join(lines)
+        rows.append((row, (node.index,)))
+    rows.append((tape_summary(nodes), ()))
+    return rows

@@ -1,8 +1,10 @@
 """Elementwise primitives: operands of one shape (recording inserts the broadcasts).
 
-Each class is one opcode: its numpy forward, its shape rule and its derivative
-rule. Derivative rules are written with the emitter ``e`` so the same rule runs
-eagerly (``Run.backward``) and writes backward graph nodes (``topos.compiler``).
+Each class is one opcode: its numpy forward, its shape rule, its derivative
+rule, its StableHLO lowering and its WGSL expression (``wgsl``, over the
+operands x, y and z: the elementwise kernel's template computes it). Derivative
+rules are written with the emitter ``e`` so the same rule runs eagerly
+(``Run.backward``) and writes backward graph nodes (``topos.compiler``).
 """
 
 import math
@@ -52,6 +54,7 @@ class Comparison(Binary):
 @register
 class Neg(Unary):
     name = "Neg"
+    wgsl = "-x"
 
     def forward(self, inputs, attrs):
         return np.negative(inputs[0])
@@ -66,6 +69,7 @@ class Neg(Unary):
 @register
 class Exp(Unary):
     name = "Exp"
+    wgsl = "exp(x)"
 
     def forward(self, inputs, attrs):
         return np.exp(inputs[0])
@@ -80,6 +84,7 @@ class Exp(Unary):
 @register
 class Log(Unary):
     name = "Log"
+    wgsl = "precise_log(x)"
 
     def forward(self, inputs, attrs):
         return np.log(inputs[0])
@@ -94,6 +99,7 @@ class Log(Unary):
 @register
 class Sqrt(Unary):
     name = "Sqrt"
+    wgsl = "sqrt(x)"
 
     def forward(self, inputs, attrs):
         return np.sqrt(inputs[0])
@@ -109,6 +115,7 @@ class Sqrt(Unary):
 @register
 class Rsqrt(Unary):
     name = "Rsqrt"
+    wgsl = "inverseSqrt(x)"
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -126,6 +133,7 @@ class Rsqrt(Unary):
 @register
 class Tanh(Unary):
     name = "Tanh"
+    wgsl = "safe_tanh(x)"
 
     def forward(self, inputs, attrs):
         return np.tanh(inputs[0])
@@ -140,6 +148,7 @@ class Tanh(Unary):
 @register
 class Sigmoid(Unary):
     name = "Sigmoid"
+    wgsl = "sigmoid(x)"
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -159,6 +168,7 @@ class Sigmoid(Unary):
 @register
 class Relu(Unary):
     name = "Relu"
+    wgsl = "max(x, 0.0)"
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -183,6 +193,8 @@ class Gelu(Unary):
     """GELU in its tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
 
     name = "Gelu"
+    wgsl = "gelu(x)"
+    element_flops = 9  # half * x * (1 + tanh(c * (x + k * x * x * x))): nine operations an element
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -227,6 +239,7 @@ class StopGradient(Unary):
     """The identity whose derivative is zero (used by softmax's max shift)."""
 
     name = "StopGradient"
+    wgsl = "x"
     differentiable = False
 
     def forward(self, inputs, attrs):
@@ -236,6 +249,13 @@ class StopGradient(Unary):
         # The identity: a convert to the same type, so that the node still has its own %v name.
         return ctx.emit(f"stablehlo.convert {ctx.operands(node)[0]} : {ctx.type(node)}")
 
+    def wgsl_launch(self, k, node, views):
+        # The operand's own view: nothing runs on the device (its expression, x, is what a copy would compute).
+        return k.new_view(node, views[0])
+
+    def cost(self, operands, meta, attrs):
+        return 0, 0  # it relabels its operand's memory: nothing is computed or moved
+
 
 # Binary ------------------------------------------------------------------
 
@@ -243,6 +263,7 @@ class StopGradient(Unary):
 @register
 class Add(Binary):
     name = "Add"
+    wgsl = "x + y"
 
     def forward(self, inputs, attrs):
         return np.add(inputs[0], inputs[1])
@@ -257,6 +278,7 @@ class Add(Binary):
 @register
 class Sub(Binary):
     name = "Sub"
+    wgsl = "x - y"
 
     def forward(self, inputs, attrs):
         return np.subtract(inputs[0], inputs[1])
@@ -271,6 +293,7 @@ class Sub(Binary):
 @register
 class Mul(Binary):
     name = "Mul"
+    wgsl = "x * y"
 
     def forward(self, inputs, attrs):
         return np.multiply(inputs[0], inputs[1])
@@ -287,6 +310,7 @@ class Mul(Binary):
 @register
 class Div(Binary):
     name = "Div"
+    wgsl = "x / y"
 
     def forward(self, inputs, attrs):
         return np.divide(inputs[0], inputs[1])
@@ -305,6 +329,7 @@ class Div(Binary):
 @register
 class Pow(Binary):
     name = "Pow"
+    wgsl = "power(x, y)"
 
     def forward(self, inputs, attrs):
         return np.power(inputs[0], inputs[1])
@@ -332,6 +357,7 @@ class Pow(Binary):
 @register
 class Maximum(Binary):
     name = "Maximum"
+    wgsl = "max(x, y)"
 
     def forward(self, inputs, attrs):
         return np.maximum(inputs[0], inputs[1])
@@ -346,6 +372,7 @@ class Maximum(Binary):
 @register
 class Minimum(Binary):
     name = "Minimum"
+    wgsl = "min(x, y)"
 
     def forward(self, inputs, attrs):
         return np.minimum(inputs[0], inputs[1])
@@ -371,6 +398,7 @@ def _select_grads(e, g, a_wins, operands):
 @register
 class Less(Comparison):
     name = "Less"
+    wgsl = "select(0.0, 1.0, x < y)"
     numpy_function = np.less
     hlo_direction = "LT"
 
@@ -378,6 +406,7 @@ class Less(Comparison):
 @register
 class LessEqual(Comparison):
     name = "LessEqual"
+    wgsl = "select(0.0, 1.0, x <= y)"
     numpy_function = np.less_equal
     hlo_direction = "LE"
 
@@ -385,6 +414,7 @@ class LessEqual(Comparison):
 @register
 class Greater(Comparison):
     name = "Greater"
+    wgsl = "select(0.0, 1.0, x > y)"
     numpy_function = np.greater
     hlo_direction = "GT"
 
@@ -392,6 +422,7 @@ class Greater(Comparison):
 @register
 class GreaterEqual(Comparison):
     name = "GreaterEqual"
+    wgsl = "select(0.0, 1.0, x >= y)"
     numpy_function = np.greater_equal
     hlo_direction = "GE"
 
@@ -399,6 +430,7 @@ class GreaterEqual(Comparison):
 @register
 class Equal(Comparison):
     name = "Equal"
+    wgsl = "select(0.0, 1.0, x == y)"
     numpy_function = np.equal
     hlo_direction = "EQ"
 
@@ -406,6 +438,7 @@ class Equal(Comparison):
 @register
 class NotEqual(Comparison):
     name = "NotEqual"
+    wgsl = "select(0.0, 1.0, x != y)"
     numpy_function = np.not_equal
     hlo_direction = "NE"
 
@@ -415,6 +448,7 @@ class Where(Primitive):
     """``Where(c, a, b)``: a where c is non-zero, else b (all one shape)."""
 
     name = "Where"
+    wgsl = "select(z, y, x != 0.0)"
     arity = 3
     kernel = "elementwise"
 

@@ -6,7 +6,7 @@ import numpy as np
 from ..errors import IndexingError
 from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from ..text import format_shape
-from .registry import Meta, Primitive, axis_index, integer_attr, register
+from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register
 
 
 def _require_indices(primitive, metas, meta):
@@ -50,6 +50,7 @@ class Take(Primitive):
     name = "Take"
     arity = 2
     kernel = "gather"
+    element_flops = 0  # it only moves elements
 
     def normalize(self, metas, attrs):
         return {"axis": axis_index(attrs.get("axis", 0), metas[0].shape, self.name)}
@@ -91,6 +92,9 @@ class Take(Primitive):
             f"slice_sizes = array<i64: {slice_sizes}>, indices_are_sorted = false}} : "
             f"({ctx.type(values)}, {ctx.type(indices)}) -> {ctx.type(node)}"
         )
+
+    def wgsl_launch(self, k, node, views):
+        return k.take(node, *views)
 
 
 @register
@@ -161,6 +165,10 @@ class ScatterAdd(Primitive):
             f"({ctx.type(node)}, {ctx.type(indices)}, {ctx.type(updates)}) -> {ctx.type(node)}"
         )
 
+    def cost(self, operands, meta, attrs):
+        # One add for each update.
+        return operands[0].size, bytes_moved(operands, meta)
+
 
 @register
 class OneHot(Primitive):
@@ -202,3 +210,6 @@ class OneHot(Primitive):
         spread = ctx.broadcast_in_dim(ctx.operands(node)[0], indices.shape, node.shape, "int32", range(rank))
         hits = ctx.compare("EQ", spread, positions, node.shape, "int32")
         return ctx.convert(hits, node.shape, "bool", node.dtype)
+
+    def wgsl_launch(self, k, node, views):
+        return k.one_hot(node, views[0])

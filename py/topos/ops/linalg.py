@@ -3,7 +3,7 @@
 import numpy as np
 
 from ..text import format_shape
-from .registry import Meta, Primitive, register, require_float
+from .registry import Meta, Primitive, bytes_moved, register, require_float
 
 
 @register
@@ -54,6 +54,20 @@ class MatMul(Primitive):
             f"stablehlo.dot_general {a}, {b}, {batching}contracting_dims = [{rank - 1}] x [{rank - 2}] : "
             f"({a_type}, {b_type}) -> {ctx.type(node)}"
         )
+
+    def wgsl_launch(self, k, node, views):
+        return k.matmul(node, *views)
+
+    def wgsl_declines(self, k, node):
+        if len(node.shape) - 2 > k.MAX_BATCH_RANK:
+            return f"more than {k.MAX_BATCH_RANK} batch axes"
+        if k.operand_node(node, 0).shape[-1] > 16 * k.LOOP_LIMIT:
+            return f"a contracting axis longer than {16 * k.LOOP_LIMIT} (the kernels' loop limit)"
+        return None
+
+    def cost(self, operands, meta, attrs):
+        # A multiply and an add for each term of each result element.
+        return 2 * meta.size * operands[0].shape[-1], bytes_moved(operands, meta)
 
 
 def swap_last(e, value):

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from .registry import Meta, Primitive, normalize_axes, register, require_float
+from .registry import Meta, Primitive, bytes_moved, normalize_axes, register, require_float
 
 
 class Reduction(Primitive):
@@ -16,6 +16,14 @@ class Reduction(Primitive):
     def infer(self, metas, attrs):
         require_float(self, metas)
         return Meta(reduced_shape(metas[0].shape, attrs["axes"], attrs["keepdims"]), metas[0].dtype)
+
+    def wgsl_launch(self, k, node, views):
+        # The reduce kernel folds by this op's name (its fold: Sum adds, Max takes the larger).
+        return k.reduce(self.name, node, views[0])
+
+    def cost(self, operands, meta, attrs):
+        # One flop for each input element folded away.
+        return operands[0].size - meta.size, bytes_moved(operands, meta)
 
 
 def reduced_shape(shape, axes, keepdims):

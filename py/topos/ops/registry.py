@@ -11,11 +11,18 @@ A primitive declares, in one class body:
   cotangent (or ``None``) per operand. A primitive that has no derivative sets
   ``differentiable = False`` instead;
 - ``stablehlo(ctx, node)``: its StableHLO lowering (``topos.compiler``);
-- ``kernel``: the WGSL kernel that runs it on WebGPU, or ``None`` where the
-  WebGPU backend declines it.
+- ``kernel``: the WGSL kernel family that runs it on WebGPU, or ``None`` where
+  the WebGPU backend declines it; an elementwise op states its ``wgsl``
+  expression (``"exp(x)"``), any other op its ``wgsl_launch(k, node, views)``
+  rule, and ``wgsl_declines(k, node)`` says why the device cannot run a node
+  its family could (a contraction longer than a kernel's loop, say);
+- ``cost(operands, meta, attrs)``: its FLOPs and bytes moved (``plan.costs()``),
+  by default ``element_flops`` a result element and every value read or
+  written once.
 
-Passes only look rules up here; ``REQUIRED_RULES`` is what a test checks every
-registered primitive for, so that an op cannot be half added.
+Passes only look rules up here, on the primitive, never on its name;
+``REQUIRED_RULES`` is what a test checks every registered primitive for, so
+that an op cannot be half added.
 """
 
 import numbers
@@ -25,6 +32,9 @@ from ..errors import ArgumentError, ArgumentTypeError, AxisError, MissingRuleErr
 from ..text import format_shape
 
 REQUIRED_RULES = ("infer", "forward", "vjp", "stablehlo")
+
+#: Bytes one element of each dtype takes, for the bytes a node moves (``Primitive.cost``).
+ITEM_BYTES = {"float32": 4, "float64": 8, "int32": 4}
 
 
 @dataclass(frozen=True)
@@ -60,6 +70,11 @@ class Primitive:
     is_source = False
     #: name of the WGSL kernel family that runs this op, None where WebGPU declines it
     kernel = None
+    #: an elementwise op's WGSL expression over its operands x, y and z (``"exp(x)"``, ``"x + y"``),
+    #: which the shared elementwise template computes for every element; None for other ops
+    wgsl = None
+    #: FLOPs one result element costs in the default cost model (``cost``): 0 for an op that only moves elements
+    element_flops = 1
 
     def infer(self, metas, attrs):
         """The shape rule: the output's ``Meta`` (shape, dtype) from the operands' metas.
@@ -140,6 +155,55 @@ class Primitive:
         """
         raise MissingRuleError(f"{self.name} has no StableHLO lowering")
 
+    def wgsl_launch(self, k, node, views):
+        """The WebGPU rule: write the node's launches through ``k`` and return the view of its value.
+
+        ``node`` is the plan's ``Node``; ``views`` hold its operands' views on the
+        device (``topos.compiler.wgsl.views.View``: a buffer, an offset and strides,
+        or a constant), which ``.broadcast``, ``.transpose``, ``.slice`` and
+        ``.reshape`` re-view without moving an element. ``k`` is the kernel selector
+        (``topos.compiler.kernels.Selector``): ``k.elementwise(expression, node,
+        views)``, ``k.reduce(fold, node, view)``, ``k.matmul(node, a, b)``,
+        ``k.take(node, values, indices)`` and ``k.one_hot(node, indices)`` launch a
+        kernel family into a new buffer and return its view; ``k.output(node)``
+        allocates one, which ``k.fill(view, value, node)`` and ``k.place(view,
+        target, node)`` write; ``k.dense(view, node)`` is a view made contiguous;
+        ``k.new_view(node, view)`` records an op that only re-views its operand.
+
+        This base computes an elementwise op from its ``wgsl`` expression; an op with
+        neither that nor a rule of its own is declined, and the numpy interpreter runs it.
+
+        ```python
+        def wgsl_launch(self, k, node, views):  # Transpose: nothing runs, the strides change
+            return k.new_view(node, views[0].transpose(node.attrs["axes"]))
+        ```
+        """
+        if self.wgsl is None:
+            raise MissingRuleError(f"{self.name} has no WGSL kernel rule")
+        return k.elementwise(self.wgsl, node, views)
+
+    def wgsl_declines(self, k, node):
+        """Why WebGPU cannot run ``node`` though its kernel family could (a sentence), or None.
+
+        Asked after the reasons every op shares (float64, int32 results, empty or
+        oversized values, too many axes); ``k.operand_node(node, i)`` is an operand's
+        node and ``k.LOOP_LIMIT``, ``k.MAX_BATCH_RANK`` the kernels' limits.
+        """
+        return None
+
+    def cost(self, operands, meta, attrs):
+        """``(flops, bytes moved)`` of one node (``plan.costs()``): ``operands`` the operands' metas, ``meta`` the result's.
+
+        By default ``element_flops`` a result element, each operand read once and
+        the result written once, at its dtype's width (``bytes_moved``).
+        """
+        return self.element_flops * meta.size, bytes_moved(operands, meta)
+
+    def index_range(self, shapes, attrs):
+        """For an op whose last operand holds int32 indices: how many slots they address and
+        those slots in words (``check_indices``); None for an op that reads no indices."""
+        return None
+
     def normalize(self, metas, attrs):
         """Canonicalise attributes before inference (axes made positive, sorted)."""
         return attrs
@@ -208,6 +272,11 @@ def missing_rules(primitive):
         if getattr(type(primitive), rule) is getattr(Primitive, rule):
             missing.append(rule)
     return missing
+
+
+def bytes_moved(operands, meta):
+    """Every operand read once and the result written once, at each dtype's width: the default cost's bytes."""
+    return sum(m.size * ITEM_BYTES[m.dtype] for m in operands) + meta.size * ITEM_BYTES[meta.dtype]
 
 
 def same_shape(primitive, metas):

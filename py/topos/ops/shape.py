@@ -1,5 +1,10 @@
 """Primitives that move elements without arithmetic: reshape, broadcast,
-transpose, slice, pad and concatenate."""
+transpose, slice, pad and concatenate.
+
+None of them computes a FLOP. On WebGPU reshape, broadcast, transpose and
+slice launch nothing: each is a new view of its operand's buffer, which the
+next kernel reads through strides; pad and concatenate write their operands
+into windows of a new buffer."""
 
 import numpy as np
 
@@ -64,6 +69,14 @@ class Reshape(Primitive):
     def stablehlo(self, ctx, node):
         return ctx.reshape(ctx.operands(node)[0], ctx.operand_node(node, 0).shape, node.shape, node.dtype)
 
+    def wgsl_launch(self, k, node, views):
+        # A strided view cannot always be reshaped in place: then its elements are copied first.
+        view = views[0].reshape(node.shape) or k.dense(views[0], node).reshape(node.shape)
+        return k.new_view(node, view)
+
+    def cost(self, operands, meta, attrs):
+        return 0, 0  # it relabels its operand's memory: nothing is computed or moved
+
 
 @register
 class Broadcast(Primitive):
@@ -72,6 +85,7 @@ class Broadcast(Primitive):
     name = "Broadcast"
     arity = 1
     kernel = "copy"
+    element_flops = 0
 
     def normalize(self, metas, attrs):
         return {"shape": integer_tuple_attr(self, metas, attrs.get("shape"), "the target shape")}
@@ -104,6 +118,9 @@ class Broadcast(Primitive):
         dims = broadcast_axes(source, node.shape)
         return ctx.broadcast_in_dim(ctx.operands(node)[0], source, node.shape, node.dtype, dims)
 
+    def wgsl_launch(self, k, node, views):
+        return k.new_view(node, views[0].broadcast(node.shape))
+
 
 def broadcast_axes(source, target):
     """For each axis of ``source``, the axis of ``target`` it maps to (StableHLO's broadcast_dimensions)."""
@@ -118,6 +135,7 @@ class Transpose(Primitive):
     name = "Transpose"
     arity = 1
     kernel = "copy"
+    element_flops = 0
 
     def normalize(self, metas, attrs):
         rank = metas[0].rank
@@ -147,6 +165,9 @@ class Transpose(Primitive):
         source_type = ctx.type(ctx.operand_node(node, 0))
         return ctx.emit(f"stablehlo.transpose {ctx.operands(node)[0]}, dims = [{dims}] : ({source_type}) -> {ctx.type(node)}")
 
+    def wgsl_launch(self, k, node, views):
+        return k.new_view(node, views[0].transpose(node.attrs["axes"]))
+
 
 @register
 class Slice(Primitive):
@@ -158,6 +179,7 @@ class Slice(Primitive):
     name = "Slice"
     arity = 1
     kernel = "copy"
+    element_flops = 0
 
     def normalize(self, metas, attrs):
         return {key: integer_tuple_attr(self, metas, attrs.get(key), key) for key in ("start", "stop", "step")}
@@ -196,6 +218,9 @@ class Slice(Primitive):
         source_type = ctx.type(ctx.operand_node(node, 0))
         return ctx.emit(f"stablehlo.slice {ctx.operands(node)[0]} [{box}] : ({source_type}) -> {ctx.type(node)}")
 
+    def wgsl_launch(self, k, node, views):
+        return k.new_view(node, views[0].slice(node.attrs["start"], node.attrs["step"], node.shape))
+
 
 @register
 class Pad(Primitive):
@@ -204,6 +229,7 @@ class Pad(Primitive):
     name = "Pad"
     arity = 1
     kernel = "copy"
+    element_flops = 0
 
     def normalize(self, metas, attrs):
         return {key: integer_tuple_attr(self, metas, attrs.get(key), key) for key in ("low", "high", "interior")}
@@ -246,6 +272,14 @@ class Pad(Primitive):
             f"({source_type}, {ctx.tensor_type((), node.dtype)}) -> {ctx.type(node)}"
         )
 
+    def wgsl_launch(self, k, node, views):
+        # Zeros, then the operand written into the window its padding leaves.
+        out = k.output(node)
+        k.fill(out, 0.0, node)
+        step = tuple(inner + 1 for inner in node.attrs["interior"])
+        k.place(views[0], out.slice(node.attrs["low"], step, views[0].shape), node)
+        return out
+
 
 @register
 class Concatenate(Primitive):
@@ -254,6 +288,7 @@ class Concatenate(Primitive):
     name = "Concatenate"
     arity = None
     kernel = "copy"
+    element_flops = 0
 
     def normalize(self, metas, attrs):
         if not metas:
@@ -301,3 +336,14 @@ class Concatenate(Primitive):
         types = ", ".join(ctx.type(ctx.operand_node(node, i)) for i in range(len(node.operands)))
         operands = ", ".join(ctx.operands(node))
         return ctx.emit(f"stablehlo.concatenate {operands}, dim = {node.attrs['axis']} : ({types}) -> {ctx.type(node)}")
+
+    def wgsl_launch(self, k, node, views):
+        # Each operand written into its window of the output, one after another along the axis.
+        axis = node.attrs["axis"]
+        out = k.output(node)
+        offset = 0
+        for view in views:
+            start = tuple(offset if a == axis else 0 for a in range(len(node.shape)))
+            k.place(view, out.slice(start, (1,) * len(node.shape), view.shape), node)
+            offset += view.shape[axis]
+        return out

@@ -1,22 +1,26 @@
 """WebGPU execution of topos plans through wgpu-py (the optional ``topos-autodiff[wgpu]`` extra).
 
-- ``views``: strided views of device buffers (broadcasts and transposes without copies);
-- ``launch``: launches as data, and the builders that fill each kernel's parameters;
-- ``program``: buffers and steps (uploads, launches, readbacks, host steps) as data;
+The runtime beside the numpy interpreter. What it runs is the compiler's plain
+data (``topos.compiler.wgsl``: views, launches, programs), which it imports and
+re-exports here (``View``, ``Launch``, ``Program``, ...); the compiler never
+imports this package.
+
 - ``sources``: the WGSL files in ``kernels/`` and their specialisation;
 - ``device`` and ``runner``: the wgpu-py device and the program runner;
-- ``backend``: ``plan.run(..., backend="webgpu")`` and ``"auto"``;
+- ``backend``: ``plan.run(..., backend="webgpu")`` and ``"auto"``, registered with
+  the compiler's backends when this package is imported (``import topos`` does);
 - ``trainer``: ``DeviceTrainer``, training steps whose parameters stay on the device.
 
-Everything but ``device``, ``runner`` and ``backend`` is plain Python and runs
-where wgpu-py does not (Pyodide prints the kernel reading too).
+wgpu-py itself is imported only when a run first needs the device, so the
+package imports (and ``"auto"`` runs on numpy) where wgpu-py is absent.
 """
 
+from ..compiler.wgsl.launch import Launch
+from ..compiler.wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep
+from ..compiler.wgsl.views import View
+from . import backend  # noqa: F401  (registers the "webgpu" and "auto" backends)
 from .device import NoAdapterError, available
-from .launch import Launch
-from .program import Buffer, HostStep, Program, Readback, Upload, ViewStep
 from .trainer import DeviceTrainer
-from .views import View
 
 __all__ = ["Buffer", "DeviceTrainer", "HostStep", "Launch", "NoAdapterError", "Program", "Readback", "Upload", "View",
            "ViewStep", "available", "run_launches"]

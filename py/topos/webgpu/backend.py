@@ -1,4 +1,4 @@
-"""``plan.run(..., backend="webgpu")`` and ``backend="auto"``.
+"""``plan.run(..., backend="webgpu")`` and ``backend="auto"``, registered with the compiler.
 
 The WebGPU executor runs a whole plan at once rather than node by node: it
 executes the plan's kernel program (``plan.kernels().program``), in which the
@@ -9,45 +9,33 @@ back and its result uploaded only where a launch reads it.
 
 ``"auto"`` is WebGPU where an adapter exists and numpy elsewhere, so the engine's
 correctness never depends on a GPU. A plan with no launches at all (float64)
-runs its host steps without touching a device.
+runs its host steps without touching a device. Importing this module registers
+both backends (``topos.compiler.backends.register_executor``); it imports wgpu-py
+only when a run first needs the device.
 """
-
-import threading
-import weakref
 
 import numpy as np
 
+from ..compiler.backends import register_executor
+from ..compiler.executor import Executor, PlanRun
+from ..compiler.interpreter import NumpyExecutor
+from ..compiler.wgsl.program import HostStep
 from ..errors import ShapeError, located
+from ..model.nodes import source_value
 from ..ops import lookup
 from ..ops.index import check_indices
 from ..tensor import freeze
 from . import device as device_module
-from .program import HostStep
-
-_readings = weakref.WeakKeyDictionary()
-_readings_lock = threading.Lock()
 
 
-def reading_of(plan):
-    """The plan's kernel reading, computed once per plan (plans are immutable)."""
-    from ..compiler.kernels import kernel_reading
-
-    with _readings_lock:
-        reading = _readings.get(plan)
-        if reading is None:
-            reading = kernel_reading(plan)
-            _readings[plan] = reading
-        return reading
-
-
-class WebGPUExecutor:
+class WebGPUExecutor(Executor):
     """Runs one plan's kernel program on the process's WebGPU device."""
 
     name = "webgpu"
 
     def __init__(self, plan, runner=None):
-        self.plan = plan
-        self.reading = reading_of(plan)
+        super().__init__(plan)
+        self.reading = plan.kernels()
         self._runner = runner
         self._index_checks = _index_checks(plan, self.reading)
 
@@ -59,15 +47,9 @@ class WebGPUExecutor:
             self._runner = default_runner()
         return self._runner
 
-    def run(self, node, inputs):
-        """The node-by-node protocol: declined, since this executor runs whole plans (``run_plan``)."""
-        return None
-
     def run_plan(self, parameters, feeds):
         """Evaluate the plan: ``parameters`` a checked ``Parameters`` table, ``feeds`` checked
-        {input index: array}. Returns the interpreter's ``PlanRun``."""
-        from ..compiler.interpreter import PlanRun
-
+        {input index: array}. Returns a ``PlanRun``."""
         plan = self.plan
         values = self.source_values(parameters.slots, feeds)
         program = self.reading.program
@@ -85,14 +67,9 @@ class WebGPUExecutor:
         values = {}
         for index in self.plan.schedule:
             node = self.plan.nodes[index]
-            if node.opcode == "Parameter":
-                values[index] = parameter_slots.get(index, node.payload)
-            elif node.opcode == "Input":
-                values[index] = feeds.get(index, node.payload)
-            elif node.opcode == "Leaf":
-                values[index] = node.payload
-            else:
+            if not node.is_source:
                 continue
+            values[index] = source_value(node, parameter_slots, feeds)
             if index in self._index_checks:
                 self._check_indices(index, values[index])
         return values
@@ -122,7 +99,7 @@ class WebGPUExecutor:
 
 
 def _index_checks(plan, reading):
-    """index node -> the device Take and OneHot nodes that read it.
+    """index node -> the device nodes that read it as indices (Take, OneHot: their ``index_range``).
 
     Their indices are int32, and int32 values stay on the host (sources, host
     steps), so the host sees every index a device gather will read.
@@ -130,7 +107,10 @@ def _index_checks(plan, reading):
     checks = {}
     for index in plan.schedule:
         node = plan.nodes[index]
-        if node.opcode in ("Take", "OneHot") and reading.backends.get(index) == "webgpu":
+        if reading.backends.get(index) != "webgpu" or node.is_source:
+            continue
+        shapes = [plan.nodes[j].shape for j in node.operands]
+        if lookup(node.opcode).index_range(shapes, node.attrs) is not None:
             checks.setdefault(node.operands[-1], []).append(index)
     return checks
 
@@ -152,6 +132,8 @@ def auto_executor(plan):
     """``backend="auto"``: WebGPU where an adapter exists, else the numpy interpreter."""
     if device_module.available():
         return WebGPUExecutor(plan)
-    from ..compiler.backends import NumpyExecutor
-
     return NumpyExecutor(plan)
+
+
+register_executor("webgpu", webgpu_executor)
+register_executor("auto", auto_executor)

@@ -1,4 +1,4 @@
-"""Executes kernel programs (``topos.webgpu.program``) on the wgpu-py device.
+"""Executes kernel programs (``topos.compiler.wgsl.program``) on the wgpu-py device.
 
 Set-up happens once: the device once per process (``topos.webgpu.device``),
 each pipeline once per kernel, entry point, specialisation and binding layout
@@ -15,10 +15,10 @@ import weakref
 
 import numpy as np
 
+from ..compiler.wgsl.launch import PARAM_WORDS, Launch
+from ..compiler.wgsl.program import HostStep, Readback, Upload, ViewStep
 from ..errors import ArgumentTypeError
 from . import device as device_module
-from .launch import PARAM_WORDS, Launch
-from .program import HostStep, Readback, Upload, ViewStep
 from .sources import specialise
 
 #: Bytes between two launches' parameter blocks in the shared uniform buffer

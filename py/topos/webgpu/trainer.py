@@ -27,24 +27,24 @@ import math
 
 import numpy as np
 
+from ..compiler.executor import PlanRun
+from ..compiler.plan import Plan
+from ..compiler.wgsl import launch as build
+from ..compiler.wgsl.launch import Binding, Launch, grid, pack
+from ..compiler.wgsl.program import Buffer, HostStep, Program, Readback, Upload
+from ..compiler.wgsl.views import View
 from ..errors import ArgumentError, ArgumentTypeError
 from ..model import optim
 from ..model.network import Parameters
 from ..model.nodes import describe_node
 from ..tensor import freeze
-from . import launch as build
-from .launch import Binding, Launch, grid, pack
-from .program import Buffer, HostStep, Program, Readback, Upload
-from .views import View
+from .backend import WebGPUExecutor
 
 
 class DeviceTrainer:
     """Runs a forward+backward plan and an optimizer step on the device, step after step."""
 
     def __init__(self, plan, parameters, optimizer, runner=None):
-        from ..compiler.plan import Plan
-        from .backend import WebGPUExecutor, reading_of
-
         if not isinstance(plan, Plan):
             raise ArgumentTypeError(
                 f"DeviceTrainer takes a Plan (network.entry([...]).backward(loss).lower()), got {type(plan).__name__}"
@@ -61,7 +61,7 @@ class DeviceTrainer:
         self.steps = 0
         self._initial = dict(parameters.slots)
         self._template = parameters
-        reading = reading_of(plan)
+        reading = plan.kernels()
         self._program, self._updates = self._build(plan, reading)
         if runner is None:
             from .runner import default_runner
@@ -150,8 +150,6 @@ class DeviceTrainer:
 
     def step(self, feeds=None):
         """One training step; returns a ``PlanRun`` holding the readables (the loss) of this step."""
-        from ..compiler.interpreter import PlanRun
-
         plan = self.plan
         feeds = plan.network.check_feeds(feeds)
         for parameter, launch in self._updates:

@@ -1,11 +1,13 @@
-// The single pane registry: which pane shows which reading, and how its lines name nodes.
-// Adding a reading means adding one entry here (and its name to protocol.ts).
+// The single pane registry: which pane shows which reading. Every text reading arrives as
+// rows that name their nodes (see protocol.ts), so a pane never reads nodes out of text.
+// Adding a reading means adding one entry here (and its name to protocol.ts and to
+// topos.playground.READINGS; tests/python/test_playground_rows.py holds the three together).
 
 import type { ReadingName, Reading, RunResult } from "../../protocol";
 import { GraphPane } from "./graph-pane";
-import { kernelsReading } from "./kernels";
+import { kernelsRows } from "./kernels";
 import { OutputPane } from "./output-pane";
-import { describeRowNodes, hloLineNodes, TextPane, type LineNodes } from "./text-pane";
+import { TextPane } from "./text-pane";
 
 export const READING_NAMES: ReadingName[] = ["spec", "graph", "plan", "gradient", "hlo", "kernels"];
 
@@ -16,20 +18,19 @@ export interface ReadingPane {
   highlight(selected: Set<number>): void;
 }
 
-function textPane(name: ReadingName, lineNodes: LineNodes, onSelect: (nodes: number[]) => void): ReadingPane {
-  const pane = new TextPane(name, () => lineNodes, onSelect);
+function textPane(name: ReadingName, onSelect: (nodes: number[]) => void): ReadingPane {
+  const pane = new TextPane(name, onSelect);
   return { element: pane.element, render: (reading) => pane.render(reading), highlight: (s) => pane.highlight(s) };
 }
 
+/** The kernels reading, and after it what WebGPU made of its launches when they ran there. */
 function kernelsPane(onSelect: (nodes: number[]) => void): ReadingPane {
-  let lineNodes = new Map<number, number[]>();
-  const pane = new TextPane("kernels", () => (_line, index) => lineNodes.get(index) ?? [], onSelect);
+  const pane = new TextPane("kernels", onSelect);
   return {
     element: pane.element,
     render(reading, result) {
-      const composed = kernelsReading(reading, result.webgpu);
-      lineNodes = composed.lineNodes;
-      pane.render(composed.reading);
+      if (reading.rows === undefined) pane.render(reading);
+      else pane.renderRows(kernelsRows(reading.rows, result.webgpu));
     },
     highlight: (selected) => pane.highlight(selected),
   };
@@ -38,11 +39,11 @@ function kernelsPane(onSelect: (nodes: number[]) => void): ReadingPane {
 export function createPanes(onSelect: (nodes: number[]) => void) {
   const graph = new GraphPane(onSelect);
   const readings: Record<ReadingName, ReadingPane> = {
-    spec: textPane("spec", describeRowNodes, onSelect),
+    spec: textPane("spec", onSelect),
     graph: { element: graph.element, render: (reading) => graph.render(reading), highlight: (s) => graph.highlight(s) },
-    plan: textPane("plan", describeRowNodes, onSelect),
-    gradient: textPane("gradient", describeRowNodes, onSelect),
-    hlo: textPane("hlo", hloLineNodes, onSelect),
+    plan: textPane("plan", onSelect),
+    gradient: textPane("gradient", onSelect),
+    hlo: textPane("hlo", onSelect),
     kernels: kernelsPane(onSelect),
   };
   return { readings, output: new OutputPane() };

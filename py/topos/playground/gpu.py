@@ -9,7 +9,11 @@ the interpreter's values that each launch is compared against.
 
 import json
 
-from .errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, ToposError
+
+
+class NoReadingsError(ToposError, RuntimeError):
+    """``gpu_bridge()`` before a run that recorded a tape: there is no kernel program to run."""
 
 
 def view_json(view):
@@ -25,8 +29,8 @@ def view_json(view):
 
 
 def step_json(step):
-    from .webgpu.launch import Launch
-    from .webgpu.program import HostStep, Readback, Upload, ViewStep
+    from ..compiler.wgsl.launch import Launch
+    from ..compiler.wgsl.program import HostStep, Readback, Upload, ViewStep
 
     if isinstance(step, Launch):
         return {
@@ -87,7 +91,7 @@ class GpuBridge:
 
     def host_step(self, key):
         """The interpreter computes node ``key`` from the host values (as the native runner's host does)."""
-        from .ops import lookup
+        from ..ops import lookup
 
         node = self.plan.nodes[key]
         inputs = [self.values[j] for j in node.operands]

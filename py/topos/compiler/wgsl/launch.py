@@ -7,15 +7,17 @@ parameter words. Nothing here touches a GPU: the kernel reading prints launches,
 ``topos.webgpu.runner`` executes them with wgpu-py, and the browser's runner can
 execute the same data.
 
-The builders below turn views (``topos.webgpu.views``) into launches; each one
-follows the parameter layout written in its kernel file's header comment.
+The builders below turn views (``topos.compiler.wgsl.views``) into launches; each
+one follows the parameter layout written in its kernel file's header comment.
+What an op computes is its own: an elementwise primitive states its expression
+(``wgsl`` in its op block), which ``elementwise`` puts into the shared template.
 """
 
 import struct
 from dataclasses import dataclass, field
 
-from ..errors import ArgumentError, ShapeError
-from ..text import format_shape
+from ...errors import ArgumentError, ShapeError
+from ...text import format_shape
 from .views import View, contiguous_strides, element_count
 
 #: Axes a view may have after merging (the kernels' parameter blocks hold 6).
@@ -32,34 +34,6 @@ LANES = 64
 #: leaves a loop after 32767 iterations (measured: a serial sum of 40000 ones gives 32767), so
 #: the builders split work until every loop stays within this.
 LOOP_LIMIT = 32767
-
-#: The elementwise template's expression for each opcode, over operands x, y, z.
-EXPRESSIONS = {
-    "Neg": "-x",
-    "Exp": "exp(x)",
-    "Log": "precise_log(x)",
-    "Sqrt": "sqrt(x)",
-    "Rsqrt": "inverseSqrt(x)",
-    "Tanh": "safe_tanh(x)",
-    "Sigmoid": "sigmoid(x)",
-    "Relu": "max(x, 0.0)",
-    "Gelu": "gelu(x)",
-    "StopGradient": "x",
-    "Add": "x + y",
-    "Sub": "x - y",
-    "Mul": "x * y",
-    "Div": "x / y",
-    "Pow": "power(x, y)",
-    "Maximum": "max(x, y)",
-    "Minimum": "min(x, y)",
-    "Less": "select(0.0, 1.0, x < y)",
-    "LessEqual": "select(0.0, 1.0, x <= y)",
-    "Greater": "select(0.0, 1.0, x > y)",
-    "GreaterEqual": "select(0.0, 1.0, x >= y)",
-    "Equal": "select(0.0, 1.0, x == y)",
-    "NotEqual": "select(0.0, 1.0, x != y)",
-    "Where": "select(z, y, x != 0.0)",
-}
 
 #: How the reduce kernel folds for each reduction opcode: (identity, combine).
 REDUCTIONS = {

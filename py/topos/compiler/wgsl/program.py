@@ -5,7 +5,7 @@ The kernel reading (``topos.compiler.kernels``) turns a plan into a ``Program``;
 
 - ``Upload``: a value the host holds (a parameter, a feed, a constant, the
   result of a node the interpreter ran) is written into a buffer;
-- ``Launch`` (``topos.webgpu.launch``): one kernel dispatch;
+- ``Launch`` (``topos.compiler.wgsl.launch``): one kernel dispatch;
 - ``Readback``: a view is read back into a host array (a readable, a gradient,
   or the operand of a node the interpreter runs);
 - ``HostStep``: the numpy interpreter runs a node the device declined;

@@ -40,8 +40,8 @@ import types
 
 import numpy as np
 
-from .compiler import backends as backend_registry
-from .ops import registry as primitive_registry
+from ..compiler import backends as backend_registry
+from ..ops import registry as primitive_registry
 
 #: The registries a script adds to by registering a primitive or a backend (each module
 #: offers ``snapshot()`` and ``restore(saved)``).

@@ -1,0 +1,78 @@
+"""The Python side of the browser playground.
+
+The worker calls ``run(code)`` after every (debounced) edit. It executes the
+user's code in a fresh module, captures what it prints and every card it makes,
+picks the recording the panes read, and returns all readings as one JSON text.
+Each job has its module:
+
+- ``watch``: what the user's code records, and which recording the panes read;
+- ``sandbox``: running the code as a fresh module, and its error as the page shows it;
+- ``output``: printed output and cards, in order, cut at the limit;
+- ``readings``: the six readings, each as its text and its rows;
+- ``result``: one run's result as JSON;
+- ``state``: what a run may change in this Python, and putting it back;
+- ``gpu``: the host side of running the kernels reading's program on the browser's WebGPU.
+
+One Python serves every run, so a run leaves no trace in it: whatever the script
+changed in topos, numpy or Python's process-wide settings is put back when the run
+ends (``topos.playground.state``). Printed output is kept up to
+``MAX_OUTPUT_CHARACTERS`` (this package's, read when the run starts); where it
+passes that, one line says so and how many characters were left out.
+"""
+
+import warnings
+
+from .gpu import GpuBridge, NoReadingsError
+from .output import MAX_OUTPUT_CHARACTERS, OutputCut, OutputWriter, output_json, output_text
+from .readings import READINGS, Readings, compute_readings, text_reading
+from .result import finite, nodes_json, run_and_read
+from .sandbox import FILENAME, MODULE_NAME, describe_error, execute, user_line
+from .state import ProcessState, import_every_topos_module
+from .watch import RecordingWatch
+
+#: The readings of the newest run that had some; the WebGPU bridge reads their kernel program.
+latest_readings = None
+
+
+def run(code, filename=FILENAME):
+    """Execute ``code`` and return everything the page shows, as a JSON text.
+
+    A run leaves no trace in this Python (see ``topos.playground.state``): what the
+    script changed is put back when it ends, and the next run sees what this one
+    saw. The primitive and backend registries are the exception in timing only: they
+    go back to ``PROCESS_STATE``'s when the next run starts, because the WebGPU
+    bridge after a run may still need the primitives its script registered.
+    """
+    global latest_readings
+    latest_readings = None
+    PROCESS_STATE.restore_registries()
+    # Bound now, before the script could replace ProcessState.restore.
+    put_back = ProcessState(PROCESS_STATE.objects).restore
+    try:
+        with warnings.catch_warnings():
+            text, readings = run_and_read(code, filename, MAX_OUTPUT_CHARACTERS)
+    finally:
+        put_back(registries=False)
+    latest_readings = readings
+    return text
+
+
+def gpu_bridge():
+    """A bridge for the newest readings' kernel program (raises ``NoReadingsError`` when there are none)."""
+    if latest_readings is None:
+        raise NoReadingsError("no readings yet: nothing to run on WebGPU (run a script that records a tape first)")
+    return GpuBridge(latest_readings)
+
+
+__all__ = [
+    "FILENAME", "MAX_OUTPUT_CHARACTERS", "MODULE_NAME", "PROCESS_STATE", "READINGS", "GpuBridge", "NoReadingsError",
+    "OutputCut", "OutputWriter", "ProcessState", "Readings", "RecordingWatch", "compute_readings", "describe_error",
+    "execute", "finite", "gpu_bridge", "nodes_json", "output_json", "output_text", "run", "run_and_read",
+    "text_reading", "user_line",
+]
+
+# Last, once every name above is defined: every topos module is imported (so that none
+# appears during a run), then the state topos starts in is noted.
+import_every_topos_module()
+#: The state topos starts in: every run starts from its primitive and backend registries.
+PROCESS_STATE = ProcessState()
