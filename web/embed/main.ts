@@ -15,6 +15,7 @@ import { examples } from "../src/gallery";
 import { Links } from "../src/links";
 import { createPanes } from "../src/panes/registry";
 import { ReadingTabs } from "../src/reading-tabs";
+import { STAGE_TITLES } from "../src/session";
 import { codeFromFragment, shareLink } from "../src/share";
 import { EmbedChannel, type EmbedReadings, type HostMessage } from "./messages";
 import { readOptions, type PaneName } from "./options";
@@ -95,26 +96,19 @@ links.onChange((selected) => {
 });
 
 // Choosing the open tab closes it: the embed shrinks to its code.
-const tabs = new ReadingTabs<PaneName>(element("embed-tabs"), (name) => showPane(openPane === name ? null : name));
-for (const name of options.readings) {
-  const pane = paneOf(name).element;
-  tabs.add(name, name === "hlo" ? "HLO" : name, pane);
-  pane.hidden = true;
-  paneHost.append(pane);
-}
+const tabs = new ReadingTabs<PaneName>(element("embed-tabs"), paneHost, (name) => showPane(openPane === name ? null : name));
+for (const name of options.readings) tabs.add(name, paneOf(name).element);
 
 function showPane(name: PaneName | null): void {
   openPane = name;
-  tabs.select(name);
-  for (const reading of options.readings) paneOf(reading).element.hidden = reading !== name;
+  tabs.show(name);
   paneHost.hidden = name === null;
   void drawOpenPane();
 }
 
 function stepPane(step: number): void {
-  if (!options.readings.length) return;
-  const at = openPane === null ? -1 : options.readings.indexOf(openPane);
-  showPane(options.readings[(at + step + options.readings.length) % options.readings.length]);
+  const name = tabs.step(openPane, step);
+  if (name !== null) showPane(name);
 }
 
 async function drawOpenPane(): Promise<void> {
@@ -158,11 +152,11 @@ function updateOpenLink(): void {
 
 // Python and runs ------------------------------------------------------------------------------------
 
-let python: Promise<Python> | null = null;
+let python: Python | null = null;
 /** A run of the current code was asked for (the lazy start has happened, or the code changed since). */
 let runRequested = false;
 
-function startPythonOnce(): Promise<Python> {
+function startPythonOnce(): Python {
   python ??= startPython(
     {
       stage: showStage,
@@ -190,13 +184,6 @@ function startPythonOnce(): Promise<Python> {
   return python;
 }
 
-const STAGE_TITLES: Record<StageMessage["stage"], string> = {
-  pyodide: "Python (Pyodide)",
-  numpy: "numpy",
-  topos: "topos",
-  webgpu: "WebGPU",
-};
-
 function showStage(message: StageMessage): void {
   if (state.runs > 0 || message.state !== "started") return;
   statusLine.textContent = `loading ${STAGE_TITLES[message.stage]}…`;
@@ -215,8 +202,7 @@ function runNow(): void {
   state.status = "loading";
   document.body.dataset.status = state.status;
   runRequested = true;
-  const text = state.code;
-  void startPythonOnce().then((started) => started.run(text, options.backend));
+  startPythonOnce().run(state.code, options.backend);
 }
 
 async function showResult(result: RunResult, ms: number): Promise<void> {
@@ -304,7 +290,7 @@ if (options.start === "now") {
     if (!entries.some((entry) => entry.isIntersecting)) return;
     observer.disconnect();
     if (state.code.trim()) runNow();
-    else void startPythonOnce(); // no code yet: be ready for the embedder's
+    else startPythonOnce(); // no code yet: be ready for the embedder's
   });
   observer.observe(document.body);
 }

@@ -2,7 +2,7 @@
 // browser can share it, else a worker of its own (the playground's PythonSession).
 
 import type { Backend } from "../protocol";
-import type { SessionEvents } from "../src/session";
+import { PythonSession, type SessionEvents } from "../src/session";
 import { canSharePython, SharedPython } from "./shared-python";
 
 export interface Python {
@@ -13,14 +13,13 @@ export interface Python {
 /** "leader" or "follower" of the shared Python (a follower may be elected later), or "own": a worker of its own. */
 export type PythonRole = "leader" | "follower" | "own";
 
-export async function startPython(
+export function startPython(
   events: SessionEvents,
   timeLimitMs: number,
   share: boolean,
   onRole: (role: PythonRole) => void,
-): Promise<Python> {
+): Python {
   if (share && canSharePython()) return new SharedPython(events, timeLimitMs, onRole);
-  const { PythonSession } = await import("../src/session");
   onRole("own");
   return new PythonSession(events, timeLimitMs);
 }

@@ -3,7 +3,8 @@
 //
 // The embeds elect a leader with the Web Locks API: the first embed that needs
 // Python takes the lock "topos-python:<site path>" and holds it for as long as it
-// lives; it runs the one Python worker (python-pool.ts). The others are followers:
+// lives; it runs the one Python worker (PythonWorker, web/src/session.ts), with every
+// embed of the page as one of its clients. The others are followers:
 // they send their runs to the leader over a BroadcastChannel and get their results
 // back on it. When the leader goes away (its iframe removed, its page closed), the
 // browser hands the lock to the next embed waiting for it, which starts a fresh
@@ -21,8 +22,7 @@
 // worker with the playground's PythonSession (see python.ts).
 
 import type { Backend, RunResult, StageMessage, WebGpuStatus } from "../protocol";
-import type { SessionEvents } from "../src/session";
-import { PythonPool, type PoolClient } from "./python-pool";
+import { PythonWorker, type PythonClient, type SessionEvents } from "../src/session";
 
 type ChannelMessage =
   | { kind: "hello"; from: string }
@@ -34,7 +34,7 @@ type ChannelMessage =
   | { kind: "run"; from: string; id: number; code: string; backend: Backend; timeLimitMs: number }
   | { kind: "busy"; to: string; id: number }
   | { kind: "result"; to: string; id: number; result: RunResult; ms: number }
-  | { kind: "stopped"; to: string; id: number | null; reason: string };
+  | { kind: "stopped"; to: string; id: number; reason: string };
 
 interface Request {
   id: number;
@@ -49,7 +49,8 @@ export function canSharePython(): boolean {
 export class SharedPython {
   private readonly name = crypto.randomUUID();
   private readonly channel: BroadcastChannel;
-  private pool: PythonPool | null = null;
+  /** The Python worker, once this embed leads. */
+  private worker: PythonWorker | null = null;
   private nextId = 1;
   /** The newest request whose answer has not come (sent again to a new leader). */
   private waiting: Request | null = null;
@@ -86,8 +87,8 @@ export class SharedPython {
   }
 
   private send(request: Request): void {
-    if (this.pool) {
-      this.pool.run({ client: this.name, ...request, timeLimitMs: this.timeLimitMs });
+    if (this.worker) {
+      this.worker.run({ client: this.name, ...request, timeLimitMs: this.timeLimitMs });
     } else {
       this.post({ kind: "run", from: this.name, ...request, timeLimitMs: this.timeLimitMs });
     }
@@ -97,22 +98,22 @@ export class SharedPython {
     this.channel.postMessage(message);
   }
 
-  // Answers, from our own pool or from the leader ------------------------------------------
+  // Answers, from our own worker or from the leader ------------------------------------------
 
-  private readonly self: PoolClient = {
+  private readonly self: PythonClient = {
     busy: (id) => this.events.busy(id),
     result: (result, id, ms) => {
       if (this.waiting?.id === id) this.waiting = null;
       if (id === this.latestId) this.events.result(result, id, ms);
     },
-    stopped: (reason, id) => {
+    stopped: (stop, id) => {
       if (this.waiting?.id === id) this.waiting = null;
-      this.events.stopped(reason, id);
+      this.events.stopped(stop.reason, id);
     },
   };
 
   private receive(message: ChannelMessage): void {
-    if (this.pool) {
+    if (this.worker) {
       this.serve(message);
       return;
     }
@@ -140,7 +141,7 @@ export class SharedPython {
         if (message.to === this.name) this.self.result(message.result, message.id, message.ms);
         break;
       case "stopped":
-        if (message.to === this.name) this.self.stopped(message.reason, message.id);
+        if (message.to === this.name) this.self.stopped({ reason: message.reason, failure: null }, message.id);
         break;
     }
   }
@@ -148,7 +149,7 @@ export class SharedPython {
   // Leading ------------------------------------------------------------------------------------
 
   private lead(): void {
-    this.pool = new PythonPool({
+    this.worker = new PythonWorker({
       stage: (message) => {
         this.events.stage(message);
         this.post({ kind: "stage", message });
@@ -157,41 +158,43 @@ export class SharedPython {
         this.events.ready(webgpu);
         this.post({ kind: "ready", webgpu });
       },
-      failed: (reason) => {
-        this.events.stopped(reason, null);
-        this.post({ kind: "failed", reason });
+      failed: (stop) => {
+        this.events.stopped(stop.reason, null);
+        this.post({ kind: "failed", reason: stop.reason });
       },
+      // No embed's run was stopped, so none is told (the pending runs go to the fresh worker).
+      restarted: () => {},
     });
-    this.pool.join(this.name, this.self);
+    this.worker.join(this.name, this.self);
     this.onRole("leader");
     this.post({ kind: "leader", to: null, stages: [], webgpu: null });
     if (this.waiting) this.send(this.waiting);
   }
 
-  /** The leader's side of the channel: followers' runs go to the pool, answers go back to them. */
+  /** The leader's side of the channel: followers' runs go to the worker, answers go back to them. */
   private serve(message: ChannelMessage): void {
-    const pool = this.pool!;
+    const worker = this.worker!;
     switch (message.kind) {
       case "hello": {
-        const state = pool.join(message.from, this.follower(message.from));
+        const state = worker.join(message.from, this.follower(message.from));
         this.post({ kind: "leader", to: message.from, ...state });
         break;
       }
       case "run":
-        pool.join(message.from, this.follower(message.from));
-        pool.run({ client: message.from, id: message.id, code: message.code, backend: message.backend, timeLimitMs: message.timeLimitMs });
+        worker.join(message.from, this.follower(message.from));
+        worker.run({ client: message.from, id: message.id, code: message.code, backend: message.backend, timeLimitMs: message.timeLimitMs });
         break;
       case "bye":
-        pool.leave(message.from);
+        worker.leave(message.from);
         break;
     }
   }
 
-  private follower(name: string): PoolClient {
+  private follower(name: string): PythonClient {
     return {
       busy: (id) => this.post({ kind: "busy", to: name, id }),
       result: (result, id, ms) => this.post({ kind: "result", to: name, id, result, ms }),
-      stopped: (reason, id) => this.post({ kind: "stopped", to: name, id, reason }),
+      stopped: (stop, id) => this.post({ kind: "stopped", to: name, id, reason: stop.reason }),
     };
   }
 }

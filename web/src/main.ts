@@ -9,7 +9,7 @@ import { examples } from "./gallery";
 import { Links } from "./links";
 import { createPanes, READING_NAMES } from "./panes/registry";
 import { ReadingTabs } from "./reading-tabs";
-import { PythonSession } from "./session";
+import { PythonSession, STAGE_TITLES } from "./session";
 import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
 
@@ -63,13 +63,6 @@ element<HTMLButtonElement>("notice-dismiss").addEventListener("click", () => {
 });
 
 // Loading: one row a start-up stage, kept until the first readings are shown ----------------
-
-const STAGE_TITLES: Record<StageMessage["stage"], string> = {
-  pyodide: "Python (Pyodide)",
-  numpy: "numpy",
-  topos: "topos",
-  webgpu: "WebGPU adapter",
-};
 
 function showStage(message: StageMessage): void {
   let row = loading.querySelector<HTMLLIElement>(`[data-stage="${message.stage}"]`);
@@ -176,24 +169,18 @@ links.onChange((selected) => {
   editor.highlightLines(links.linesOf(selected));
 });
 
-const paneHost = element<HTMLDivElement>("panes");
-const tabs = new ReadingTabs<ReadingName>(element("tabs"), showPane);
+const tabs = new ReadingTabs<ReadingName>(element("tabs"), element("panes"), showPane);
 let activePane: ReadingName = "spec";
-for (const name of READING_NAMES) {
-  tabs.add(name, name === "hlo" ? "HLO" : name, panes.readings[name].element);
-  paneHost.append(panes.readings[name].element);
-}
+for (const name of READING_NAMES) tabs.add(name, panes.readings[name].element);
 element<HTMLDivElement>("output").append(panes.output.element);
 
 function showPane(name: ReadingName): void {
   activePane = name;
-  tabs.select(name);
-  for (const reading of READING_NAMES) panes.readings[reading].element.hidden = reading !== name;
+  tabs.show(name);
 }
 
 function stepPane(step: number): void {
-  const at = READING_NAMES.indexOf(activePane);
-  showPane(READING_NAMES[(at + step + READING_NAMES.length) % READING_NAMES.length]);
+  showPane(tabs.step(activePane, step)!);
 }
 showPane("spec");
 

@@ -1,0 +1,137 @@
+// The script of the page that cases.test.mjs opens: it replays the shared test vectors
+// (tests/cases/primitives.json) on the browser's WebGPU the way the playground's worker
+// runs a script's kernels (web/src/worker.ts): topos.playground.run records the case and
+// makes its readings, then the playground's own runner (web/src/webgpu.ts) executes the
+// kernels reading's program. The test builds this file with Vite (which bundles the
+// kernels' WGSL files, as for the site) and serves it beside the built site, whose
+// pyodide/ folder (Pyodide, numpy and the topos wheel) it loads Python from.
+
+import { runKernelsOnGpu } from "../../web/src/webgpu.ts";
+
+const PYODIDE_URL = new URL("pyodide/", window.location.href).href;
+
+/** Pyodide with numpy and the site's topos wheel, installed as the worker installs them. */
+async function startPython() {
+  const { loadPyodide } = await import(/* @vite-ignore */ `${PYODIDE_URL}pyodide.mjs`);
+  const pyodide = await loadPyodide({ indexURL: PYODIDE_URL });
+  await pyodide.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
+  const manifest = await (await fetch(`${PYODIDE_URL}topos-wheel.json`)).json();
+  const wheel = await fetch(`${PYODIDE_URL}${manifest.file}?sha256=${manifest.sha256}`);
+  pyodide.FS.writeFile(`/tmp/${manifest.file}`, new Uint8Array(await wheel.arrayBuffer()));
+  const micropip = pyodide.pyimport("micropip");
+  await micropip.install(`emfs:/tmp/${manifest.file}`, { deps: false });
+  micropip.destroy();
+  pyodide.runPython("import topos.playground");
+  return pyodide;
+}
+
+/**
+ * The script a case is replayed as. Its nodes must be recorded by the script itself (the
+ * playground reads only what the user's own lines record), so it rebuilds the case's graph
+ * here, as tests/python/kernel_cases.py's record() does.
+ */
+const caseScript = (index) => `
+from topos import Tape
+from kernel_cases import decode, load_cases
+
+case = load_cases()[${index}]
+
+def build(tape):
+    values = [tape.input(decode(tensor), dtype=tensor["dtype"]) for tensor in case["inputs"]]
+    for node in case["nodes"]:
+        if node["opcode"] == "Leaf":
+            values.append(tape.leaf(decode(node["value"]), dtype=node["value"]["dtype"]))
+        else:
+            operands = [values[i] for i in node["operands"]]
+            values.append(tape.apply(node["opcode"], operands, **node.get("attrs", {})))
+    return [values[i] for i in case["outputs"]]
+
+Tape.record(build, dtype="float32")
+`;
+
+// The host side of the replay. The bridge that the WebGPU runner asks topos.playground for
+// is made and held here, so that after the run the values it received from the device can be
+// checked: its values are what readbacks wrote (and host steps computed), its expected values
+// the numpy interpreter's.
+const HOST = `
+import json
+import topos.playground as playground
+from kernel_cases import disagreement, load_cases
+from topos.ops import lookup
+
+make_bridge = playground.gpu_bridge
+held = None
+
+def hold_bridge():
+    """Make a bridge for the newest run's readings, and have the runner use that one."""
+    global held
+    held = make_bridge()
+    playground.gpu_bridge = lambda: held
+
+def check(index):
+    """A sentence naming what went wrong with case index on the held bridge, or None."""
+    case = load_cases()[index]
+    interpreted = disagreement(case, [held.expected[k] for k in case["outputs"]])
+    if interpreted is not None:
+        return f"the numpy interpreter: {interpreted}"
+    on_device = disagreement(case, [held.values[k] for k in case["outputs"]])
+    if on_device is not None:
+        return f"WebGPU: {on_device}"
+    # Every node with a kernel ran on the device; only the declined ones on the host.
+    for step in json.loads(held.program_json())["steps"]:
+        if step["type"] != "host":
+            continue
+        node = held.plan.nodes[step["key"]]
+        if lookup(node.opcode).kernel is not None and node.dtype == "float32":
+            return f"node {step['key']} {node.opcode} ran on the host, not on WebGPU"
+    return None
+`;
+
+async function requestDevice() {
+  const adapter = await navigator.gpu?.requestAdapter();
+  if (!adapter) throw new Error("this browser found no WebGPU adapter");
+  const name = [adapter.info.vendor, adapter.info.architecture, adapter.info.description].filter(Boolean).join(" ");
+  return { device: await adapter.requestDevice(), adapter: name || "unnamed adapter" };
+}
+
+/** What went wrong with case `index`, or null when it agreed. */
+async function replayCase(pyodide, host, playground, gpu, index) {
+  try {
+    const result = JSON.parse(playground.run(caseScript(index)));
+    if (result.error) return `the script raised ${result.error.type}: ${result.error.message}`;
+    host.hold_bridge();
+    const report = await runKernelsOnGpu(pyodide, gpu.device, gpu.adapter);
+    if (!report.ran) return report.detail;
+    return host.check(index) ?? null;
+  } catch (error) {
+    return String(error);
+  }
+}
+
+/**
+ * Replay every case; `kernelCases` is tests/python/kernel_cases.py's text and `casesJson`
+ * primitives.json's. Returns the adapter's name and, per case, its name and what went
+ * wrong (null when it agreed).
+ */
+async function replayCases(kernelCases, casesJson) {
+  const [pyodide, gpu] = await Promise.all([startPython(), requestDevice()]);
+  // kernel_cases.py finds primitives.json as tests/python/../cases/primitives.json.
+  pyodide.FS.mkdirTree("/replay/python");
+  pyodide.FS.mkdirTree("/replay/cases");
+  pyodide.FS.writeFile("/replay/python/kernel_cases.py", kernelCases);
+  pyodide.FS.writeFile("/replay/cases/primitives.json", casesJson);
+  pyodide.FS.writeFile("/replay/python/browser_replay.py", HOST);
+  pyodide.runPython("import sys; sys.path.insert(0, '/replay/python')");
+  const host = pyodide.pyimport("browser_replay");
+  const playground = pyodide.pyimport("topos.playground");
+  const names = JSON.parse(casesJson).cases.map((c) => c.name);
+  const results = [];
+  for (const [index, name] of names.entries()) {
+    results.push({ name, problem: await replayCase(pyodide, host, playground, gpu, index) });
+  }
+  host.destroy();
+  playground.destroy();
+  return { adapter: gpu.adapter, results };
+}
+
+Object.assign(window, { replayCases });
