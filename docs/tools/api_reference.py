@@ -35,8 +35,10 @@ def public_names(module):
     if names is not None:
         return list(names)
     return sorted(
-        name for name, value in vars(module).items()
-        if not name.startswith("_") and getattr(value, "__module__", None) == module.__name__
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and getattr(value, "__module__", None) == module.__name__
         and (inspect.isclass(value) or inspect.isfunction(value))
     )
 

@@ -175,16 +175,18 @@ def build_page(name, markdown=None):
             raise BuildError(f"{filename}:{part.line}: block {block_number} raised:\n{result.error}")
         part = Code(part.language, part.attributes, part.code, part.line, fence_text(result.text))
         built_parts.append(part)
-        json_parts.append({
-            "kind": "code",
-            "language": "python",
-            "live": True,
-            "id": f"{name}-{block_number}",
-            "example": part.example,
-            "code": part.code,
-            "output": result.items,
-            "output_text": result.text,
-        })
+        json_parts.append(
+            {
+                "kind": "code",
+                "language": "python",
+                "live": True,
+                "id": f"{name}-{block_number}",
+                "example": part.example,
+                "code": part.code,
+                "output": result.items,
+                "output_text": result.text,
+            }
+        )
     page = {
         "format": "topos.docs.page",
         "version": FORMAT_VERSION,
@@ -200,8 +202,9 @@ def pages_json(pages):
     return {
         "format": "topos.docs.pages",
         "version": FORMAT_VERSION,
-        "pages": [{"name": name, "title": title, "file": f"{name}.json", "source": f"docs/{name}.md"}
-                  for name, title in pages],
+        "pages": [
+            {"name": name, "title": title, "file": f"{name}.json", "source": f"docs/{name}.md"} for name, title in pages
+        ],
     }
 
 
@@ -230,8 +233,11 @@ def same_json(built, rerun, in_output=False):
             return False
         for key in built:
             if key in ("output_text", "text") and (key == "output_text" or in_output):
-                if not (isinstance(built[key], str) and isinstance(rerun[key], str)
-                        and output_agreement.outputs_agree(built[key], rerun[key])):
+                if not (
+                    isinstance(built[key], str)
+                    and isinstance(rerun[key], str)
+                    and output_agreement.outputs_agree(built[key], rerun[key])
+                ):
                     return False
             elif not same_json(built[key], rerun[key], in_output or key == "output"):
                 return False
@@ -266,8 +272,9 @@ def markdown_disagreement(on_disk, rebuilt, filename):
 
 
 def _diff(expected, actual, label):
-    lines = difflib.unified_diff(expected.splitlines(True), actual.splitlines(True),
-                                 f"{label} (on disk)", f"{label} (rebuilt now)")
+    lines = difflib.unified_diff(
+        expected.splitlines(True), actual.splitlines(True), f"{label} (on disk)", f"{label} (rebuilt now)"
+    )
     return "".join(lines)
 
 
@@ -278,8 +285,10 @@ def check_page(name):
     on_disk = read_text(page_path(name))
     problem = markdown_disagreement(on_disk, markdown, f"docs/{name}.md")
     if problem:
-        problems.append(f"docs/{name}.md is stale (rebuild it with python docs/tools/build_docs.py {name}): "
-                        f"{problem}\n" + _diff(on_disk, markdown, f"docs/{name}.md"))
+        problems.append(
+            f"docs/{name}.md is stale (rebuild it with python docs/tools/build_docs.py {name}): "
+            f"{problem}\n" + _diff(on_disk, markdown, f"docs/{name}.md")
+        )
     generated = os.path.join(GENERATED, f"{name}.json")
     if not os.path.exists(generated):
         problems.append(f"docs/generated/{name}.json is missing: run python docs/tools/build_docs.py {name}")
@@ -287,8 +296,10 @@ def check_page(name):
         with open(generated, encoding="utf-8") as file:
             built = json.load(file)
         if not same_json(built, page):
-            problems.append(f"docs/generated/{name}.json differs from a fresh build of docs/{name}.md:\n"
-                            + _diff(dump_json(built), dump_json(page), f"docs/generated/{name}.json"))
+            problems.append(
+                f"docs/generated/{name}.json differs from a fresh build of docs/{name}.md:\n"
+                + _diff(dump_json(built), dump_json(page), f"docs/generated/{name}.json")
+            )
     return problems
 
 
@@ -321,8 +332,10 @@ def build(names):
         markdown, page = build_page(name)
         markdown_path, json_path = page_path(name), os.path.join(GENERATED, f"{name}.json")
         # Outputs that agree with what is on disk (say, built on another CPU) stay as they are.
-        if os.path.exists(json_path) and markdown_disagreement(
-                read_text(markdown_path), markdown, f"docs/{name}.md") is None:
+        if (
+            os.path.exists(json_path)
+            and markdown_disagreement(read_text(markdown_path), markdown, f"docs/{name}.md") is None
+        ):
             with open(json_path, encoding="utf-8") as file:
                 on_disk = json.load(file)
             if same_json(on_disk, page):

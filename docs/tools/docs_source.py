@@ -74,7 +74,9 @@ def _parse_info(info, where):
     if language == "python":
         for name, value in attributes:
             if name == "example" and value is None:
-                raise DocsSourceError(f"{where}: example= names a gallery script, e.g. example=examples/01_scalar_chain.py")
+                raise DocsSourceError(
+                    f"{where}: example= names a gallery script, e.g. example=examples/01_scalar_chain.py"
+                )
             if name == "static" and value is not None:
                 raise DocsSourceError(f"{where}: static takes no value")
             if name not in ("example", "static"):

@@ -43,7 +43,7 @@ def split_numbers(text):
     """Return ``(texts, numbers)``: the text between numbers (len(numbers) + 1 pieces) and the numbers' tokens."""
     texts, numbers, start = [], [], 0
     for match in NUMBER.finditer(text):
-        texts.append(text[start:match.start()])
+        texts.append(text[start : match.start()])
         numbers.append(match.group())
         start = match.end()
     texts.append(text[start:])

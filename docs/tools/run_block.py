@@ -56,8 +56,12 @@ def run_block(code):
         sys.modules["__main__"] = module  # dataclasses and pickle look a class's module up here
         writer = OutputWriter(collected)
         try:
-            with warnings.catch_warnings(), show.capture(collected), contextlib.redirect_stdout(writer), \
-                    contextlib.redirect_stderr(writer):
+            with (
+                warnings.catch_warnings(),
+                show.capture(collected),
+                contextlib.redirect_stdout(writer),
+                contextlib.redirect_stderr(writer),
+            ):
                 exec(compile(code, FILENAME, "exec"), module.__dict__)
         except BaseException as caught:  # noqa: BLE001  (a block may raise anything; the builder reports it)
             error = "".join(traceback.format_exception(type(caught), caught, caught.__traceback__))

@@ -314,4 +314,3 @@ class Tensor:
         if math.prod(shape) != self.size:
             raise ShapeError(f"reshape: cannot reshape {list(self.shape)} into {list(shape)}", shapes=[self.shape])
         return _result(self.array.reshape(shape))
-

@@ -73,8 +73,8 @@ def layer_norm(x, weight, bias, eps=1e-5):
 
 
 def scatter_add(updates, indices, extent):
-    result = np.zeros((extent,) + updates.shape[indices.ndim:])
-    np.add.at(result, indices.reshape(-1), updates.reshape((-1,) + updates.shape[indices.ndim:]))
+    result = np.zeros((extent,) + updates.shape[indices.ndim :])
+    np.add.at(result, indices.reshape(-1), updates.reshape((-1,) + updates.shape[indices.ndim :]))
     return result
 
 
@@ -110,7 +110,7 @@ class Case:
         rounded = list(rounded) if isinstance(rounded, (list, tuple)) else [rounded]
         nodes = network.nodes()
         serialised = []
-        for node in nodes[len(self.inputs):]:
+        for node in nodes[len(self.inputs) :]:
             entry = {"opcode": node.opcode, "operands": list(node.operands)}
             if node.opcode == "Leaf":
                 entry["value"] = encode(node.payload, node.dtype)
@@ -145,12 +145,24 @@ def unary_cases():
     ranges = {
         "Neg": (normal(7, 9), lambda t, x: -x, lambda x: -x),
         "Exp": (uniform(-10, 10, 7, 9), lambda t, x: topos.exp(x), np.exp),
-        "Log": (np.concatenate([uniform(1e-3, 100, 40), uniform(0.9, 1.1, 23)]).reshape(7, 9), lambda t, x: topos.log(x), np.log),
+        "Log": (
+            np.concatenate([uniform(1e-3, 100, 40), uniform(0.9, 1.1, 23)]).reshape(7, 9),
+            lambda t, x: topos.log(x),
+            np.log,
+        ),
         "Sqrt": (uniform(0, 50, 7, 9), lambda t, x: topos.sqrt(x), np.sqrt),
         "Rsqrt": (uniform(1e-3, 50, 7, 9), lambda t, x: topos.rsqrt(x), lambda x: 1.0 / np.sqrt(x)),
-        "Tanh": (np.concatenate([uniform(-12, 12, 40), uniform(-0.3, 0.3, 23)]).reshape(7, 9), lambda t, x: topos.tanh(x), np.tanh),
+        "Tanh": (
+            np.concatenate([uniform(-12, 12, 40), uniform(-0.3, 0.3, 23)]).reshape(7, 9),
+            lambda t, x: topos.tanh(x),
+            np.tanh,
+        ),
         "Sigmoid": (uniform(-30, 30, 7, 9), lambda t, x: topos.sigmoid(x), lambda x: 1.0 / (1.0 + np.exp(-x))),
-        "Relu": (np.concatenate([normal(60), np.zeros(3)]).reshape(7, 9), lambda t, x: topos.relu(x), lambda x: np.maximum(x, 0.0)),
+        "Relu": (
+            np.concatenate([normal(60), np.zeros(3)]).reshape(7, 9),
+            lambda t, x: topos.relu(x),
+            lambda x: np.maximum(x, 0.0),
+        ),
         "Gelu": (uniform(-6, 6, 7, 9), lambda t, x: topos.gelu(x), gelu),
         "StopGradient": (normal(7, 9), lambda t, x: topos.stop_gradient(x), lambda x: x),
     }
@@ -159,44 +171,127 @@ def unary_cases():
 
 
 def binary_cases():
-    yield Case("Add broadcast on every axis [3, 1, 5] + [1, 4, 1]", [(normal(3, 1, 5), F), (normal(1, 4, 1), F)],
-               lambda t, a, b: a + b, lambda a, b: a + b)
+    yield Case(
+        "Add broadcast on every axis [3, 1, 5] + [1, 4, 1]",
+        [(normal(3, 1, 5), F), (normal(1, 4, 1), F)],
+        lambda t, a, b: a + b,
+        lambda a, b: a + b,
+    )
     yield Case("Add a Python number", [(normal(65), F)], lambda t, a: a + 2.5, lambda a: a + 2.5)
-    yield Case("Sub broadcast [4, 1] - [1, 6]", [(normal(4, 1), F), (normal(1, 6), F)], lambda t, a, b: a - b, lambda a, b: a - b)
-    yield Case("Mul broadcast leading axes [2, 3, 4] * [4]", [(normal(2, 3, 4), F), (normal(4), F)], lambda t, a, b: a * b, lambda a, b: a * b)
-    yield Case("Div broadcast [5, 7] / [5, 1]", [(normal(5, 7), F), (uniform(0.5, 3, 5, 1), F)], lambda t, a, b: a / b, lambda a, b: a / b)
+    yield Case(
+        "Sub broadcast [4, 1] - [1, 6]",
+        [(normal(4, 1), F), (normal(1, 6), F)],
+        lambda t, a, b: a - b,
+        lambda a, b: a - b,
+    )
+    yield Case(
+        "Mul broadcast leading axes [2, 3, 4] * [4]",
+        [(normal(2, 3, 4), F), (normal(4), F)],
+        lambda t, a, b: a * b,
+        lambda a, b: a * b,
+    )
+    yield Case(
+        "Div broadcast [5, 7] / [5, 1]",
+        [(normal(5, 7), F), (uniform(0.5, 3, 5, 1), F)],
+        lambda t, a, b: a / b,
+        lambda a, b: a / b,
+    )
     yield Case("Div of a Python number by a value", [(uniform(0.5, 3, 13), F)], lambda t, a: 1.0 / a, lambda a: 1.0 / a)
-    yield Case("Pow positive base [6, 5] ** [1, 5]", [(uniform(0.1, 4, 6, 5), F), (uniform(-2, 3, 1, 5), F)],
-               lambda t, a, b: a**b, lambda a, b: a**b)
-    yield Case("Pow negative base, integer exponents", [(normal(17), F)], lambda t, a: [a**3.0, a**2.0, a**-1.0],
-               lambda a: [a**3.0, a**2.0, a**-1.0])
+    yield Case(
+        "Pow positive base [6, 5] ** [1, 5]",
+        [(uniform(0.1, 4, 6, 5), F), (uniform(-2, 3, 1, 5), F)],
+        lambda t, a, b: a**b,
+        lambda a, b: a**b,
+    )
+    yield Case(
+        "Pow negative base, integer exponents",
+        [(normal(17), F)],
+        lambda t, a: [a**3.0, a**2.0, a**-1.0],
+        lambda a: [a**3.0, a**2.0, a**-1.0],
+    )
     for opcode, function, oracle in (("Maximum", topos.maximum, np.maximum), ("Minimum", topos.minimum, np.minimum)):
-        yield Case(f"{opcode} with ties, broadcast [4, 1] and [1, 5]", [(integers(-3, 3, 4, 1), F), (integers(-3, 3, 1, 5), F)],
-                   lambda t, a, b, f=function: f(a, b), oracle)
-    comparisons = {"Less": (topos.less, np.less), "LessEqual": (topos.less_equal, np.less_equal),
-                   "Greater": (topos.greater, np.greater), "GreaterEqual": (topos.greater_equal, np.greater_equal),
-                   "Equal": (topos.equal, np.equal), "NotEqual": (topos.not_equal, np.not_equal)}
+        yield Case(
+            f"{opcode} with ties, broadcast [4, 1] and [1, 5]",
+            [(integers(-3, 3, 4, 1), F), (integers(-3, 3, 1, 5), F)],
+            lambda t, a, b, f=function: f(a, b),
+            oracle,
+        )
+    comparisons = {
+        "Less": (topos.less, np.less),
+        "LessEqual": (topos.less_equal, np.less_equal),
+        "Greater": (topos.greater, np.greater),
+        "GreaterEqual": (topos.greater_equal, np.greater_equal),
+        "Equal": (topos.equal, np.equal),
+        "NotEqual": (topos.not_equal, np.not_equal),
+    }
     for opcode, (function, oracle) in comparisons.items():
-        yield Case(f"{opcode} with ties, broadcast [4, 1] and [1, 5]", [(integers(-2, 2, 4, 1), F), (integers(-2, 2, 1, 5), F)],
-                   lambda t, a, b, f=function: f(a, b), lambda a, b, o=oracle: o(a, b).astype(np.float64))
-    yield Case("Where broadcast [3, 1], [3, 4], [1, 4]", [(integers(0, 2, 3, 1), F), (normal(3, 4), F), (normal(1, 4), F)],
-               lambda t, c, a, b: topos.where(c, a, b), lambda c, a, b: np.where(c != 0, a, b))
+        yield Case(
+            f"{opcode} with ties, broadcast [4, 1] and [1, 5]",
+            [(integers(-2, 2, 4, 1), F), (integers(-2, 2, 1, 5), F)],
+            lambda t, a, b, f=function: f(a, b),
+            lambda a, b, o=oracle: o(a, b).astype(np.float64),
+        )
+    yield Case(
+        "Where broadcast [3, 1], [3, 4], [1, 4]",
+        [(integers(0, 2, 3, 1), F), (normal(3, 4), F), (normal(1, 4), F)],
+        lambda t, c, a, b: topos.where(c, a, b),
+        lambda c, a, b: np.where(c != 0, a, b),
+    )
 
 
 def reduction_cases():
     x = normal(4, 5, 6)
     for axes in ((0,), (1,), (2,), (0, 2), (0, 1, 2)):
-        yield Case(f"Sum over axes {axes} of [4, 5, 6]", [(x, F)], lambda t, v, a=axes: v.sum(axis=a),
-                   lambda v, a=axes: v.sum(axis=a), terms=int(np.prod([x.shape[i] for i in axes])))
-        yield Case(f"Max over axes {axes} of [4, 5, 6]", [(x, F)], lambda t, v, a=axes: v.max(axis=a),
-                   lambda v, a=axes: v.max(axis=a))
-    yield Case("Sum over axes (1, 2) keepdims", [(x, F)], lambda t, v: v.sum(axis=(1, 2), keepdims=True),
-               lambda v: v.sum(axis=(1, 2), keepdims=True), terms=30)
-    yield Case("Max over axis 0 keepdims", [(x, F)], lambda t, v: v.max(axis=0, keepdims=True), lambda v: v.max(axis=0, keepdims=True))
-    yield Case("Sum over the rows of [3, 1023]", [(normal(3, 1023), F)], lambda t, v: v.sum(axis=1), lambda v: v.sum(axis=1), terms=1023)
-    yield Case("Sum over the columns of [65, 16]", [(normal(65, 16), F)], lambda t, v: v.sum(axis=0), lambda v: v.sum(axis=0), terms=65)
-    yield Case("Max over axis 0 of [1023, 2]", [(normal(1023, 2), F)], lambda t, v: v.max(axis=0), lambda v: v.max(axis=0))
-    yield Case("mean over axis 1 of [7, 63]", [(normal(7, 63), F)], lambda t, v: topos.mean(v, axis=1), lambda v: v.mean(axis=1), terms=63)
+        yield Case(
+            f"Sum over axes {axes} of [4, 5, 6]",
+            [(x, F)],
+            lambda t, v, a=axes: v.sum(axis=a),
+            lambda v, a=axes: v.sum(axis=a),
+            terms=int(np.prod([x.shape[i] for i in axes])),
+        )
+        yield Case(
+            f"Max over axes {axes} of [4, 5, 6]",
+            [(x, F)],
+            lambda t, v, a=axes: v.max(axis=a),
+            lambda v, a=axes: v.max(axis=a),
+        )
+    yield Case(
+        "Sum over axes (1, 2) keepdims",
+        [(x, F)],
+        lambda t, v: v.sum(axis=(1, 2), keepdims=True),
+        lambda v: v.sum(axis=(1, 2), keepdims=True),
+        terms=30,
+    )
+    yield Case(
+        "Max over axis 0 keepdims",
+        [(x, F)],
+        lambda t, v: v.max(axis=0, keepdims=True),
+        lambda v: v.max(axis=0, keepdims=True),
+    )
+    yield Case(
+        "Sum over the rows of [3, 1023]",
+        [(normal(3, 1023), F)],
+        lambda t, v: v.sum(axis=1),
+        lambda v: v.sum(axis=1),
+        terms=1023,
+    )
+    yield Case(
+        "Sum over the columns of [65, 16]",
+        [(normal(65, 16), F)],
+        lambda t, v: v.sum(axis=0),
+        lambda v: v.sum(axis=0),
+        terms=65,
+    )
+    yield Case(
+        "Max over axis 0 of [1023, 2]", [(normal(1023, 2), F)], lambda t, v: v.max(axis=0), lambda v: v.max(axis=0)
+    )
+    yield Case(
+        "mean over axis 1 of [7, 63]",
+        [(normal(7, 63), F)],
+        lambda t, v: topos.mean(v, axis=1),
+        lambda v: v.mean(axis=1),
+        terms=63,
+    )
     yield Case("mean of [5, 13]", [(normal(5, 13), F)], lambda t, v: topos.mean(v), lambda v: v.mean(), terms=65)
 
 
@@ -211,25 +306,56 @@ def matmul_cases():
     yield case("MatMul batched [2, 3, 17, 9] @ [2, 3, 9, 5]", (2, 3, 17, 9), (2, 3, 9, 5))
     yield case("MatMul broadcast batch [3, 8, 6] @ [6, 4]", (3, 8, 6), (6, 4))
     yield case("MatMul vector @ matrix [5] @ [5, 3]", (5,), (5, 3))
-    yield Case("MatMul of a transpose [9, 7].T @ [9, 4]", [(normal(9, 7), F), (normal(9, 4), F)],
-               lambda t, a, b: a.T @ b, lambda a, b: a.T @ b, terms=9)
+    yield Case(
+        "MatMul of a transpose [9, 7].T @ [9, 4]",
+        [(normal(9, 7), F), (normal(9, 4), F)],
+        lambda t, a, b: a.T @ b,
+        lambda a, b: a.T @ b,
+        terms=9,
+    )
 
 
 def shape_cases():
-    yield Case("Reshape [6, 4] to [3, 8]", [(normal(6, 4), F)], lambda t, x: x.reshape(3, 8) * 1.0, lambda x: x.reshape(3, 8) * 1.0)
-    yield Case("Reshape of a transpose", [(normal(6, 4), F)], lambda t, x: x.T.reshape(3, 8), lambda x: x.T.reshape(3, 8))
-    yield Case("Broadcast [3, 1] to [2, 3, 4]", [(normal(3, 1), F)], lambda t, x: x.broadcast_to((2, 3, 4)),
-               lambda x: np.broadcast_to(x, (2, 3, 4)))
-    yield Case("Transpose [2, 3, 4] by (2, 0, 1)", [(normal(2, 3, 4), F)], lambda t, x: x.transpose(2, 0, 1),
-               lambda x: x.transpose(2, 0, 1))
+    yield Case(
+        "Reshape [6, 4] to [3, 8]",
+        [(normal(6, 4), F)],
+        lambda t, x: x.reshape(3, 8) * 1.0,
+        lambda x: x.reshape(3, 8) * 1.0,
+    )
+    yield Case(
+        "Reshape of a transpose", [(normal(6, 4), F)], lambda t, x: x.T.reshape(3, 8), lambda x: x.T.reshape(3, 8)
+    )
+    yield Case(
+        "Broadcast [3, 1] to [2, 3, 4]",
+        [(normal(3, 1), F)],
+        lambda t, x: x.broadcast_to((2, 3, 4)),
+        lambda x: np.broadcast_to(x, (2, 3, 4)),
+    )
+    yield Case(
+        "Transpose [2, 3, 4] by (2, 0, 1)",
+        [(normal(2, 3, 4), F)],
+        lambda t, x: x.transpose(2, 0, 1),
+        lambda x: x.transpose(2, 0, 1),
+    )
     yield Case("Slice [7, 9] by [1:6:2, ::3]", [(normal(7, 9), F)], lambda t, x: x[1:6:2, ::3], lambda x: x[1:6:2, ::3])
-    yield Case("Pad [3, 4] low (1, 0) high (0, 2) interior (1, 1)", [(normal(3, 4), F)],
-               lambda t, x: t.apply("Pad", [x], low=(1, 0), high=(0, 2), interior=(1, 1)),
-               lambda x: _pad(x, (1, 0), (0, 2), (1, 1)))
-    yield Case("Concatenate three along axis 1", [(normal(2, 3), F), (normal(2, 1), F), (normal(2, 4), F)],
-               lambda t, a, b, c: topos.concatenate([a, b, c], axis=1), lambda a, b, c: np.concatenate([a, b, c], axis=1))
-    yield Case("Concatenate with a constant", [(normal(2, 3), F)], lambda t, a: topos.concatenate([a, np.ones((2, 2))], axis=1),
-               lambda a: np.concatenate([a, np.ones((2, 2))], axis=1))
+    yield Case(
+        "Pad [3, 4] low (1, 0) high (0, 2) interior (1, 1)",
+        [(normal(3, 4), F)],
+        lambda t, x: t.apply("Pad", [x], low=(1, 0), high=(0, 2), interior=(1, 1)),
+        lambda x: _pad(x, (1, 0), (0, 2), (1, 1)),
+    )
+    yield Case(
+        "Concatenate three along axis 1",
+        [(normal(2, 3), F), (normal(2, 1), F), (normal(2, 4), F)],
+        lambda t, a, b, c: topos.concatenate([a, b, c], axis=1),
+        lambda a, b, c: np.concatenate([a, b, c], axis=1),
+    )
+    yield Case(
+        "Concatenate with a constant",
+        [(normal(2, 3), F)],
+        lambda t, a: topos.concatenate([a, np.ones((2, 2))], axis=1),
+        lambda a: np.concatenate([a, np.ones((2, 2))], axis=1),
+    )
 
 
 def _pad(x, low, high, interior):
@@ -241,31 +367,74 @@ def _pad(x, low, high, interior):
 
 def index_cases():
     indices = rng.integers(0, 10, (2, 3))
-    yield Case("Take rows of [10, 4] by [2, 3] int32 indices", [(normal(10, 4), F), (indices, I)],
-               lambda t, v, i: topos.take(v, i, axis=0), lambda v, i: np.take(v, i, axis=0))
-    yield Case("Take along axis 1 of [3, 10, 2]", [(normal(3, 10, 2), F), (rng.integers(0, 10, 5), I)],
-               lambda t, v, i: topos.take(v, i, axis=1), lambda v, i: np.take(v, i, axis=1))
-    yield Case("OneHot of [5] indices, depth 7", [(rng.integers(0, 7, 5), I)], lambda t, i: topos.one_hot(i, 7),
-               lambda i: np.eye(7)[i])
-    yield Case("ScatterAdd (the backward of Take) into 10 rows", [(normal(2, 3, 4), F), (indices, I)],
-               lambda t, u, i: t.apply("ScatterAdd", [u, i], axis=0, extent=10), lambda u, i: scatter_add(u, i, 10))
+    yield Case(
+        "Take rows of [10, 4] by [2, 3] int32 indices",
+        [(normal(10, 4), F), (indices, I)],
+        lambda t, v, i: topos.take(v, i, axis=0),
+        lambda v, i: np.take(v, i, axis=0),
+    )
+    yield Case(
+        "Take along axis 1 of [3, 10, 2]",
+        [(normal(3, 10, 2), F), (rng.integers(0, 10, 5), I)],
+        lambda t, v, i: topos.take(v, i, axis=1),
+        lambda v, i: np.take(v, i, axis=1),
+    )
+    yield Case(
+        "OneHot of [5] indices, depth 7",
+        [(rng.integers(0, 7, 5), I)],
+        lambda t, i: topos.one_hot(i, 7),
+        lambda i: np.eye(7)[i],
+    )
+    yield Case(
+        "ScatterAdd (the backward of Take) into 10 rows",
+        [(normal(2, 3, 4), F), (indices, I)],
+        lambda t, u, i: t.apply("ScatterAdd", [u, i], axis=0, extent=10),
+        lambda u, i: scatter_add(u, i, 10),
+    )
 
 
 def fused_cases():
-    yield Case("softmax over the last axis of [5, 65]", [(normal(5, 65, scale=3.0), F)], lambda t, x: topos.softmax(x, -1), softmax)
-    yield Case("softmax over axis 0 of [6, 5] (not fused)", [(normal(6, 5), F)], lambda t, x: topos.softmax(x, 0),
-               lambda x: softmax(x, 0))
-    yield Case("log_softmax over the last axis of [3, 255]", [(normal(3, 255, scale=3.0), F)],
-               lambda t, x: topos.log_softmax(x, -1), log_softmax, terms=255, magnitudes=lambda x: np.abs(x).max())
-    yield Case("layer_norm over the last axis of [6, 64], weight and bias", [(normal(6, 64, scale=2.0), F), (normal(64), F), (normal(64), F)],
-               lambda t, x, w, b: topos.layer_norm(x, w, b), layer_norm)
-    yield Case("cross_entropy of [4, 7] logits", [(normal(4, 7), F), (rng.integers(0, 7, 4), I)],
-               lambda t, x, y: topos.cross_entropy(x, y), lambda x, y: -np.mean(log_softmax(x)[np.arange(4), y]))
+    yield Case(
+        "softmax over the last axis of [5, 65]",
+        [(normal(5, 65, scale=3.0), F)],
+        lambda t, x: topos.softmax(x, -1),
+        softmax,
+    )
+    yield Case(
+        "softmax over axis 0 of [6, 5] (not fused)",
+        [(normal(6, 5), F)],
+        lambda t, x: topos.softmax(x, 0),
+        lambda x: softmax(x, 0),
+    )
+    yield Case(
+        "log_softmax over the last axis of [3, 255]",
+        [(normal(3, 255, scale=3.0), F)],
+        lambda t, x: topos.log_softmax(x, -1),
+        log_softmax,
+        terms=255,
+        magnitudes=lambda x: np.abs(x).max(),
+    )
+    yield Case(
+        "layer_norm over the last axis of [6, 64], weight and bias",
+        [(normal(6, 64, scale=2.0), F), (normal(64), F), (normal(64), F)],
+        lambda t, x, w, b: topos.layer_norm(x, w, b),
+        layer_norm,
+    )
+    yield Case(
+        "cross_entropy of [4, 7] logits",
+        [(normal(4, 7), F), (rng.integers(0, 7, 4), I)],
+        lambda t, x, y: topos.cross_entropy(x, y),
+        lambda x, y: -np.mean(log_softmax(x)[np.arange(4), y]),
+    )
     causal = np.tril(np.ones((5, 5)))
-    yield Case("causal attention [2, 5, 4]", [(normal(2, 5, 4), F), (normal(2, 5, 4), F), (normal(2, 5, 4), F)],
-               lambda t, q, k, v: topos.attention(q, k, v, causal=True),
-               lambda q, k, v: softmax(np.where(causal, q @ k.transpose(0, 2, 1) / 2.0, -1e9)) @ v, terms=5,
-               magnitudes=lambda q, k, v: np.abs(v).max() * 5)
+    yield Case(
+        "causal attention [2, 5, 4]",
+        [(normal(2, 5, 4), F), (normal(2, 5, 4), F), (normal(2, 5, 4), F)],
+        lambda t, q, k, v: topos.attention(q, k, v, causal=True),
+        lambda q, k, v: softmax(np.where(causal, q @ k.transpose(0, 2, 1) / 2.0, -1e9)) @ v,
+        terms=5,
+        magnitudes=lambda q, k, v: np.abs(v).max() * 5,
+    )
 
 
 def edge_cases():
@@ -277,12 +446,26 @@ def edge_cases():
     for n in EDGE_SIZES:
         yield Case(f"Exp of {n}", [(uniform(-3, 3, n), F)], lambda t, x: topos.exp(x), np.exp)
         if n < 4096:
-            yield Case(f"Mul [{n}] by a broadcast [1]", [(normal(n), F), (normal(1), F)], lambda t, a, b: a * b, lambda a, b: a * b)
+            yield Case(
+                f"Mul [{n}] by a broadcast [1]",
+                [(normal(n), F), (normal(1), F)],
+                lambda t, a, b: a * b,
+                lambda a, b: a * b,
+            )
         yield Case(f"Sum of {n}", [(normal(n), F)], lambda t, x: x.sum(), lambda x: x.sum(), terms=n)
 
 
 def all_cases():
-    for group in (unary_cases, binary_cases, reduction_cases, matmul_cases, shape_cases, index_cases, fused_cases, edge_cases):
+    for group in (
+        unary_cases,
+        binary_cases,
+        reduction_cases,
+        matmul_cases,
+        shape_cases,
+        index_cases,
+        fused_cases,
+        edge_cases,
+    ):
         yield from group()
 
 

@@ -7,7 +7,6 @@ import os
 import numpy as np
 import pytest
 import safetensors.numpy
-
 import topos
 from topos import CheckpointError, Network, Tape
 from topos.model import checkpoint
@@ -321,7 +320,12 @@ def test_a_saved_network_loads_identically(tmp_path, dtype):
     assert any(isinstance(v, tuple) for n in loaded.nodes() for v in n.attrs.values())
     for old, new in zip(network.nodes(), loaded.nodes(), strict=True):
         assert (new.index, new.opcode, new.operands, new.shape, new.dtype) == (
-            old.index, old.opcode, old.operands, old.shape, old.dtype)
+            old.index,
+            old.opcode,
+            old.operands,
+            old.shape,
+            old.dtype,
+        )
         assert (new.name, new.source) == (old.name, old.source)
         assert_same_attrs(old.attrs, new.attrs)
         if old.payload is not None:
@@ -359,8 +363,24 @@ def test_the_spec_is_versioned_json_with_base64_payloads(tmp_path):
 
 @pytest.mark.parametrize(
     "value",
-    [None, True, 0, -3, 1.5, 1e-300, "float32", (), (1,), (0, (2, 3)), [1, (2,)], {"a": (1,), "b": [None]},
-     float("nan"), float("inf"), -float("inf"), {"tuple": [1]}],
+    [
+        None,
+        True,
+        0,
+        -3,
+        1.5,
+        1e-300,
+        "float32",
+        (),
+        (1,),
+        (0, (2, 3)),
+        [1, (2,)],
+        {"a": (1,), "b": [None]},
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        {"tuple": [1]},
+    ],
 )
 def test_attributes_round_trip_with_their_types(value):
     encoded = json.loads(json.dumps(checkpoint.encode_attr(value), allow_nan=False))

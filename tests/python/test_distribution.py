@@ -18,16 +18,33 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_wheel_is_topos_autodiff_with_an_mit_license_and_builds_without_warnings(tmp_path):
     # Build from a copy so that the checkout gets no build/ or egg-info folders.
-    shutil.copytree(ROOT / "py", tmp_path / "py", symlinks=True, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    shutil.copytree(
+        ROOT / "py", tmp_path / "py", symlinks=True, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
     shutil.copytree(ROOT / "kernels", tmp_path / "kernels")
     shutil.copy(ROOT / "LICENSE", tmp_path / "LICENSE")  # py/LICENSE links to it
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--verbose", "-w", str(tmp_path / "dist"),
-         str(tmp_path / "py")],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--verbose",
+            "-w",
+            str(tmp_path / "dist"),
+            str(tmp_path / "py"),
+        ],
+        capture_output=True,
+        text=True,
     )
     assert build.returncode == 0, build.stdout + build.stderr
-    warnings = [line for line in (build.stdout + build.stderr).splitlines() if "Deprecat" in line or "BuildBackendWarning" in line]
+    warnings = [
+        line
+        for line in (build.stdout + build.stderr).splitlines()
+        if "Deprecat" in line or "BuildBackendWarning" in line
+    ]
     assert warnings == []
 
     (wheel,) = (tmp_path / "dist").glob("*.whl")

@@ -48,7 +48,10 @@ def page_parts(name):
 def test_page_outputs_are_what_its_blocks_print_now(name):
     result = subprocess.run(
         [sys.executable, os.path.join(TOOLS, "build_docs.py"), "--check", name],
-        cwd=ROOT, capture_output=True, text=True, timeout=CHECK_TIMEOUT_SECONDS,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHECK_TIMEOUT_SECONDS,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -60,7 +63,11 @@ def test_page_outputs_hold_on_another_cpu(name):
     environment = dict(os.environ, **build_docs.other_cpu_environment())
     result = subprocess.run(
         [sys.executable, os.path.join(TOOLS, "build_docs.py"), "--check", name],
-        cwd=ROOT, capture_output=True, text=True, timeout=CHECK_TIMEOUT_SECONDS, env=environment,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=CHECK_TIMEOUT_SECONDS,
+        env=environment,
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -75,8 +82,13 @@ def test_the_other_cpu_environment_changes_the_last_bits():
     )
 
     def digest(environment):
-        return subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, check=True,
-                              env=dict(os.environ, OPENBLAS_NUM_THREADS="1", **environment)).stdout
+        return subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=dict(os.environ, OPENBLAS_NUM_THREADS="1", **environment),
+        ).stdout
 
     assert digest(build_docs.other_cpu_environment()) != digest({})
 
@@ -84,17 +96,18 @@ def test_the_other_cpu_environment_changes_the_last_bits():
 def test_a_long_float32_training_run_would_fail_on_another_cpu():
     # What the rule is for: the gallery transformer's 300 Adam steps in float32 print other
     # losses on another CPU, in float64 (as the gallery prints them) the same.
-    program = (
-        "import runpy, sys\n"
-        "module = runpy.run_path(sys.argv[1])\n"
-        "module['main'](dtype=sys.argv[2])\n"
-    )
+    program = "import runpy, sys\nmodule = runpy.run_path(sys.argv[1])\nmodule['main'](dtype=sys.argv[2])\n"
     script = os.path.join(DOCS, "examples", "06_char_transformer.py")
 
     def output(dtype, environment):
-        return subprocess.run([sys.executable, "-c", program, script, dtype], capture_output=True, text=True,
-                              check=True, timeout=CHECK_TIMEOUT_SECONDS,
-                              env=dict(os.environ, OPENBLAS_NUM_THREADS="1", **environment)).stdout
+        return subprocess.run(
+            [sys.executable, "-c", program, script, dtype],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=CHECK_TIMEOUT_SECONDS,
+            env=dict(os.environ, OPENBLAS_NUM_THREADS="1", **environment),
+        ).stdout
 
     other = build_docs.other_cpu_environment()
     assert output_agreement.first_disagreement(output("float32", {}), output("float32", other)) is not None
@@ -127,8 +140,9 @@ def test_built_json_has_the_documented_shape(name):
 @pytest.mark.parametrize("name", [name for name in PAGES if name != "api"])
 def test_every_python_block_of_the_guide_is_live(name):
     # The guide's Python is all embeds; only the generated API reference shows snippets it cannot run.
-    static = [part.line for part in page_parts(name) if isinstance(part, Code) and part.language == "python"
-              and not part.live]
+    static = [
+        part.line for part in page_parts(name) if isinstance(part, Code) and part.language == "python" and not part.live
+    ]
     assert static == [], f"docs/{name}.md has python blocks marked static at lines {static}"
 
 
@@ -214,8 +228,10 @@ def test_a_block_that_raises_stops_the_build_naming_its_line():
 def test_card_numbers_compare_to_a_tolerance_and_text_exactly():
     assert build_docs.same_json({"y": [1.0, 2.0]}, {"y": [1.0 + 1e-12, 2.0]})
     assert not build_docs.same_json({"y": [1.0]}, {"y": [1.0 + 1e-5]})
-    assert build_docs.same_json({"output": [{"kind": "print", "text": "loss 2.0091\n"}]},
-                                {"output": [{"kind": "print", "text": "loss 2.0092\n"}]})
+    assert build_docs.same_json(
+        {"output": [{"kind": "print", "text": "loss 2.0091\n"}]},
+        {"output": [{"kind": "print", "text": "loss 2.0092\n"}]},
+    )
     assert not build_docs.same_json({"text": "1.0"}, {"text": "1.00"})
     assert not build_docs.same_json({"y": [1.0, None]}, {"y": [1.0, 0.0]})
 
@@ -239,8 +255,10 @@ def test_fences_grow_around_outputs_that_hold_backticks():
 def test_blocks_share_nothing_and_put_process_state_back():
     directory = os.getcwd()
     options = np.get_printoptions()
-    first = run_block("import numpy as np\nnp.set_printoptions(precision=2)\nsecret = 1\n"
-                      "open('left-behind.txt', 'w').write('x')\nprint(__name__, __file__)")
+    first = run_block(
+        "import numpy as np\nnp.set_printoptions(precision=2)\nsecret = 1\n"
+        "open('left-behind.txt', 'w').write('x')\nprint(__name__, __file__)"
+    )
     assert first.error is None and first.text == "__main__ main.py\n"
     second = run_block("import os\nprint('secret' in globals(), os.listdir('.'))")
     assert second.text == "False []\n"

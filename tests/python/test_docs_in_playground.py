@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from topos import Graph, Tape, playground, show
 
 GENERATED = Path(__file__).resolve().parents[2] / "docs" / "generated"
 sys.path.insert(0, str(GENERATED.parent / "tools"))
 
 import output_agreement  # noqa: E402
+
 MAIN_GUARD = 'if __name__ == "__main__":'
 
 
@@ -60,7 +60,7 @@ def test_every_block_prints_what_the_docs_show_twice_in_one_python(restored_afte
     assert len(guarded) <= 2, guarded
 
 
-REGISTERS_A_PRIMITIVE = '''
+REGISTERS_A_PRIMITIVE = """
 import numpy as np
 from topos import Tape
 from topos.compiler import Primitive, register
@@ -83,7 +83,7 @@ tape = Tape()
 x = tape.input(np.ones(3))
 y = tape.apply("Twice", [x])
 print(y.shape, tape.describe().splitlines()[-2])
-'''
+"""
 
 
 def test_a_script_that_registers_a_primitive_runs_again(restored_afterwards):

@@ -22,14 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import topos
 from topos import Tape, show
 from topos.compiler import Meta, Primitive, register, unregister
-from topos.model import optim
-from topos.show import Line, Plot
 from topos.compiler.wgsl import launch as build
 from topos.compiler.wgsl.views import View
+from topos.model import optim
+from topos.show import Line, Plot
 from topos.webgpu.sources import kernel_text, specialise
 from topos.webgpu.trainer import DeviceTrainer
 
@@ -41,15 +40,27 @@ BUILTIN_EXCEPTIONS = {
 
 #: (module path under topos/, enclosing function, built-in class): why the built-in stays.
 ALLOWED = {
-    ("model/autodiff.py", "Emitter.apply", "NotImplementedError"):
-        "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
-    ("model/autodiff.py", "Emitter.shape", "NotImplementedError"):
-        "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
-    ("model/autodiff.py", "Emitter.like", "NotImplementedError"):
-        "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
-    ("model/optim.py", "OptimizerState.__setattr__", "AttributeError"):
-        "Python's attribute protocol: setting an attribute of an immutable object raises AttributeError, as a "
-        "frozen dataclass's FrozenInstanceError does (copy, pickle and hasattr rely on that class)",
+    (
+        "model/autodiff.py",
+        "Emitter.apply",
+        "NotImplementedError",
+    ): "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
+    (
+        "model/autodiff.py",
+        "Emitter.shape",
+        "NotImplementedError",
+    ): "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
+    (
+        "model/autodiff.py",
+        "Emitter.like",
+        "NotImplementedError",
+    ): "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
+    (
+        "model/optim.py",
+        "OptimizerState.__setattr__",
+        "AttributeError",
+    ): "Python's attribute protocol: setting an attribute of an immutable object raises AttributeError, as a "
+    "frozen dataclass's FrozenInstanceError does (copy, pickle and hasattr rely on that class)",
 }
 
 
@@ -181,7 +192,7 @@ def _recorded_value():
 
 def _strided(shape):
     """A view whose strides run against its shape, so that no two axes merge."""
-    strides = tuple(2 ** axis for axis in range(len(shape)))
+    strides = tuple(2**axis for axis in range(len(shape)))
     return View(1, 0, tuple(shape), strides)
 
 
@@ -189,17 +200,33 @@ SHOW_CASES = [
     ("show.lines of one string", lambda: show.lines("loss"), topos.ArgumentTypeError, "list of strings"),
     ("show.lines of a number", lambda: show.lines(5), topos.ArgumentTypeError, "got int"),
     ("show.spec of a number", lambda: show.spec(42), topos.ArgumentTypeError, "describe"),
-    ("show.hlo of a describe() that is not text", lambda: show.hlo(Describes()), topos.ArgumentTypeError,
-     "returned int, not text"),
+    (
+        "show.hlo of a describe() that is not text",
+        lambda: show.hlo(Describes()),
+        topos.ArgumentTypeError,
+        "returned int, not text",
+    ),
     ("show.graph of a number", lambda: show.graph(42), topos.ArgumentTypeError, "show.graph.. takes a Graph"),
     ("show.graph of numbers", lambda: show.graph([1, 2]), topos.ArgumentTypeError, "recorded nodes"),
     ("Line.y of text", lambda: Line.y(["a", "b"]), topos.ArgumentError, "Line.y: expected numbers"),
-    ("Line.y of a ragged list", lambda: Line.y([[1.0, 2.0], [3.0]]), topos.ArgumentError,
-     "Line.y: not an array of numbers"),
-    ("Line.y of a recorded value", lambda: Line.y(_recorded_value()), topos.ArgumentTypeError,
-     "a recorded value has none until it runs"),
-    ("Line.xy of unequal lengths", lambda: Line.xy([1, 2], [1]), topos.ShapeError,
-     "as many x as y values, got 2 and 1"),
+    (
+        "Line.y of a ragged list",
+        lambda: Line.y([[1.0, 2.0], [3.0]]),
+        topos.ArgumentError,
+        "Line.y: not an array of numbers",
+    ),
+    (
+        "Line.y of a recorded value",
+        lambda: Line.y(_recorded_value()),
+        topos.ArgumentTypeError,
+        "a recorded value has none until it runs",
+    ),
+    (
+        "Line.xy of unequal lengths",
+        lambda: Line.xy([1, 2], [1]),
+        topos.ShapeError,
+        "as many x as y values, got 2 and 1",
+    ),
     ("Plot.layer of a list", lambda: Plot().layer([1.0]), topos.ArgumentTypeError, "takes a Line, got list"),
     ("show.plot of a number", lambda: show.plot(3), topos.ArgumentTypeError, "takes a Plot, got int"),
 ]
@@ -207,36 +234,75 @@ SHOW_CASES = [
 LAUNCH_CASES = [
     ("a grid too large", lambda: build.grid(65535 * 65535 + 1), topos.ShapeError, "do not fit a WebGPU grid"),
     ("too many parameter words", lambda: build.pack([0] * 65), topos.ArgumentError, "65 parameter words"),
-    ("elementwise over 7 unmerged axes", lambda: build.elementwise("x", 0, (2,) * 7, [_strided((2,) * 7)]),
-     topos.ShapeError, "keeps 7 axes after merging, more than 6"),
-    ("a copy over 7 unmerged axes", lambda: build.copy(_strided((2,) * 7), View.of_buffer(2, (2,) * 7)),
-     topos.ShapeError, "keeps 7 axes after merging"),
-    ("a reduction with no fold", lambda: build.reduce("Prod", View.of_buffer(1, (4,)), (0,), 2),
-     topos.ArgumentError, "no fold for 'Prod'"),
-    ("an unknown reduction strategy", lambda: build.reduce("Sum", View.of_buffer(1, (4,)), (0,), 2, strategy="fast"),
-     topos.ArgumentError, "unknown reduction strategy 'fast'"),
-    ("a serial reduction past the loop limit",
-     lambda: build.reduce("Sum", View.of_buffer(1, (40000,)), (0,), 2, strategy="serial"),
-     topos.ShapeError, "40000 iterations of one loop exceed the limit of 32767"),
-    ("an unknown matmul strategy",
-     lambda: build.matmul(View.of_buffer(1, (2, 3)), View.of_buffer(2, (3, 4)), 3, strategy="huge"),
-     topos.ArgumentError, "unknown matmul strategy 'huge'"),
-    ("a tiled matmul over too many batches",
-     lambda: build.matmul(View.of_buffer(1, (70000, 2, 3)), View.of_buffer(2, (70000, 3, 4)), 3, strategy="tiled"),
-     topos.ShapeError, "70000 batches exceed a grid dimension"),
-    ("a matmul over 5 unmerged batch axes",
-     lambda: build.matmul(_strided((2,) * 5 + (2, 3)), _strided((2,) * 5 + (3, 4)), 3),
-     topos.ShapeError, "keep 5 after merging, more than 4"),
-    ("a softmax over 7 unmerged axes", lambda: build.softmax(_strided((2,) * 8), 2),
-     topos.ShapeError, "keeps more than 6 axes"),
+    (
+        "elementwise over 7 unmerged axes",
+        lambda: build.elementwise("x", 0, (2,) * 7, [_strided((2,) * 7)]),
+        topos.ShapeError,
+        "keeps 7 axes after merging, more than 6",
+    ),
+    (
+        "a copy over 7 unmerged axes",
+        lambda: build.copy(_strided((2,) * 7), View.of_buffer(2, (2,) * 7)),
+        topos.ShapeError,
+        "keeps 7 axes after merging",
+    ),
+    (
+        "a reduction with no fold",
+        lambda: build.reduce("Prod", View.of_buffer(1, (4,)), (0,), 2),
+        topos.ArgumentError,
+        "no fold for 'Prod'",
+    ),
+    (
+        "an unknown reduction strategy",
+        lambda: build.reduce("Sum", View.of_buffer(1, (4,)), (0,), 2, strategy="fast"),
+        topos.ArgumentError,
+        "unknown reduction strategy 'fast'",
+    ),
+    (
+        "a serial reduction past the loop limit",
+        lambda: build.reduce("Sum", View.of_buffer(1, (40000,)), (0,), 2, strategy="serial"),
+        topos.ShapeError,
+        "40000 iterations of one loop exceed the limit of 32767",
+    ),
+    (
+        "an unknown matmul strategy",
+        lambda: build.matmul(View.of_buffer(1, (2, 3)), View.of_buffer(2, (3, 4)), 3, strategy="huge"),
+        topos.ArgumentError,
+        "unknown matmul strategy 'huge'",
+    ),
+    (
+        "a tiled matmul over too many batches",
+        lambda: build.matmul(View.of_buffer(1, (70000, 2, 3)), View.of_buffer(2, (70000, 3, 4)), 3, strategy="tiled"),
+        topos.ShapeError,
+        "70000 batches exceed a grid dimension",
+    ),
+    (
+        "a matmul over 5 unmerged batch axes",
+        lambda: build.matmul(_strided((2,) * 5 + (2, 3)), _strided((2,) * 5 + (3, 4)), 3),
+        topos.ShapeError,
+        "keep 5 after merging, more than 4",
+    ),
+    (
+        "a softmax over 7 unmerged axes",
+        lambda: build.softmax(_strided((2,) * 8), 2),
+        topos.ShapeError,
+        "keeps more than 6 axes",
+    ),
     ("a kernel that is not there", lambda: kernel_text("nope"), topos.ArgumentError, "no kernel file 'nope'"),
-    ("a kernel without its substitution", lambda: specialise("elementwise"), topos.ArgumentError,
-     r"needs a substitution for \{\{"),
+    (
+        "a kernel without its substitution",
+        lambda: specialise("elementwise"),
+        topos.ArgumentError,
+        r"needs a substitution for \{\{",
+    ),
 ]
 
 
-@pytest.mark.parametrize("call, error_class, message", [case[1:] for case in SHOW_CASES + LAUNCH_CASES],
-                         ids=[case[0] for case in SHOW_CASES + LAUNCH_CASES])
+@pytest.mark.parametrize(
+    "call, error_class, message",
+    [case[1:] for case in SHOW_CASES + LAUNCH_CASES],
+    ids=[case[0] for case in SHOW_CASES + LAUNCH_CASES],
+)
 def test_a_hostile_call_raises_a_topos_error_naming_the_cause(call, error_class, message):
     with pytest.raises(error_class, match=message) as caught:
         call()
@@ -259,18 +325,42 @@ def _trainer_cases():
     wide, (_, _, wide_loss) = _regression("float64")
     wide_plan = wide.entry([wide_loss]).backward(wide_loss).lower()
     return [
-        ("a plan that is text", lambda: DeviceTrainer("plan", network.parameters(), optim.SGD()),
-         topos.ArgumentTypeError, "takes a Plan .* got str"),
-        ("a forward-only plan", lambda: DeviceTrainer(network.entry([loss]).lower(), network.parameters(), optim.SGD()),
-         topos.ArgumentError, "needs a forward\\+backward plan"),
-        ("an optimizer that is text", lambda: DeviceTrainer(backward, network.parameters(), "adam"),
-         topos.ArgumentTypeError, "runs SGD, Adam and AdamW; got str"),
-        ("parameters that are a dict", lambda: DeviceTrainer(backward, {w: [1.0, 1.0, 1.0]}, optim.SGD()),
-         topos.ArgumentTypeError, "expected a Parameters table, got dict"),
-        ("parameters of another network", lambda: DeviceTrainer(backward, other.parameters(), optim.SGD()),
-         topos.FeedError, "belong to another network"),
-        ("a float64 plan, which runs on the host", lambda: DeviceTrainer(wide_plan, wide.parameters(), optim.SGD()),
-         topos.ArgumentError, "cannot train parameter 0 'w' .* no launch reads it"),
+        (
+            "a plan that is text",
+            lambda: DeviceTrainer("plan", network.parameters(), optim.SGD()),
+            topos.ArgumentTypeError,
+            "takes a Plan .* got str",
+        ),
+        (
+            "a forward-only plan",
+            lambda: DeviceTrainer(network.entry([loss]).lower(), network.parameters(), optim.SGD()),
+            topos.ArgumentError,
+            "needs a forward\\+backward plan",
+        ),
+        (
+            "an optimizer that is text",
+            lambda: DeviceTrainer(backward, network.parameters(), "adam"),
+            topos.ArgumentTypeError,
+            "runs SGD, Adam and AdamW; got str",
+        ),
+        (
+            "parameters that are a dict",
+            lambda: DeviceTrainer(backward, {w: [1.0, 1.0, 1.0]}, optim.SGD()),
+            topos.ArgumentTypeError,
+            "expected a Parameters table, got dict",
+        ),
+        (
+            "parameters of another network",
+            lambda: DeviceTrainer(backward, other.parameters(), optim.SGD()),
+            topos.FeedError,
+            "belong to another network",
+        ),
+        (
+            "a float64 plan, which runs on the host",
+            lambda: DeviceTrainer(wide_plan, wide.parameters(), optim.SGD()),
+            topos.ArgumentError,
+            "cannot train parameter 0 'w' .* no launch reads it",
+        ),
     ]
 
 

@@ -10,10 +10,17 @@ that XLA runs to the same numbers, and runs on WebGPU from its WGSL expression
 import numpy as np
 import pytest
 from test_stablehlo import assert_outputs_agree
-
 from topos import Tape, webgpu
 from topos.compiler import (
-    Executor, PlanRun, Primitive, missing_rules, primitives, register, register_executor, unregister, unregister_backend,
+    Executor,
+    PlanRun,
+    Primitive,
+    missing_rules,
+    primitives,
+    register,
+    register_executor,
+    unregister,
+    unregister_backend,
 )
 from topos.compiler.backends import NumpyExecutor
 from topos.compiler.xla import execute_plan
@@ -128,8 +135,10 @@ def test_it_runs_on_webgpu_from_its_wgsl_expression(registered):
     reading = plan.kernels()
     (softplus_node,) = [i for i in plan.schedule if plan.nodes[i].opcode == "Softplus"]
     assert softplus_node not in reading.declined
-    assert any(line.startswith("elementwise:main", 8) and line.endswith(SOFTPLUS_WGSL)
-               for line in reading.describe().splitlines())
+    assert any(
+        line.startswith("elementwise:main", 8) and line.endswith(SOFTPLUS_WGSL)
+        for line in reading.describe().splitlines()
+    )
     parameters = network.parameters()
     run = plan.run(parameters, backend="webgpu")
     assert run.backends[softplus_node] == "webgpu"
@@ -154,7 +163,9 @@ def test_an_elementwise_primitive_without_an_expression_stays_on_the_host():
 
     register(Cube)
     try:
-        network, (y,) = Tape.record(lambda tape: [tape.apply("TestCube", [tape.parameter([1.0, 2.0])])], dtype="float32")
+        network, (y,) = Tape.record(
+            lambda tape: [tape.apply("TestCube", [tape.parameter([1.0, 2.0])])], dtype="float32"
+        )
         reading = network.entry([y]).lower().kernels()
         assert reading.declined[y.index] == "no elementwise expression for TestCube"
         Cube.wgsl = "x * x * x"
@@ -171,8 +182,13 @@ class Doubling(Executor):
 
     def run_plan(self, parameters, feeds):
         run = NumpyExecutor(self.plan).run_plan(parameters, feeds)
-        return PlanRun(self.plan, {i: 2 * run.outputs()[k] for k, i in enumerate(self.plan.outputs)},
-                       {i: self.name for i in run.backends}, run.peak_elements, run.peak_node)
+        return PlanRun(
+            self.plan,
+            {i: 2 * run.outputs()[k] for k, i in enumerate(self.plan.outputs)},
+            dict.fromkeys(run.backends, self.name),
+            run.peak_elements,
+            run.peak_node,
+        )
 
 
 def test_a_whole_plan_executor_is_the_one_protocol_plan_run_asks_for():
@@ -192,7 +208,9 @@ def test_a_backend_registered_the_wrong_way_names_the_other_way():
     plan = network.entry([total]).lower()
     register_executor("test-node-by-node", lambda plan: NumpyExecutor(plan).run)
     try:
-        with pytest.raises(TypeError, match="not an Executor: register a node-by-node accelerator with register_backend"):
+        with pytest.raises(
+            TypeError, match="not an Executor: register a node-by-node accelerator with register_backend"
+        ):
             plan.run(network.parameters(), backend="test-node-by-node")
     finally:
         unregister_backend("test-node-by-node")

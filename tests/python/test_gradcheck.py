@@ -19,11 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import topos
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
-
-import topos
 from topos import Tape, detach
 from topos.ops import primitives
 

@@ -4,7 +4,6 @@ import json
 import re
 
 import numpy as np
-
 import topos
 from topos import Graph, Tape, show
 from topos.compiler import Graph as CompilerGraph

@@ -12,7 +12,6 @@ import linecache
 
 import numpy as np
 import pytest
-
 import topos
 from topos import Tape
 from topos.compiler import backends
@@ -55,8 +54,11 @@ def test_one_hot_refuses_a_negative_index_rather_than_give_a_row_of_zeros():
     ids = tape.input(np.array([[0, 1], [2, -1]]), dtype="int32", name="ids")
     encoded = topos.one_hot(ids, 3)
     network = tape.seal()
-    with pytest.raises(topos.IndexingError, match=r"OneHot: index -1 at \[1, 1\] is out of range for depth 3: "
-                                                  r"allowed 0\.\.2 \(recorded at "):
+    with pytest.raises(
+        topos.IndexingError,
+        match=r"OneHot: index -1 at \[1, 1\] is out of range for depth 3: "
+        r"allowed 0\.\.2 \(recorded at ",
+    ):
         network.forward(network.parameters(), {})
     good = network.forward(network.parameters(), {ids: [[0, 1], [2, 0]]})
     np.testing.assert_array_equal(good.of(encoded).numpy(), np.eye(3)[[[0, 1], [2, 0]]])
@@ -76,8 +78,10 @@ def test_a_plan_refuses_on_numpy_and_on_webgpu_in_the_same_words():
             plan.run(network.parameters(), {targets: [0, 4, -2]}, backend=backend)
         messages.append(str(caught.value))
     assert messages[0] == messages[1]
-    assert messages[0].startswith(f"OneHot: index 4 at [1] is out of range for depth {CLASSES}: "
-                                  f"allowed 0..{CLASSES - 1}; 1 more index is out of range (recorded at ")
+    assert messages[0].startswith(
+        f"OneHot: index 4 at [1] is out of range for depth {CLASSES}: "
+        f"allowed 0..{CLASSES - 1}; 1 more index is out of range (recorded at "
+    )
     # Indices in range run on both, and agree.
     runs = [plan.run(network.parameters(), {targets: [3, 0, 1]}, backend=b) for b in ("numpy", "webgpu")]
     np.testing.assert_allclose(runs[0].of(loss).numpy(), runs[1].of(loss).numpy(), rtol=1e-5)
@@ -92,8 +96,11 @@ def test_take_names_the_index_and_the_axis_on_both_backends():
     network, (ids, taken) = Tape.record(build, dtype="float32")
     plan = network.entry([taken]).lower()
     for backend in ("numpy", "webgpu"):
-        with pytest.raises(topos.IndexingError, match=r"Take: index 4 at \[1\] is out of range for axis 0 of "
-                                                      r"\[4, 2\]: allowed 0\.\.3 \(recorded at .*:\d+\)$"):
+        with pytest.raises(
+            topos.IndexingError,
+            match=r"Take: index 4 at \[1\] is out of range for axis 0 of "
+            r"\[4, 2\]: allowed 0\.\.3 \(recorded at .*:\d+\)$",
+        ):
             plan.run(network.parameters(), {ids: [1, 4]}, backend=backend)
 
 
@@ -103,10 +110,14 @@ def test_scatter_add_refuses_a_negative_index_rather_than_wrap_it():
     ids = tape.input(np.array([0, 2]), dtype="int32", name="ids")
     summed = tape.apply("ScatterAdd", [updates, ids], axis=0, extent=3)
     network = tape.seal()
-    np.testing.assert_array_equal(network.forward(network.parameters(), {}).of(summed).numpy(),
-                                  [[1, 1, 1], [0, 0, 0], [1, 1, 1]])
-    with pytest.raises(topos.IndexingError, match=r"ScatterAdd: index -1 at \[1\] is out of range for axis 0 "
-                                                  r"of \[3, 3\]: allowed 0\.\.2"):
+    np.testing.assert_array_equal(
+        network.forward(network.parameters(), {}).of(summed).numpy(), [[1, 1, 1], [0, 0, 0], [1, 1, 1]]
+    )
+    with pytest.raises(
+        topos.IndexingError,
+        match=r"ScatterAdd: index -1 at \[1\] is out of range for axis 0 "
+        r"of \[3, 3\]: allowed 0\.\.2",
+    ):
         network.forward(network.parameters(), {ids: [0, -1]})
 
 
@@ -172,6 +183,8 @@ def test_a_device_trainer_step_names_the_gradient_it_did_not_read_back():
     plan = network.entry([loss]).backward(loss).lower()
     run = DeviceTrainer(plan, network.parameters(), optim.SGD(lr=0.1)).step()
     assert is_immutable(run.of(loss).array)
-    with pytest.raises(topos.FeedError,
-                       match="this run did not read the gradient with respect to parameter 0 'w' .*back from its device"):
+    with pytest.raises(
+        topos.FeedError,
+        match="this run did not read the gradient with respect to parameter 0 'w' .*back from its device",
+    ):
         run.gradient(w)

@@ -128,7 +128,10 @@ def test_the_import_layers_contract_holds():
     lint_imports = os.path.join(os.path.dirname(sys.executable), "lint-imports")
     result = subprocess.run(
         [lint_imports, "--config", PYPROJECT, "--no-cache", "--no-logo"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "0 broken" in result.stdout
@@ -149,25 +152,27 @@ def test_no_import_is_exempt_from_the_layers():
 
 def test_the_runtime_registers_its_backends_without_importing_wgpu():
     # Run apart, so that this process's wgpu-py (loaded by the kernel tests) cannot hide an import.
-    script = "\n".join([
-        "import sys",
-        "import numpy as np",
-        "import topos",
-        "from topos.compiler.backends import backend_names",
-        "assert 'wgpu' not in sys.modules, 'import topos imported wgpu-py'",
-        "assert {'numpy', 'webgpu', 'auto'} <= set(backend_names()), backend_names()",
-        "sys.modules['wgpu'] = None  # from here on, as where wgpu-py is not installed",
-        "network, (total,) = topos.Tape.record(lambda tape: [(tape.parameter(np.ones(3)) * 2.0).sum()], dtype='float32')",
-        "plan = network.entry([total]).lower()",
-        "run = plan.run(network.parameters(), backend='auto')",
-        "assert set(run.backends.values()) == {'numpy'} and run.of(total).scalar() == 6.0",
-        "try:",
-        "    plan.run(network.parameters(), backend='webgpu')",
-        "except topos.webgpu.NoAdapterError as error:",
-        "    assert 'wgpu-py is not installed' in str(error), error",
-        "else:",
-        "    raise AssertionError('backend=\"webgpu\" ran without wgpu-py')",
-    ])
+    script = "\n".join(
+        [
+            "import sys",
+            "import numpy as np",
+            "import topos",
+            "from topos.compiler.backends import backend_names",
+            "assert 'wgpu' not in sys.modules, 'import topos imported wgpu-py'",
+            "assert {'numpy', 'webgpu', 'auto'} <= set(backend_names()), backend_names()",
+            "sys.modules['wgpu'] = None  # from here on, as where wgpu-py is not installed",
+            "network, (total,) = topos.Tape.record(lambda tape: [(tape.parameter(np.ones(3)) * 2.0).sum()], dtype='float32')",
+            "plan = network.entry([total]).lower()",
+            "run = plan.run(network.parameters(), backend='auto')",
+            "assert set(run.backends.values()) == {'numpy'} and run.of(total).scalar() == 6.0",
+            "try:",
+            "    plan.run(network.parameters(), backend='webgpu')",
+            "except topos.webgpu.NoAdapterError as error:",
+            "    assert 'wgpu-py is not installed' in str(error), error",
+            "else:",
+            "    raise AssertionError('backend=\"webgpu\" ran without wgpu-py')",
+        ]
+    )
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 

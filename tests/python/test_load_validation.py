@@ -15,11 +15,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import topos
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_plan_gallery import EXAMPLES, example, load_example
-
-import topos
 from topos import CheckpointError, Network, Tape
 from topos.model import checkpoint
 from topos.ops import primitives
@@ -70,12 +69,14 @@ def first(document, opcode):
 def set_attr(opcode, key, value):
     def edit(document):
         first(document, opcode)["attrs"][key] = value
+
     return edit
 
 
 def drop_attr(opcode, key):
     def edit(document):
         del first(document, opcode)["attrs"][key]
+
     return edit
 
 
@@ -83,6 +84,7 @@ def as_list(opcode, key):
     def edit(document):
         attrs = first(document, opcode)["attrs"]
         attrs[key] = attrs[key]["tuple"]
+
     return edit
 
 
@@ -90,6 +92,7 @@ def tuple_with(opcode, key, position, value):
     def edit(document):
         items = first(document, opcode)["attrs"][key]["tuple"]
         items[position] = value
+
     return edit
 
 
@@ -305,11 +308,16 @@ def test_bools_are_not_integers_anywhere_in_a_node(saved, tmp_path, field, value
 # A derandomised search over one-field edits ----------------------------------------------------
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 40) | st.floats(-4, 40) | st.sampled_from(
-        ["float32", "float64", "int32", "bool", "Sum", "Add", "Pad", "nan", ""]),
-    lambda inner: st.lists(inner, max_size=4)
-    | st.fixed_dictionaries({"tuple": st.lists(inner, max_size=4)})
-    | st.dictionaries(st.sampled_from(["tuple", "dict", "float", "axes", "shape"]), inner, max_size=2),
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 40)
+    | st.floats(-4, 40)
+    | st.sampled_from(["float32", "float64", "int32", "bool", "Sum", "Add", "Pad", "nan", ""]),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.fixed_dictionaries({"tuple": st.lists(inner, max_size=4)})
+        | st.dictionaries(st.sampled_from(["tuple", "dict", "float", "axes", "shape"]), inner, max_size=2)
+    ),
     max_leaves=8,
 )
 NODE_FIELDS = ["index", "opcode", "operands", "shape", "dtype", "attrs", "name", "source", "payload"]

@@ -2,9 +2,8 @@
 
 import numpy as np
 import pytest
-import torch
-
 import topos
+import torch
 from topos import Tape
 from topos.model import optim
 from topos.model.network import Gradients
@@ -90,8 +89,9 @@ def test_matches_torch_step_by_step(ours, theirs, kwargs, dtype):
     network, _ = make_network(dtype)
     parameters = network.parameters()
     sequence = gradient_sequence(network, parameters, dtype)
-    assert_histories_close(run_topos(ours(**kwargs), parameters, sequence),
-                           run_torch(theirs, kwargs, parameters, sequence), dtype)
+    assert_histories_close(
+        run_topos(ours(**kwargs), parameters, sequence), run_torch(theirs, kwargs, parameters, sequence), dtype
+    )
 
 
 @pytest.mark.parametrize("ours, theirs, kwargs", [CONFIGS[2], CONFIGS[5], CONFIGS[7]])
@@ -101,8 +101,9 @@ def test_missing_gradient_skips_the_parameter_as_torch_does(ours, theirs, kwargs
     parameters = network.parameters()
     skip = {(0, 0), (1, 0), (5, 1), (6, 2), (7, 2)}
     sequence = gradient_sequence(network, parameters, "float64", skip=skip)
-    assert_histories_close(run_topos(ours(**kwargs), parameters, sequence),
-                           run_torch(theirs, kwargs, parameters, sequence), "float64")
+    assert_histories_close(
+        run_topos(ours(**kwargs), parameters, sequence), run_torch(theirs, kwargs, parameters, sequence), "float64"
+    )
 
 
 @pytest.mark.parametrize("optimizer", [optim.SGD(lr=0.1, momentum=0.9), optim.Adam(lr=0.1), optim.AdamW(lr=0.1)])
@@ -113,8 +114,10 @@ def test_step_leaves_old_parameters_and_state_untouched(optimizer):
     state = optimizer.init(parameters)
     parameters, state = optimizer.step(parameters, sequence[0], state)
     before = {i: np.array(a) for i, a in parameters.slots.items()}
-    state_before = {i: {k: np.array(v) for k, v in vars(slot).items() if isinstance(v, np.ndarray)}
-                    for i, slot in state.slots.items()}
+    state_before = {
+        i: {k: np.array(v) for k, v in vars(slot).items() if isinstance(v, np.ndarray)}
+        for i, slot in state.slots.items()
+    }
     new_parameters, new_state = optimizer.step(parameters, sequence[1], state)
     assert new_parameters is not parameters and new_state is not state
     for index, array in parameters.slots.items():
@@ -147,8 +150,11 @@ def test_state_reads_per_parameter_through_symbols():
 
 def test_optimizers_print_and_round_trip_through_repr():
     namespace = {"SGD": optim.SGD, "Adam": optim.Adam, "AdamW": optim.AdamW}
-    for optimizer in [optim.SGD(lr=0.1, momentum=0.9, nesterov=True), optim.Adam(lr=3e-4, betas=(0.8, 0.95)),
-                      optim.AdamW()]:
+    for optimizer in [
+        optim.SGD(lr=0.1, momentum=0.9, nesterov=True),
+        optim.Adam(lr=3e-4, betas=(0.8, 0.95)),
+        optim.AdamW(),
+    ]:
         text = repr(optimizer)
         assert text.startswith(type(optimizer).__name__ + "(lr=")
         assert eval(text, namespace) == optimizer
@@ -190,7 +196,7 @@ def test_clip_by_global_norm_matches_torch(dtype, max_norm):
     torch_norm = torch.nn.utils.clip_grad_norm_(tensors, max_norm)
     assert isinstance(norm, float)
     assert norm == pytest.approx(float(torch_norm), rel=TOLERANCES[dtype])
-    for tensor, (index, array) in zip(tensors, clipped.slots.items()):
+    for tensor, array in zip(tensors, clipped.slots.values()):
         assert array.dtype == np.dtype(dtype)
         np.testing.assert_allclose(array, tensor.grad.numpy(), rtol=TOLERANCES[dtype] * 4, atol=0)
     # The original table is not scaled in place.

@@ -7,7 +7,6 @@ code under test.
 
 import numpy as np
 import pytest
-
 from topos import FeedError, Tape
 from topos.compiler import Plan, register_backend, unregister_backend
 
@@ -108,7 +107,7 @@ def test_interpreter_reads_values_and_frees_as_planned(seed):
     assert run.of(loss).scalar() == (0.5 * 3.0 - 4.0) ** 2
     assert run.peak_elements == plan.peak == 4
     assert run.peak_node == plan.peak_node == 3
-    assert run.backends == {i: "numpy" for i in range(6)}
+    assert run.backends == dict.fromkeys(range(6), "numpy")
     with pytest.raises(FeedError, match="not a readable"):
         run.of(w)
     with pytest.raises(FeedError, match="no gradient"):
@@ -142,7 +141,9 @@ def test_seed_backward_plan_summary_and_bit_equal_gradients(seed):
     plan = network.entry([loss]).backward(loss, [w, x, y]).lower()
     rows = plan.describe().splitlines()
     evaluated = len(rows) - 2
-    assert rows[-2] == f"plan: forward+backward; {evaluated} of {len(plan.nodes)} nodes evaluated, 1 readable, 3 gradients"
+    assert (
+        rows[-2] == f"plan: forward+backward; {evaluated} of {len(plan.nodes)} nodes evaluated, 1 readable, 3 gradients"
+    )
     assert [int(row.split()[0]) for row in rows[:6]] == list(range(6))
     assert all(int(row.split()[0]) >= 6 for row in rows[6:-2])  # backward nodes come after the forward ones
 

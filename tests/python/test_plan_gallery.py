@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_stablehlo import assert_outputs_agree
-
 from topos import Tape
 from topos.compiler.xla import execute_plan
 
@@ -118,7 +117,9 @@ def test_gallery_plans_agree_with_xla_and_with_eager_gradients(path, dtype):
     parameters = network.parameters()
     for plan in plans_of(network, readables, loss):
         result = plan.run(parameters, feeds)
-        assert_outputs_agree(result.outputs(), execute_plan(plan, parameters, feeds), dtype, f"{path.stem} {plan.summary()}")
+        assert_outputs_agree(
+            result.outputs(), execute_plan(plan, parameters, feeds), dtype, f"{path.stem} {plan.summary()}"
+        )
         assert result.peak_elements == plan.peak and result.peak_node == plan.peak_node
         if plan.target is not None:
             field = network.forward(parameters, feeds).backward(loss)
@@ -143,7 +144,9 @@ def test_transformer_training_step_plan_prints_its_peak_and_retain_all():
     plan = network.entry([loss]).backward(loss).lower()
     summary, live = plan.describe().splitlines()[-2:]
     gradients = len(network.parameter_symbols())
-    assert re.fullmatch(rf"plan: forward\+backward; \d+ of \d+ nodes evaluated, 1 readable, {gradients} gradients", summary)
+    assert re.fullmatch(
+        rf"plan: forward\+backward; \d+ of \d+ nodes evaluated, 1 readable, {gradients} gradients", summary
+    )
     peak, peak_node, retain_all = live_volume_by_definition(plan)
     assert live == f"live volume: peak {peak} elements at node {peak_node}, retain-all {retain_all}"
     assert peak < retain_all

@@ -21,7 +21,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_stablehlo import assert_outputs_agree
-
 from topos import Tape, Value, detach
 from topos.compiler.xla import execute_plan
 from topos.ops import lookup
@@ -33,8 +32,21 @@ GAP = 1e-4  # how far apart compared values must be (relative), so no backend's 
 UNARY = ["Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Tanh", "Sigmoid", "Relu", "Gelu", "StopGradient"]
 BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum"]
 COMPARISONS = ["Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"]
-STRUCTURAL = ["Sum", "Max", "MatMul", "Reshape", "Broadcast", "Transpose", "Slice", "Pad", "Concatenate",
-              "Take", "ScatterAdd", "OneHot", "Where"]
+STRUCTURAL = [
+    "Sum",
+    "Max",
+    "MatMul",
+    "Reshape",
+    "Broadcast",
+    "Transpose",
+    "Slice",
+    "Pad",
+    "Concatenate",
+    "Take",
+    "ScatterAdd",
+    "OneHot",
+    "Where",
+]
 OPCODES = UNARY + BINARY + COMPARISONS + STRUCTURAL
 
 
@@ -114,7 +126,11 @@ class ProgramBuilder:
 
     def acceptable(self, index):
         value = self.values[index]
-        return value.size <= MAX_ELEMENTS and bool(np.all(np.isfinite(value))) and float(np.max(np.abs(value), initial=0)) < 1e4
+        return (
+            value.size <= MAX_ELEMENTS
+            and bool(np.all(np.isfinite(value)))
+            and float(np.max(np.abs(value), initial=0)) < 1e4
+        )
 
     # Elementwise -------------------------------------------------------------
     def op_elementwise(self, opcode, a):
@@ -179,7 +195,7 @@ class ProgramBuilder:
     # Moving elements ----------------------------------------------------------------
     def op_Reshape(self, opcode, a):
         size = self.values[a].size
-        shapes = [s for s in [(size,), (1, size), (size, 1)] + factor_pairs(size)]
+        shapes = [(size,), (1, size), (size, 1), *factor_pairs(size)]
         return self.apply("Reshape", [a], shape=self.pick(shapes))
 
     def op_Broadcast(self, opcode, a):
@@ -212,8 +228,12 @@ class ProgramBuilder:
         if not shape:
             return None
         axis = self.draw(st.integers(0, len(shape) - 1))
-        others = [i for i in self.floats() if len(self.shape(i)) == len(shape)
-                  and all(e == f for k, (e, f) in enumerate(zip(self.shape(i), shape)) if k != axis)]
+        others = [
+            i
+            for i in self.floats()
+            if len(self.shape(i)) == len(shape)
+            and all(e == f for k, (e, f) in enumerate(zip(self.shape(i), shape)) if k != axis)
+        ]
         parts = [a, self.pick(others)]
         if self.draw(st.booleans()):
             fresh = list(shape)
@@ -282,8 +302,13 @@ def programs(draw):
     return builder.finish()
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(programs())
 def test_random_programs_agree_with_xla_and_eager_gradients(program):
     network, sinks, loss = program

@@ -1,7 +1,6 @@
 """The op registry: every registered primitive declares every rule, and half an op fails loudly."""
 
 import pytest
-
 from topos.compiler.kernels import has_kernel_rule
 from topos.ops import Primitive, lookup, missing_rules, primitives, register, unregister
 from topos.ops.registry import REQUIRED_RULES
@@ -12,7 +11,14 @@ CORE_RULES = ("infer", "forward", "vjp")
 # Ops with no derivative, listed on purpose (as HIPS autograd lists its non-differentiable ops):
 # an op that forgets its vjp must not pass by quietly declaring itself non-differentiable.
 NON_DIFFERENTIABLE = {
-    "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual", "StopGradient", "OneHot",
+    "Less",
+    "LessEqual",
+    "Greater",
+    "GreaterEqual",
+    "Equal",
+    "NotEqual",
+    "StopGradient",
+    "OneHot",
 }
 SOURCES = {"Parameter", "Input", "Leaf"}
 

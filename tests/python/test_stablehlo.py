@@ -10,7 +10,6 @@ magnitude of each result (see ``assert_outputs_agree``).
 
 import numpy as np
 import pytest
-
 from topos import LoweringError, Tape, detach
 from topos.compiler import Primitive, primitives, register, unregister
 from topos.compiler.xla import execute_plan
@@ -285,6 +284,7 @@ class Cube(Primitive):
 def test_an_op_that_cannot_lower_raises_lowering_error_naming_node_and_opcode():
     register(Cube)
     try:
+
         def build(tape):
             x = tape.parameter([1.0, 2.0])
             return [tape.apply("TestCubeWithoutLowering", [x.exp()])]

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+import topos
 import torch
 import torch.nn.functional as TF
-
-import topos
 from topos import Tape, detach
 from topos.ops import primitives
 
@@ -94,8 +93,12 @@ CASES = [
     OpCase("rsqrt", [positive(3, 4)], lambda tape, x: topos.rsqrt(x), torch.rsqrt),
     OpCase("tanh", [normal(3, 4, scale=2.0)], lambda tape, x: x.tanh(), torch.tanh),
     OpCase("sigmoid", [normal(3, 4, scale=10.0)], lambda tape, x: x.sigmoid(), torch.sigmoid),
-    OpCase("sigmoid_extremes", [np.array([-800.0, -90.0, -20.0, 0.0, 20.0, 90.0, 800.0])], lambda tape, x: x.sigmoid(),
-           torch.sigmoid),
+    OpCase(
+        "sigmoid_extremes",
+        [np.array([-800.0, -90.0, -20.0, 0.0, 20.0, 90.0, 800.0])],
+        lambda tape, x: x.sigmoid(),
+        torch.sigmoid,
+    ),
     OpCase("relu", [WITH_ZEROS], lambda tape, x: x.relu(), torch.relu),
     OpCase("gelu", [normal(3, 4, scale=2.0)], lambda tape, x: topos.gelu(x), lambda x: TF.gelu(x, approximate="tanh")),
     OpCase("stop_gradient", [normal(2, 3)], lambda tape, x: topos.stop_gradient(x) * x, lambda x: x.detach() * x),
@@ -110,8 +113,9 @@ CASES = [
     OpCase("pow_number", [positive(5)], lambda tape, a: a**3.0, lambda a: a**3.0),
     OpCase("pow_negative_base", [normal(2, 3)], lambda tape, a: a**2.0 + a**3.0, lambda a: a**2.0 + a**3.0),
     OpCase("pow_zero_base", [np.array([0.0, 0.0, 1.5]), np.array([2.0, 1.0, 2.0])], lambda tape, a, b: a**b, torch.pow),
-    OpCase("maximum_ties", [WITH_TIES, WITH_TIES[:, ::-1].copy()], lambda tape, a, b: topos.maximum(a, b),
-           torch.maximum),
+    OpCase(
+        "maximum_ties", [WITH_TIES, WITH_TIES[:, ::-1].copy()], lambda tape, a, b: topos.maximum(a, b), torch.maximum
+    ),
     OpCase("minimum_ties", [WITH_TIES, WITH_TIES[::-1].copy()], lambda tape, a, b: topos.minimum(a, b), torch.minimum),
     comparison("less", topos.less, torch.lt),
     comparison("less_equal", topos.less_equal, torch.le),
@@ -133,8 +137,12 @@ CASES = [
     OpCase("matmul_vector_vector", [normal(5), normal(5)], lambda tape, a, b: topos.matmul(a, b), torch.matmul),
     # Reductions
     OpCase("sum_all", [normal(2, 3, 4)], lambda tape, x: x.sum(), torch.sum),
-    OpCase("sum_axis_keepdims", [normal(2, 3, 4)], lambda tape, x: x.sum(axis=1, keepdims=True),
-           lambda x: x.sum(dim=1, keepdim=True)),
+    OpCase(
+        "sum_axis_keepdims",
+        [normal(2, 3, 4)],
+        lambda tape, x: x.sum(axis=1, keepdims=True),
+        lambda x: x.sum(dim=1, keepdim=True),
+    ),
     OpCase("sum_axes", [normal(2, 3, 4)], lambda tape, x: x.sum(axis=(0, 2)), lambda x: x.sum(dim=(0, 2))),
     OpCase("max_all", [normal(3, 4)], lambda tape, x: x.max(), torch.amax),
     OpCase("max_axis", [normal(3, 4)], lambda tape, x: x.max(axis=-1), lambda x: torch.amax(x, dim=-1)),
@@ -142,8 +150,9 @@ CASES = [
     OpCase("max_ties_all", [WITH_TIES], lambda tape, x: topos.max(x), torch.amax),
     # Moving elements
     OpCase("reshape", [normal(2, 6)], lambda tape, x: x.reshape(3, -1, 2), lambda x: x.reshape(3, -1, 2)),
-    OpCase("broadcast_to", [normal(3, 1)], lambda tape, x: x.broadcast_to((2, 3, 4)),
-           lambda x: x.broadcast_to((2, 3, 4))),
+    OpCase(
+        "broadcast_to", [normal(3, 1)], lambda tape, x: x.broadcast_to((2, 3, 4)), lambda x: x.broadcast_to((2, 3, 4))
+    ),
     OpCase("transpose", [normal(2, 3, 4)], lambda tape, x: x.transpose(2, 0, 1), lambda x: x.permute(2, 0, 1)),
     OpCase("transpose_T", [normal(2, 3)], lambda tape, x: x.T, lambda x: x.T),
     OpCase("slice_steps", [normal(5, 6)], lambda tape, x: x[::2, 1:6:3], lambda x: x[::2, 1:6:3]),
@@ -160,8 +169,12 @@ CASES = [
         lambda tape, a, b, c: topos.concatenate([a, b, c], axis=1),
         lambda a, b, c: torch.cat([a, b, c], dim=1),
     ),
-    OpCase("stack", [normal(2, 3), normal(2, 3)], lambda tape, a, b: topos.stack([a, b], axis=1),
-           lambda a, b: torch.stack([a, b], dim=1)),
+    OpCase(
+        "stack",
+        [normal(2, 3), normal(2, 3)],
+        lambda tape, a, b: topos.stack([a, b], axis=1),
+        lambda a, b: torch.stack([a, b], dim=1),
+    ),
     # Indices
     OpCase(
         "take_embedding_repeats",
@@ -196,14 +209,27 @@ CASES = [
     ),
     # Composites
     OpCase("softmax", [normal(3, 5, scale=3.0)], lambda tape, x: topos.softmax(x), lambda x: torch.softmax(x, -1)),
-    OpCase("softmax_large", [np.array([[1000.0, 0.0, -1000.0], [50.0, 51.0, 49.0]])], lambda tape, x: topos.softmax(x),
-           lambda x: torch.softmax(x, -1)),
-    OpCase("softmax_axis0", [normal(3, 5, scale=3.0)], lambda tape, x: topos.softmax(x, axis=0),
-           lambda x: torch.softmax(x, 0)),
-    OpCase("log_softmax", [normal(3, 5, scale=3.0)], lambda tape, x: topos.log_softmax(x),
-           lambda x: torch.log_softmax(x, -1)),
-    OpCase("logsumexp", [normal(3, 5, scale=3.0)], lambda tape, x: topos.logsumexp(x),
-           lambda x: torch.logsumexp(x, -1)),
+    OpCase(
+        "softmax_large",
+        [np.array([[1000.0, 0.0, -1000.0], [50.0, 51.0, 49.0]])],
+        lambda tape, x: topos.softmax(x),
+        lambda x: torch.softmax(x, -1),
+    ),
+    OpCase(
+        "softmax_axis0",
+        [normal(3, 5, scale=3.0)],
+        lambda tape, x: topos.softmax(x, axis=0),
+        lambda x: torch.softmax(x, 0),
+    ),
+    OpCase(
+        "log_softmax",
+        [normal(3, 5, scale=3.0)],
+        lambda tape, x: topos.log_softmax(x),
+        lambda x: torch.log_softmax(x, -1),
+    ),
+    OpCase(
+        "logsumexp", [normal(3, 5, scale=3.0)], lambda tape, x: topos.logsumexp(x), lambda x: torch.logsumexp(x, -1)
+    ),
     OpCase(
         "layer_norm",
         [normal(2, 3, 6, scale=2.0), normal(6), normal(6)],
@@ -238,15 +264,28 @@ CASES = [
     OpCase("var", [normal(3, 4)], lambda tape, x: topos.var(x, axis=-1), lambda x: torch.var(x, -1, correction=0)),
     OpCase("min", [normal(3, 4)], lambda tape, x: x.min(axis=1), lambda x: torch.amin(x, 1)),
     OpCase("abs", [WITH_TIES + 0.5], lambda tape, x: topos.abs(x), torch.abs),
-    OpCase("logsumexp_keepdims_axis0", [normal(3, 5)], lambda tape, x: topos.logsumexp(x, axis=0, keepdims=True),
-           lambda x: torch.logsumexp(x, 0, keepdim=True)),
-    OpCase("sign_square", [WITH_TIES], lambda tape, x: topos.sign(x) * topos.square(x),
-           lambda x: torch.sign(x) * x * x),
-    OpCase("squeeze_expand_dims", [normal(3, 1, 4)], lambda tape, x: topos.expand_dims(topos.squeeze(x, 1), -1),
-           lambda x: x.squeeze(1).unsqueeze(-1)),
+    OpCase(
+        "logsumexp_keepdims_axis0",
+        [normal(3, 5)],
+        lambda tape, x: topos.logsumexp(x, axis=0, keepdims=True),
+        lambda x: torch.logsumexp(x, 0, keepdim=True),
+    ),
+    OpCase(
+        "sign_square", [WITH_TIES], lambda tape, x: topos.sign(x) * topos.square(x), lambda x: torch.sign(x) * x * x
+    ),
+    OpCase(
+        "squeeze_expand_dims",
+        [normal(3, 1, 4)],
+        lambda tape, x: topos.expand_dims(topos.squeeze(x, 1), -1),
+        lambda x: x.squeeze(1).unsqueeze(-1),
+    ),
     OpCase("swapaxes", [normal(2, 3, 4)], lambda tape, x: topos.swapaxes(x, 0, -1), lambda x: x.transpose(0, -1)),
-    OpCase("stack_negative_axis", [normal(2, 3), normal(2, 3)], lambda tape, a, b: topos.stack([a, b], axis=-1),
-           lambda a, b: torch.stack([a, b], dim=-1)),
+    OpCase(
+        "stack_negative_axis",
+        [normal(2, 3), normal(2, 3)],
+        lambda tape, a, b: topos.stack([a, b], axis=-1),
+        lambda a, b: torch.stack([a, b], dim=-1),
+    ),
     OpCase("mse", [normal(3, 4), normal(3, 4)], lambda tape, a, b: topos.mse(a, b), TF.mse_loss),
 ]
 

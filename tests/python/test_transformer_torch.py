@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from topos import Tape
 from topos.model import optim
 
@@ -51,8 +50,11 @@ def torch_loss(weights, tokens, targets, config):
     eps = config.layer_norm_eps
     x = weights["token_embedding"][tokens] + weights["position_embedding"][torch.arange(t)]
     for layer in range(config.layers):
-        w = {name[len(f"blocks.{layer}."):]: tensor for name, tensor in weights.items()
-             if name.startswith(f"blocks.{layer}.")}
+        w = {
+            name[len(f"blocks.{layer}.") :]: tensor
+            for name, tensor in weights.items()
+            if name.startswith(f"blocks.{layer}.")
+        }
         normed = F.layer_norm(x, (c,), w["ln1.weight"], w["ln1.bias"], eps)
         q, k, v = F.linear(normed, w["attention.qkv.weight"].T, w["attention.qkv.bias"]).split(c, dim=-1)
         q, k, v = (part.reshape(b, t, h, d).transpose(1, 2) for part in (q, k, v))
@@ -93,9 +95,7 @@ class Both:
 
     def __init__(self, config):
         self.config = config
-        self.network, (self.tokens, self.targets, _, self.loss) = Tape.record(
-            lambda tape: example.build(tape, config)
-        )
+        self.network, (self.tokens, self.targets, _, self.loss) = Tape.record(lambda tape: example.build(tape, config))
         self.parameters = perturbed_parameters(self.network, config)
         self.torch_weights = {
             name: torch.tensor(np.array(tensor), dtype=torch.float64, requires_grad=True)

@@ -20,7 +20,21 @@ from .plan import Plan
 from .stablehlo import Lowering
 
 __all__ = [
-    "Costs", "Entry", "Executor", "Graph", "Lowering", "Meta", "Plan", "PlanRun", "Primitive", "lookup",
-    "missing_rules", "primitives", "register", "register_backend", "register_executor", "unregister",
+    "Costs",
+    "Entry",
+    "Executor",
+    "Graph",
+    "Lowering",
+    "Meta",
+    "Plan",
+    "PlanRun",
+    "Primitive",
+    "lookup",
+    "missing_rules",
+    "primitives",
+    "register",
+    "register_backend",
+    "register_executor",
+    "unregister",
     "unregister_backend",
 ]

@@ -108,8 +108,19 @@ def _drop_dead_backward(nodes, forward_count, gradients, evaluated):
             kept.append(node)
         else:
             operands = tuple(renumber[j] for j in node.operands)
-            kept.append(Node(index, node.opcode, operands, node.shape, node.dtype, node.attrs,
-                             payload=node.payload, name=node.name, source=node.source))
+            kept.append(
+                Node(
+                    index,
+                    node.opcode,
+                    operands,
+                    node.shape,
+                    node.dtype,
+                    node.attrs,
+                    payload=node.payload,
+                    name=node.name,
+                    source=node.source,
+                )
+            )
     new_evaluated = bytearray(len(kept))
     for old, new in enumerate(renumber):
         if new is not None and evaluated[old]:

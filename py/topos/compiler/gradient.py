@@ -26,7 +26,9 @@ class GradientTape(Tape):
         """Append a ``Leaf`` holding ``payload`` (read-only), recorded at ``source``."""
         self._check_open()
         index = len(self._nodes)
-        self._nodes.append(Node(index, "Leaf", (), payload.shape, payload.dtype.name, {}, payload=payload, source=source))
+        self._nodes.append(
+            Node(index, "Leaf", (), payload.shape, payload.dtype.name, {}, payload=payload, source=source)
+        )
         return index
 
 

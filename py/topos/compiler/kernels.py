@@ -84,8 +84,7 @@ class KernelReading:
         readbacks = sum(isinstance(s, Readback) for s in steps)
         host = sum(isinstance(s, HostStep) for s in steps)
         device_nodes = sum(
-            1 for i in self.plan.schedule
-            if self.backends[i] == "webgpu" and not self.plan.nodes[i].is_source
+            1 for i in self.plan.schedule if self.backends[i] == "webgpu" and not self.plan.nodes[i].is_source
         )
         return (
             f"kernels: {plural(len(self.launches), 'launch', 'launches')} for {plural(device_nodes, 'node')}, "
@@ -230,7 +229,8 @@ class Selector:
         groups = find_groups(self.nodes, plan.schedule, plan.outputs, self.runs_on_device)
         # A row kernel's invocations each walk 1/64 of a row: rows too long for one loop stay unfused.
         self.groups = {
-            first: group for first, group in groups.items()
+            first: group
+            for first, group in groups.items()
             if group.kind == "mean" or -(-self.nodes[group.source].shape[-1] // LANES) <= LOOP_LIMIT
         }
         self.covered = {i for group in self.groups.values() for i in group.covered}
@@ -308,8 +308,13 @@ class Selector:
             self.views[index] = constant
             return
         view = self.allocate(node.shape, node.dtype)
-        step = Upload(index, view.buffer, node.dtype, constant=node.opcode == "Leaf",
-                      resident=node.opcode in ("Parameter", "Leaf"))
+        step = Upload(
+            index,
+            view.buffer,
+            node.dtype,
+            constant=node.opcode == "Leaf",
+            resident=node.opcode in ("Parameter", "Leaf"),
+        )
         if step.resident:
             self.pool.pinned.add(view.buffer)
         self.steps.append(step)
@@ -363,8 +368,9 @@ class Selector:
         out = self.allocate(node.shape)
         if group.kind == "mean":
             total = next(self.nodes[i] for i in group.covered if self.nodes[i].opcode == "Sum")
-            launches = build.reduce("Sum", source, total.attrs["axes"], out.buffer, scale=group.constant,
-                                    allocate=self.pool.allocate)
+            launches = build.reduce(
+                "Sum", source, total.attrs["axes"], out.buffer, scale=group.constant, allocate=self.pool.allocate
+            )
         elif group.kind == "layer_norm":
             launches = [build.layer_norm(source, out.buffer, group.constant)]
         else:
@@ -380,7 +386,8 @@ class Selector:
         if not isinstance(view, View):
             raise LoweringError(
                 f"{node.opcode}'s wgsl_launch returned {view!r}, not the View of the node's value",
-                node=index, opcode=node.opcode,
+                node=index,
+                opcode=node.opcode,
             )
         self.views[index] = view
 

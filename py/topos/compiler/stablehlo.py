@@ -167,7 +167,9 @@ class Lowering:
 
     def convert(self, value, shape, from_dtype, to_dtype):
         """Convert elementwise between element types (``"bool"`` for ``i1``)."""
-        return self.emit(f"stablehlo.convert {value} : ({tensor_type(shape, from_dtype)}) -> {tensor_type(shape, to_dtype)}")
+        return self.emit(
+            f"stablehlo.convert {value} : ({tensor_type(shape, from_dtype)}) -> {tensor_type(shape, to_dtype)}"
+        )
 
     def comparison(self, direction, node):
         """A comparison node: 1.0 where ``a direction b`` holds, else 0.0."""
@@ -191,7 +193,9 @@ class Lowering:
 
     def reshape(self, value, from_shape, to_shape, dtype):
         """The same elements in row-major order, in a new shape."""
-        return self.emit(f"stablehlo.reshape {value} : ({tensor_type(from_shape, dtype)}) -> {tensor_type(to_shape, dtype)}")
+        return self.emit(
+            f"stablehlo.reshape {value} : ({tensor_type(from_shape, dtype)}) -> {tensor_type(to_shape, dtype)}"
+        )
 
     def region(self, op, element_type):
         """A two-argument region applying ``op`` (the body of reduce and scatter)."""

@@ -132,8 +132,21 @@ def _read_file(path, what):
 SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64", "int32": "I32"}
 #: Element sizes of the safetensors dtypes we can recognise (for offset checks and clear errors).
 SAFETENSORS_SIZES = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2,
-    "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8,
+    "BOOL": 1,
+    "U8": 1,
+    "I8": 1,
+    "F8_E5M2": 1,
+    "F8_E4M3": 1,
+    "I16": 2,
+    "U16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "I32": 4,
+    "U32": 4,
+    "F32": 4,
+    "I64": 8,
+    "U64": 8,
+    "F64": 8,
 }
 #: The library refuses headers larger than this; so do we (a corrupted length must not allocate gigabytes).
 MAX_HEADER_BYTES = 100_000_000
@@ -213,9 +226,7 @@ def read_safetensors(path):
             fail(f"tensor {name!r} starts at byte {begin}, expected {position} (wrong data_offsets)")
         expected = math.prod(shape) * SAFETENSORS_SIZES[dtype]
         if end - begin != expected:
-            fail(
-                f"tensor {name!r} has {end - begin} bytes of data, but {dtype} {format_shape(shape)} needs {expected}"
-            )
+            fail(f"tensor {name!r} has {end - begin} bytes of data, but {dtype} {format_shape(shape)} needs {expected}")
         position = end
     if position != len(buffer):
         fail(f"the tensors cover {position} bytes of data, the file has {len(buffer)} (size mismatch)")
@@ -299,8 +310,11 @@ def read_parameters(network, path):
             problems.append(f"parameter {name!r} (node {node.index}) is missing from the file")
             continue
         tensor = tensors[name]
-        dtype, shape = (tensor[0], tensor[1]) if isinstance(tensor, tuple) else (
-            SAFETENSORS_DTYPES[tensor.dtype.name], tensor.shape)
+        dtype, shape = (
+            (tensor[0], tensor[1])
+            if isinstance(tensor, tuple)
+            else (SAFETENSORS_DTYPES[tensor.dtype.name], tensor.shape)
+        )
         wanted = SAFETENSORS_DTYPES[node.dtype]
         if dtype != wanted:
             problems.append(f"tensor {name!r} is {dtype}, the network's parameter is {wanted} ({node.dtype})")
@@ -350,7 +364,7 @@ def decode_attr(value):
     if isinstance(value, list):
         return [decode_attr(v) for v in value]
     if isinstance(value, dict) and len(value) == 1:
-        (tag, body), = value.items()
+        ((tag, body),) = value.items()
         if tag == "tuple" and isinstance(body, list):
             return tuple(decode_attr(v) for v in body)
         if tag == "dict" and isinstance(body, dict):
@@ -424,7 +438,7 @@ def read_network(path):
         raise CheckpointError(f"cannot load network {path}: {cause}")
 
     def refuse_constant(name):
-        fail(f"the file holds {name}, which is not JSON (a saved network writes {{\"float\": \"{name.lower()}\"}})")
+        fail(f'the file holds {name}, which is not JSON (a saved network writes {{"float": "{name.lower()}"}})')
 
     try:
         text = data.decode("utf-8")
@@ -437,7 +451,7 @@ def read_network(path):
     except json.JSONDecodeError as error:
         fail(f"the file is not valid JSON ({error.msg} at line {error.lineno}, column {error.colno}; truncated?)")
     if not isinstance(document, dict) or document.get("format") != NETWORK_FORMAT:
-        fail(f"the file is not a topos network (no \"format\": \"{NETWORK_FORMAT}\")")
+        fail(f'the file is not a topos network (no "format": "{NETWORK_FORMAT}")')
     version = document.get("version")
     if not _is_whole(version) or version < 1:
         fail(f"the version {version!r} is not a positive integer")
@@ -448,7 +462,7 @@ def read_network(path):
         fail(f"the network dtype {dtype!r} is not one of {', '.join(FLOAT_DTYPES)}")
     entries = document.get("nodes")
     if not isinstance(entries, list):
-        fail("\"nodes\" is missing or not a list")
+        fail('"nodes" is missing or not a list')
     nodes = []
     names = set()
     for position, entry in enumerate(entries):
@@ -598,8 +612,7 @@ def _axes(value, metas):
         and list(value) == sorted(set(value))
     ):
         return (
-            f"expected a tuple of distinct axes of the operand {_axes_text(meta)}, "
-            "counted from 0, in increasing order"
+            f"expected a tuple of distinct axes of the operand {_axes_text(meta)}, counted from 0, in increasing order"
         )
     return None
 

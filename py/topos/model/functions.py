@@ -70,8 +70,9 @@ def _integer_shape(shape, opcode, value):
     if not isinstance(shape, (tuple, list)) or any(
         isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in shape
     ):
-        raise ShapeError(f"{opcode}: the shape must be a tuple of integers, got {shape!r}", opcode=opcode,
-                         shapes=[value.shape])
+        raise ShapeError(
+            f"{opcode}: the shape must be a tuple of integers, got {shape!r}", opcode=opcode, shapes=[value.shape]
+        )
     return tuple(int(d) for d in shape)
 
 
@@ -93,7 +94,9 @@ def _broadcast_all(opcode, operands):
     except ValueError:
         shapes = " and ".join(format_shape(v.shape) for v in values)
         raise ShapeError(
-            f"{opcode}: cannot broadcast shapes {shapes}", opcode=opcode, shapes=[v.shape for v in values],
+            f"{opcode}: cannot broadcast shapes {shapes}",
+            opcode=opcode,
+            shapes=[v.shape for v in values],
             source=user_source(),
         ) from None
     return tape, [broadcast_to(v, shape) for v in values]
@@ -301,8 +304,9 @@ def transpose(value, axes=None):
     if axes is None:
         axes = tuple(reversed(range(value.ndim)))
     if not isinstance(axes, (tuple, list)):
-        raise ShapeError(f"Transpose: axes must be a tuple of integers, got {axes!r}", opcode="Transpose",
-                         shapes=[value.shape])
+        raise ShapeError(
+            f"Transpose: axes must be a tuple of integers, got {axes!r}", opcode="Transpose", shapes=[value.shape]
+        )
     axes = tuple(axis_index(axis, value.shape, "Transpose") for axis in axes)
     if axes == tuple(range(value.ndim)):
         return value
@@ -341,7 +345,9 @@ def squeeze(value, axis=None):
             if value.shape[a] != 1:
                 raise ShapeError(
                     f"squeeze: cannot squeeze axis {a} of {format_shape(value.shape)}: its length is not 1",
-                    opcode="squeeze", shapes=[value.shape], source=user_source(),
+                    opcode="squeeze",
+                    shapes=[value.shape],
+                    source=user_source(),
                 )
         shape = [d for i, d in enumerate(value.shape) if i not in axes]
     return reshape(value, shape)
@@ -384,16 +390,18 @@ def getitem(value, index):
     """
     _recorded(value, "indexing")
     if isinstance(index, list) and any(isinstance(i, (bool, np.bool_)) for i in index):
-        raise IndexingError("boolean masks are not supported as indices; use topos.where", opcode="Slice",
-                            shapes=[value.shape])
+        raise IndexingError(
+            "boolean masks are not supported as indices; use topos.where", opcode="Slice", shapes=[value.shape]
+        )
     if isinstance(index, Value) or (isinstance(index, list) and all(isinstance(i, numbers.Integral) for i in index)):
         return take(value, index, 0)
     if not isinstance(index, tuple):
         index = (index,)
 
     def fail(message):
-        raise IndexingError(f"{message} (indexing a value of shape {format_shape(value.shape)})", opcode="Slice",
-                            shapes=[value.shape])
+        raise IndexingError(
+            f"{message} (indexing a value of shape {format_shape(value.shape)})", opcode="Slice", shapes=[value.shape]
+        )
 
     if builtins.sum(1 for i in index if i is Ellipsis) > 1:
         fail("an index can only have a single ellipsis ('...')")
@@ -454,8 +462,10 @@ def matmul(a, b):
     a, b = _as_value(tape, a, dtype), _as_value(tape, b, dtype)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
-            "MatMul: operands must have at least one axis (use * for scalars)", opcode="MatMul",
-            shapes=[a.shape, b.shape], source=user_source(),
+            "MatMul: operands must have at least one axis (use * for scalars)",
+            opcode="MatMul",
+            shapes=[a.shape, b.shape],
+            source=user_source(),
         )
     squeeze_first = a.ndim == 1
     squeeze_last = b.ndim == 1
@@ -468,7 +478,9 @@ def matmul(a, b):
     except ValueError:
         raise ShapeError(
             f"MatMul: batch axes of {format_shape(a.shape)} and {format_shape(b.shape)} do not broadcast",
-            opcode="MatMul", shapes=[a.shape, b.shape], source=user_source(),
+            opcode="MatMul",
+            shapes=[a.shape, b.shape],
+            source=user_source(),
         ) from None
     a = broadcast_to(a, batch + a.shape[-2:])
     b = broadcast_to(b, batch + b.shape[-2:])
@@ -547,13 +559,19 @@ def cross_entropy(logits, targets):
     """Mean negative log-likelihood of int32 ``targets`` under ``logits`` (classes on the last axis)."""
     targets = _as_indices(_recorded(logits, "cross_entropy").tape, targets)
     if logits.ndim == 0:
-        raise ShapeError("cross_entropy: logits need a class axis, got a rank-0 value", opcode="cross_entropy",
-                         shapes=[logits.shape], source=user_source())
+        raise ShapeError(
+            "cross_entropy: logits need a class axis, got a rank-0 value",
+            opcode="cross_entropy",
+            shapes=[logits.shape],
+            source=user_source(),
+        )
     if targets.shape != logits.shape[:-1]:
         raise ShapeError(
             f"cross_entropy: targets {format_shape(targets.shape)} do not match logits {format_shape(logits.shape)} "
             "without their last axis",
-            opcode="cross_entropy", shapes=[logits.shape, targets.shape], source=user_source(),
+            opcode="cross_entropy",
+            shapes=[logits.shape, targets.shape],
+            source=user_source(),
         )
     picked = sum(one_hot(targets, logits.shape[-1], logits.dtype) * log_softmax(logits, -1), -1)
     return -mean(picked)
@@ -583,7 +601,9 @@ def attention(q, k, v, causal=False, mask=None):
         if _recorded(operand, "attention").ndim < 2:
             raise ShapeError(
                 f"attention: {name} needs at least two axes (positions, features), got {format_shape(operand.shape)}",
-                opcode="attention", shapes=[q.shape, k.shape, v.shape], source=user_source(),
+                opcode="attention",
+                shapes=[q.shape, k.shape, v.shape],
+                source=user_source(),
             )
     d = q.shape[-1]
     scores = matmul(q, swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))

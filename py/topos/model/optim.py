@@ -33,7 +33,14 @@ from .network import Gradients, Parameters, convert_payload, related_networks
 from .nodes import describe_node
 
 __all__ = [
-    "SGD", "Adam", "AdamW", "Optimizer", "OptimizerState", "SGDSlot", "AdamSlot", "clip_by_global_norm",
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Optimizer",
+    "OptimizerState",
+    "SGDSlot",
+    "AdamSlot",
+    "clip_by_global_norm",
 ]
 
 # State ---------------------------------------------------------------------------

@@ -229,7 +229,9 @@ class Gelu(Unary):
             return ctx.elementwise(op, node, [a] if b is None else [a, b])
 
         half_x = apply("stablehlo.multiply", const(0.5), x)
-        cube = apply("stablehlo.multiply", apply("stablehlo.multiply", apply("stablehlo.multiply", const(GELU_K), x), x), x)
+        cube = apply(
+            "stablehlo.multiply", apply("stablehlo.multiply", apply("stablehlo.multiply", const(GELU_K), x), x), x
+        )
         inner = apply("stablehlo.multiply", const(GELU_C), apply("stablehlo.add", x, cube))
         return apply("stablehlo.multiply", half_x, apply("stablehlo.add", const(1.0), apply("stablehlo.tanh", inner)))
 

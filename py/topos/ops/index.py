@@ -3,8 +3,8 @@ transpose, and one-hot encoding. Index operands have dtype int32."""
 
 import numpy as np
 
-from ..errors import IndexingError
 from ..dtypes import FLOAT_DTYPES, canonical_dtype
+from ..errors import IndexingError
 from ..text import format_shape
 from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register
 
@@ -35,7 +35,8 @@ def check_indices(primitive, indices, shapes, attrs):
     others = f"; {more} more {'index is' if more == 1 else 'indices are'} out of range" if more else ""
     raise IndexingError(
         f"{opcode}: index {int(indices[position])}{where} is out of range for {what}: {allowed}{others}",
-        opcode=opcode, shapes=[tuple(shape) for shape in shapes],
+        opcode=opcode,
+        shapes=[tuple(shape) for shape in shapes],
     )
 
 

@@ -24,7 +24,9 @@ class MatMul(Primitive):
         if a.dtype != b.dtype:
             self.fail(f"operand dtypes {a.dtype} and {b.dtype} differ", metas)
         if a.rank < 2 or a.rank != b.rank:
-            self.fail(f"needs operands of one rank >= 2, got {format_shape(a.shape)} and {format_shape(b.shape)}", metas)
+            self.fail(
+                f"needs operands of one rank >= 2, got {format_shape(a.shape)} and {format_shape(b.shape)}", metas
+            )
         if a.shape[:-2] != b.shape[:-2]:
             self.fail(f"batch axes of {format_shape(a.shape)} and {format_shape(b.shape)} differ", metas)
         if a.shape[-1] != b.shape[-2]:

@@ -284,9 +284,7 @@ def same_shape(primitive, metas):
     first = metas[0]
     for other in metas[1:]:
         if other.shape != first.shape:
-            primitive.fail(
-                f"operand shapes {format_shape(first.shape)} and {format_shape(other.shape)} differ", metas
-            )
+            primitive.fail(f"operand shapes {format_shape(first.shape)} and {format_shape(other.shape)} differ", metas)
         if other.dtype != first.dtype:
             primitive.fail(f"operand dtypes {first.dtype} and {other.dtype} differ", metas)
     return first
@@ -315,7 +313,8 @@ def axis_index(axis, shape, opcode, new_axis=False):
         valid = f"axes {-rank}..{rank - 1}" if rank else "no axes"
         raise AxisError(
             f"{opcode}: axis {axis} is out of range for {what}{format_shape(shape)} ({valid})",
-            opcode=opcode, shapes=[shape],
+            opcode=opcode,
+            shapes=[shape],
         )
     return axis % rank
 

@@ -19,6 +19,7 @@ def reshape_target(shape, source_shape):
     Raises ``ShapeError`` for a shape that is not integers, more than one ``-1``,
     or a ``-1`` that no extent fits (``(0, -1)``: any extent would do).
     """
+
     def fail(message):
         raise ShapeError(f"Reshape: {message}", opcode="Reshape", shapes=[tuple(source_shape)])
 
@@ -93,9 +94,7 @@ class Broadcast(Primitive):
     def infer(self, metas, attrs):
         source, target = metas[0].shape, attrs["shape"]
         offset = len(target) - len(source)
-        if offset < 0 or any(
-            extent not in (1, target[offset + axis]) for axis, extent in enumerate(source)
-        ):
+        if offset < 0 or any(extent not in (1, target[offset + axis]) for axis, extent in enumerate(source)):
             self.fail(f"cannot broadcast {format_shape(source)} to {format_shape(target)}", metas)
         return Meta(target, metas[0].dtype)
 
@@ -163,7 +162,9 @@ class Transpose(Primitive):
     def stablehlo(self, ctx, node):
         dims = ", ".join(str(axis) for axis in node.attrs["axes"])
         source_type = ctx.type(ctx.operand_node(node, 0))
-        return ctx.emit(f"stablehlo.transpose {ctx.operands(node)[0]}, dims = [{dims}] : ({source_type}) -> {ctx.type(node)}")
+        return ctx.emit(
+            f"stablehlo.transpose {ctx.operands(node)[0]}, dims = [{dims}] : ({source_type}) -> {ctx.type(node)}"
+        )
 
     def wgsl_launch(self, k, node, views):
         return k.new_view(node, views[0].transpose(node.attrs["axes"]))
@@ -214,7 +215,9 @@ class Slice(Primitive):
         return [e.pad(g, low, high, interior)]
 
     def stablehlo(self, ctx, node):
-        box = ", ".join(f"{lo}:{hi}:{st}" for lo, hi, st in zip(node.attrs["start"], node.attrs["stop"], node.attrs["step"]))
+        box = ", ".join(
+            f"{lo}:{hi}:{st}" for lo, hi, st in zip(node.attrs["start"], node.attrs["stop"], node.attrs["step"])
+        )
         source_type = ctx.type(ctx.operand_node(node, 0))
         return ctx.emit(f"stablehlo.slice {ctx.operands(node)[0]} [{box}] : ({source_type}) -> {ctx.type(node)}")
 
@@ -240,8 +243,7 @@ class Pad(Primitive):
         if not len(low) == len(high) == len(interior) == len(shape) or min(low + high + interior, default=0) < 0:
             self.fail(f"needs non-negative low, high and interior padding per axis of {format_shape(shape)}", metas)
         out = tuple(
-            lo + hi + extent + max(extent - 1, 0) * inner
-            for extent, lo, hi, inner in zip(shape, low, high, interior)
+            lo + hi + extent + max(extent - 1, 0) * inner for extent, lo, hi, inner in zip(shape, low, high, interior)
         )
         return Meta(out, metas[0].dtype)
 

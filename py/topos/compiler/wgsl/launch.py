@@ -78,8 +78,15 @@ class Launch:
     def covering(self, nodes, label=None):
         """The same launch, recorded as covering ``nodes``."""
         return Launch(
-            self.kernel, self.entry, self.specialisation, self.workgroups, self.bindings, self.params,
-            tuple(nodes), label if label is not None else self.label, self.views,
+            self.kernel,
+            self.entry,
+            self.specialisation,
+            self.workgroups,
+            self.bindings,
+            self.params,
+            tuple(nodes),
+            label if label is not None else self.label,
+            self.views,
         )
 
 
@@ -121,9 +128,7 @@ def merge_jointly(shape, stride_lists):
     merged = [[] for _ in stride_lists]
     for axis in kept:
         extent = shape[axis]
-        if merged_shape and all(
-            strides[-1] == source[axis] * extent for strides, source in zip(merged, stride_lists)
-        ):
+        if merged_shape and all(strides[-1] == source[axis] * extent for strides, source in zip(merged, stride_lists)):
             merged_shape[-1] *= extent
             for strides, source in zip(merged, stride_lists):
                 strides[-1] = source[axis]
@@ -177,8 +182,14 @@ def elementwise(expression, out_buffer, shape, operands, label="", always_stride
         words += [view.offset] + padded(operand_strides[position], MAX_RANK)
     roles = (("out", View.of_buffer(out_buffer, shape)),) + tuple(zip(_OPERAND_NAMES, operands))
     return Launch(
-        "elementwise", "main", tuple(sorted(specialisation.items())), grid(-(-count // LANES)),
-        tuple(bindings), pack(words), label=label, views=roles,
+        "elementwise",
+        "main",
+        tuple(sorted(specialisation.items())),
+        grid(-(-count // LANES)),
+        tuple(bindings),
+        pack(words),
+        label=label,
+        views=roles,
     )
 
 
@@ -195,13 +206,22 @@ def copy(source, out, label=""):
         )
     count = source.size
     words = (
-        [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
-        + [source.offset] + padded(source_strides, MAX_RANK)
-        + [out.offset] + padded(out_strides, MAX_RANK)
+        [count, len(merged_shape)]
+        + padded(merged_shape, MAX_RANK)
+        + [source.offset]
+        + padded(source_strides, MAX_RANK)
+        + [out.offset]
+        + padded(out_strides, MAX_RANK)
     )
     bindings = (Binding(1, out.buffer, "read_write"), Binding(2, source.buffer, "read"))
     return Launch(
-        "copy", "copy", (), grid(-(-count // LANES)), bindings, pack(words), label=label,
+        "copy",
+        "copy",
+        (),
+        grid(-(-count // LANES)),
+        bindings,
+        pack(words),
+        label=label,
         views=(("out", out), ("source", source)),
     )
 
@@ -211,12 +231,22 @@ def fill(out, value, label=""):
     merged_shape, (out_strides,) = merge_jointly(out.shape, [out.strides])
     count = out.size
     words = (
-        [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
-        + [0] * 7 + [out.offset] + padded(out_strides, MAX_RANK) + [float(value)]
+        [count, len(merged_shape)]
+        + padded(merged_shape, MAX_RANK)
+        + [0] * 7
+        + [out.offset]
+        + padded(out_strides, MAX_RANK)
+        + [float(value)]
     )
     return Launch(
-        "copy", "fill", (), grid(-(-count // LANES)), (Binding(1, out.buffer, "read_write"),), pack(words),
-        label=label, views=(("out", out),),
+        "copy",
+        "fill",
+        (),
+        grid(-(-count // LANES)),
+        (Binding(1, out.buffer, "read_write"),),
+        pack(words),
+        label=label,
+        views=(("out", out),),
     )
 
 
@@ -262,7 +292,8 @@ def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=
     if outer.rank > MAX_RANK or inner.rank > MAX_RANK:
         raise ShapeError(
             f"reduce: {format_shape(source.shape)} over axes {format_shape(axes)} keeps more than {MAX_RANK} "
-            "axes after merging", shapes=[source.shape],
+            "axes after merging",
+            shapes=[source.shape],
         )
     outputs, terms = outer.size, inner.size
     strategy = strategy or reduction_strategy(outputs, terms)
@@ -271,12 +302,20 @@ def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=
     def launch(entry, read, outer, inner, out, per_chunk, chunks, launch_scale, groups):
         words = (
             [outer.size, inner.size, outer.rank, inner.rank, read.offset, per_chunk, chunks, float(launch_scale)]
-            + padded(outer.shape, MAX_RANK) + padded(outer.strides, MAX_RANK)
-            + padded(inner.shape, MAX_RANK) + padded(inner.strides, MAX_RANK)
+            + padded(outer.shape, MAX_RANK)
+            + padded(outer.strides, MAX_RANK)
+            + padded(inner.shape, MAX_RANK)
+            + padded(inner.strides, MAX_RANK)
         )
         bindings = (Binding(1, out, "read_write"), Binding(2, read.buffer, "read"))
         return Launch(
-            "reduce", entry, specialisation, grid(groups), bindings, pack(words), label=label,
+            "reduce",
+            entry,
+            specialisation,
+            grid(groups),
+            bindings,
+            pack(words),
+            label=label,
             views=(("out", View.of_buffer(out, (outer.size * chunks,))), ("source", read)),
         )
 
@@ -312,7 +351,7 @@ MAX_TILE_PADDING = 4.0
 
 
 def matmul_strategy(batch, m, n, k):
-    """"tiled" (the register-blocked kernel) for products large enough to fill its 64 x 64 tiles,
+    """ "tiled" (the register-blocked kernel) for products large enough to fill its 64 x 64 tiles,
     else "simple". A batch of 16 x 16 products would leave 15/16 of each tile idle."""
     padded = (-(-m // 64) * 64) * (-(-n // 64) * 64)
     small = batch * m * n < SIMPLE_MATMUL_OUTPUTS or padded > MAX_TILE_PADDING * m * n
@@ -328,21 +367,29 @@ def matmul(a, b, out_buffer, strategy=None, label=""):
     if len(merged_batch) > MAX_BATCH_RANK:
         raise ShapeError(
             f"matmul: batch axes {format_shape(batch_shape)} keep {len(merged_batch)} after merging, "
-            f"more than {MAX_BATCH_RANK}", shapes=[a.shape, b.shape],
+            f"more than {MAX_BATCH_RANK}",
+            shapes=[a.shape, b.shape],
         )
     batch = element_count(batch_shape)
     words = (
-        [m, n, k, len(merged_batch)] + padded(merged_batch, MAX_BATCH_RANK)
-        + [a.offset] + padded(a_batch, MAX_BATCH_RANK) + [a.strides[-2], a.strides[-1]]
-        + [b.offset] + padded(b_batch, MAX_BATCH_RANK) + [b.strides[-2], b.strides[-1]]
+        [m, n, k, len(merged_batch)]
+        + padded(merged_batch, MAX_BATCH_RANK)
+        + [a.offset]
+        + padded(a_batch, MAX_BATCH_RANK)
+        + [a.strides[-2], a.strides[-1]]
+        + [b.offset]
+        + padded(b_batch, MAX_BATCH_RANK)
+        + [b.strides[-2], b.strides[-1]]
         + [batch]
     )
     strategy = strategy or matmul_strategy(batch, m, n, k)
     _check_loop(f"{strategy} matmul", -(-k // 16) if strategy == "tiled" else k)
     if strategy == "tiled":
         if batch > MAX_GROUPS_PER_DIMENSION:
-            raise ShapeError(f"matmul: {batch} batches exceed a grid dimension of {MAX_GROUPS_PER_DIMENSION}",
-                             shapes=[a.shape, b.shape])
+            raise ShapeError(
+                f"matmul: {batch} batches exceed a grid dimension of {MAX_GROUPS_PER_DIMENSION}",
+                shapes=[a.shape, b.shape],
+            )
         entry, workgroups = "matmul_tiled", (-(-n // 64), -(-m // 64), batch)
     elif strategy == "simple":
         entry, workgroups = "matmul_simple", grid(-(-(batch * m * n) // LANES))
@@ -350,8 +397,16 @@ def matmul(a, b, out_buffer, strategy=None, label=""):
         raise ArgumentError(f"unknown matmul strategy {strategy!r}; the strategies are simple, tiled")
     bindings = (Binding(1, out_buffer, "read_write"), Binding(2, a.buffer, "read"), Binding(3, b.buffer, "read"))
     out = View.of_buffer(out_buffer, batch_shape + (m, n))
-    return Launch("matmul", entry, (), workgroups, tuple(bindings), pack(words), label=label,
-                  views=(("out", out), ("a", a), ("b", b)))
+    return Launch(
+        "matmul",
+        entry,
+        (),
+        workgroups,
+        tuple(bindings),
+        pack(words),
+        label=label,
+        views=(("out", out), ("a", a), ("b", b)),
+    )
 
 
 # Rows: fused softmax, log-softmax and layer norm -------------------------------------------------
@@ -368,11 +423,20 @@ def rows(kernel, entry, source, out_buffer, eps=0.0, label=""):
         )
     words = (
         [outer.size, source.shape[-1], outer.rank, source.offset, source.strides[-1], float(eps), 0, 0]
-        + padded(outer.shape, MAX_RANK) + padded(outer.strides, MAX_RANK)
+        + padded(outer.shape, MAX_RANK)
+        + padded(outer.strides, MAX_RANK)
     )
     bindings = (Binding(1, out_buffer, "read_write"), Binding(2, source.buffer, "read"))
-    return Launch(kernel, entry, (), grid(outer.size), bindings, pack(words), label=label,
-                  views=(("out", View.of_buffer(out_buffer, source.shape)), ("source", source)))
+    return Launch(
+        kernel,
+        entry,
+        (),
+        grid(outer.size),
+        bindings,
+        pack(words),
+        label=label,
+        views=(("out", View.of_buffer(out_buffer, source.shape)), ("source", source)),
+    )
 
 
 def softmax(source, out_buffer, label=""):
@@ -393,14 +457,25 @@ def layer_norm(source, out_buffer, eps, label=""):
 def take(values, indices, axis, out_buffer, label=""):
     """``Take(values, indices)`` along ``axis``; both views dense (values float32, indices int32)."""
     extent = values.shape[axis]
-    inner = element_count(values.shape[axis + 1:])
-    out_shape = values.shape[:axis] + indices.shape + values.shape[axis + 1:]
+    inner = element_count(values.shape[axis + 1 :])
+    out_shape = values.shape[:axis] + indices.shape + values.shape[axis + 1 :]
     count = element_count(out_shape)
     words = [count, indices.size, extent, inner]
-    bindings = (Binding(1, out_buffer, "read_write"), Binding(2, indices.buffer, "read"),
-                Binding(3, values.buffer, "read"))
-    return Launch("gather", "take", (), grid(-(-count // LANES)), bindings, pack(words), label=label,
-                  views=(("out", View.of_buffer(out_buffer, out_shape)), ("indices", indices), ("values", values)))
+    bindings = (
+        Binding(1, out_buffer, "read_write"),
+        Binding(2, indices.buffer, "read"),
+        Binding(3, values.buffer, "read"),
+    )
+    return Launch(
+        "gather",
+        "take",
+        (),
+        grid(-(-count // LANES)),
+        bindings,
+        pack(words),
+        label=label,
+        views=(("out", View.of_buffer(out_buffer, out_shape)), ("indices", indices), ("values", values)),
+    )
 
 
 def one_hot(indices, depth, out_buffer, label=""):
@@ -409,5 +484,13 @@ def one_hot(indices, depth, out_buffer, label=""):
     words = [count, indices.size, depth, 1]
     bindings = (Binding(1, out_buffer, "read_write"), Binding(2, indices.buffer, "read"))
     out = View.of_buffer(out_buffer, indices.shape + (depth,))
-    return Launch("gather", "one_hot", (), grid(-(-count // LANES)), bindings, pack(words), label=label,
-                  views=(("out", out), ("indices", indices)))
+    return Launch(
+        "gather",
+        "one_hot",
+        (),
+        grid(-(-count // LANES)),
+        bindings,
+        pack(words),
+        label=label,
+        views=(("out", out), ("indices", indices)),
+    )

@@ -53,8 +53,10 @@ class Matcher:
         node = self.nodes[index]
         rank = len(self.nodes[node.operands[0]].shape) if node.operands else 0
         return (
-            self.is_op(index, opcode) and rank >= 1
-            and node.attrs.get("axes") == (rank - 1,) and node.attrs.get("keepdims") is True
+            self.is_op(index, opcode)
+            and rank >= 1
+            and node.attrs.get("axes") == (rank - 1,)
+            and node.attrs.get("keepdims") is True
         )
 
     def constant(self, index):

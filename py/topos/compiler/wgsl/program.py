@@ -119,7 +119,8 @@ def share_buffers(buffers, steps, pinned=()):
             continue
         span = (0, end) if buffer.id in pinned else (first[buffer.id], last[buffer.id])
         fits = [
-            entry for entry in shared
+            entry
+            for entry in shared
             if entry[0].dtype == buffer.dtype and all(span[1] < lo or hi < span[0] for lo, hi in entry[1])
         ]
         if fits:
