@@ -93,6 +93,13 @@ fn gelu(x: f32) -> f32 {
     return 0.5 * x * (1.0 + safe_tanh(inner));
 }
 
+// GELU's derivative, tanh form: 0.5 (1 + t) (1 + x (1 - t) (c + 3ck x^2)) with t = tanh(c (x + k x^3)),
+// c = sqrt(2/pi), k = 0.044715 (the GeluGrad node: g times this).
+fn gelu_slope(x: f32) -> f32 {
+    let t = safe_tanh(x * (0.7978845608028654 + 0.0356774081363001 * x * x));
+    return 0.5 * (1.0 + t) * (1.0 + x * (1.0 - t) * (0.7978845608028654 + 0.1070322244089003 * x * x));
+}
+
 // numpy's power for f32: WGSL's pow is undefined for a negative base, so the sign
 // is handled here (a negative base takes integer exponents only).
 fn power(x: f32, y: f32) -> f32 {

@@ -6,13 +6,14 @@
 //
 // Entry points:
 //   matmul_tiled   register-blocked tiles: a 16 x 16 workgroup computes a 64 x 64 block of
-//                  the output, each invocation a 4 x 4 block held in registers; the k axis
-//                  is walked 16 at a time through tiles of a and b in workgroup memory.
-//                  Dispatch (ceil(n / 64), ceil(m / 64), batch).
+//                  the output, each invocation a 4 x 4 block held in four vec4 accumulators;
+//                  the k axis is walked 16 at a time through tiles of a and b in workgroup
+//                  memory. Dispatch (ceil(n / 64), ceil(m / 64), batch).
 //   matmul_simple  one invocation per output element, a plain loop over k: the simplest
 //                  correct kernel, and the better one for small products.
 //                  Dispatch: workgroups of 64 over batch * m * n elements, as a grid
 //                  (gx, gy, 1) numbered gx * wy + wx.
+// Which one runs: matmul_strategy in py/topos/compiler/wgsl/launch.py (docs/kernels.md).
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
 //
@@ -38,8 +39,12 @@
 const TILE: u32 = 64u;
 const DEPTH: u32 = 16u;
 
-var<workgroup> tile_a: array<f32, 1024>;  // [DEPTH][TILE]: tile_a[kk * TILE + row]
-var<workgroup> tile_b: array<f32, 1024>;  // [DEPTH][TILE]: tile_b[kk * TILE + column]
+// One vec4 holds four neighbouring rows of a (or columns of b) at one depth, so that an
+// invocation reads its four rows (columns) at one depth from a tile in one load, and its
+// 4 x 4 block is four vec4 accumulators with fixed names: an indexed per-invocation array
+// would live in memory, not in registers, on the CPU adapters (lavapipe, SwiftShader).
+var<workgroup> tile_a: array<vec4<f32>, 256>;  // [DEPTH][TILE / 4]: rows 4q..4q+3 at depth kk in tile_a[kk * 16 + q]
+var<workgroup> tile_b: array<vec4<f32>, 256>;  // [DEPTH][TILE / 4]: columns 4q..4q+3 at depth kk in tile_b[kk * 16 + q]
 
 // The offset of batch `index` in the operand whose offset is word `base`
 // and whose batch strides follow it.
@@ -59,76 +64,109 @@ fn batch_offset(index: u32, base: u32) -> u32 {
     return offset;
 }
 
+// Element (row, column) of a, or 0 outside its m x k. The read is clamped inside rather than
+// branched around: a branch costs more than the read on the CPU adapters, and a tile is mostly inside.
+fn a_or_zero(base: u32, row: u32, column: u32) -> f32 {
+    let m = word(0u);
+    let k = word(2u);
+    let value = a[base + min(row, m - 1u) * word(13u) + min(column, k - 1u) * word(14u)];
+    return select(0.0, value, row < m && column < k);
+}
+
+// Element (row, column) of b, or 0 outside its k x n (clamped, as a_or_zero).
+fn b_or_zero(base: u32, row: u32, column: u32) -> f32 {
+    let k = word(2u);
+    let n = word(1u);
+    let value = b[base + min(row, k - 1u) * word(20u) + min(column, n - 1u) * word(21u)];
+    return select(0.0, value, row < k && column < n);
+}
+
+// Four neighbouring elements of one output row, those inside the n columns.
+fn store_row(at: u32, column: u32, values: vec4<f32>) {
+    let n = word(1u);
+    if (column + 3u < n) {
+        out[at] = values.x;
+        out[at + 1u] = values.y;
+        out[at + 2u] = values.z;
+        out[at + 3u] = values.w;
+        return;
+    }
+    if (column < n) {
+        out[at] = values.x;
+    }
+    if (column + 1u < n) {
+        out[at + 1u] = values.y;
+    }
+    if (column + 2u < n) {
+        out[at + 2u] = values.z;
+    }
+}
+
 @compute @workgroup_size(16, 16)
 fn matmul_tiled(
     @builtin(workgroup_id) group: vec3<u32>,
     @builtin(local_invocation_id) local: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
 ) {
     let m = word(0u);
     let n = word(1u);
     let k = word(2u);
     let a_base = batch_offset(group.z, 8u);
     let b_base = batch_offset(group.z, 15u);
-    let a_row = word(13u);
-    let a_column = word(14u);
-    let b_row = word(20u);
-    let b_column = word(21u);
     let row0 = group.y * TILE;
     let column0 = group.x * TILE;
+    // The vec4 of each tile this invocation loads in a step: rows load_row .. + 3 of a and
+    // columns load_column .. + 3 of b, at depth local.y of the step.
+    let slot = local.y * 16u + local.x;
+    let load_row = row0 + 4u * local.x;
+    let load_column = column0 + 4u * local.x;
 
-    var sums: array<array<f32, 4>, 4>;
-    for (var i = 0u; i < 4u; i += 1u) {
-        for (var j = 0u; j < 4u; j += 1u) {
-            sums[i][j] = 0.0;
-        }
-    }
+    // The invocation's 4 x 4 block of the output: rows 4 * local.y + 0..3 (sum0..sum3),
+    // each a vec4 of columns 4 * local.x + 0..3.
+    var sum0 = vec4<f32>(0.0);
+    var sum1 = vec4<f32>(0.0);
+    var sum2 = vec4<f32>(0.0);
+    var sum3 = vec4<f32>(0.0);
 
     for (var k0 = 0u; k0 < k; k0 += DEPTH) {
-        // 256 invocations load the 64 x 16 tile of a and the 16 x 64 tile of b, 4 elements each.
-        for (var e = 0u; e < 4u; e += 1u) {
-            let index = lane + e * 256u;
-            let a_r = index / DEPTH;
-            let a_k = index % DEPTH;
-            var a_value = 0.0;
-            if (row0 + a_r < m && k0 + a_k < k) {
-                a_value = a[a_base + (row0 + a_r) * a_row + (k0 + a_k) * a_column];
-            }
-            tile_a[a_k * TILE + a_r] = a_value;
-            let b_k = index / TILE;
-            let b_c = index % TILE;
-            var b_value = 0.0;
-            if (k0 + b_k < k && column0 + b_c < n) {
-                b_value = b[b_base + (k0 + b_k) * b_row + (column0 + b_c) * b_column];
-            }
-            tile_b[b_k * TILE + b_c] = b_value;
-        }
+        let depth = k0 + local.y;
+        tile_a[slot] = vec4<f32>(
+            a_or_zero(a_base, load_row, depth),
+            a_or_zero(a_base, load_row + 1u, depth),
+            a_or_zero(a_base, load_row + 2u, depth),
+            a_or_zero(a_base, load_row + 3u, depth),
+        );
+        tile_b[slot] = vec4<f32>(
+            b_or_zero(b_base, depth, load_column),
+            b_or_zero(b_base, depth, load_column + 1u),
+            b_or_zero(b_base, depth, load_column + 2u),
+            b_or_zero(b_base, depth, load_column + 3u),
+        );
         workgroupBarrier();
         for (var kk = 0u; kk < DEPTH; kk += 1u) {
-            var a_registers: array<f32, 4>;
-            var b_registers: array<f32, 4>;
-            for (var i = 0u; i < 4u; i += 1u) {
-                a_registers[i] = tile_a[kk * TILE + local.y * 4u + i];
-                b_registers[i] = tile_b[kk * TILE + local.x * 4u + i];
-            }
-            for (var i = 0u; i < 4u; i += 1u) {
-                for (var j = 0u; j < 4u; j += 1u) {
-                    sums[i][j] = fma(a_registers[i], b_registers[j], sums[i][j]);
-                }
-            }
+            let a4 = tile_a[kk * 16u + local.y];
+            let b4 = tile_b[kk * 16u + local.x];
+            sum0 = fma(vec4<f32>(a4.x), b4, sum0);
+            sum1 = fma(vec4<f32>(a4.y), b4, sum1);
+            sum2 = fma(vec4<f32>(a4.z), b4, sum2);
+            sum3 = fma(vec4<f32>(a4.w), b4, sum3);
         }
         workgroupBarrier();
     }
 
-    let out_base = group.z * m * n;
-    for (var i = 0u; i < 4u; i += 1u) {
-        let row = row0 + local.y * 4u + i;
-        for (var j = 0u; j < 4u; j += 1u) {
-            let column = column0 + local.x * 4u + j;
-            if (row < m && column < n) {
-                out[out_base + row * n + column] = sums[i][j];
-            }
-        }
+    let row = row0 + 4u * local.y;
+    let column = column0 + 4u * local.x;
+    let at = (group.z * m + row) * n + column;
+    if (row < m) {
+        store_row(at, column, sum0);
+    }
+    if (row + 1u < m) {
+        store_row(at + n, column, sum1);
+    }
+    if (row + 2u < m) {
+        store_row(at + 2u * n, column, sum2);
+    }
+    if (row + 3u < m) {
+        store_row(at + 3u * n, column, sum3);
     }
 }
 

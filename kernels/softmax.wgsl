@@ -1,18 +1,22 @@
-// topos kernel family "softmax": fused softmax and log-softmax along the last axis.
+// topos kernel family "softmax": fused softmax and log-softmax along the last axis, and their derivatives.
 //
 // Chosen where the plan shows the pattern that topos.softmax and topos.log_softmax
 // record (Max, StopGradient, Sub, Exp, Sum, then Div or Log and Sub) and no other node
 // reads the values in between. One workgroup of 64 invocations owns one row: it finds
 // the row's maximum, sums exp(x - max), then writes every element, so the row is read
-// three times and written once instead of passing through seven buffers.
+// three times and written once instead of passing through seven buffers. The
+// derivatives (the SoftmaxGrad and LogSoftmaxGrad nodes of a gradient) read a row of
+// g and of y: one pass for the row's sum, one to write.
 //
 // Entry points:
-//   softmax      out = exp(x - max) / sum(exp(x - max))
-//   log_softmax  out = (x - max) - log(sum(exp(x - max)))
+//   softmax           out = exp(x - max) / sum(exp(x - max))
+//   log_softmax       out = (x - max) - log(sum(exp(x - max)))
+//   softmax_grad      out = y (g - sum(g y)), x = g and y = the softmax (second)
+//   log_softmax_grad  out = g - exp(y) sum(g), x = g and y = the log-softmax (second)
 //
-// The input is read through a strided view: row r's element j lives at
+// Each input is read through a strided view: row r's element j lives at
 // offset + outer(r) + j * stride, where outer() decodes r through the outer shape and
-// strides. The output is contiguous: out[r * length + j].
+// that view's outer strides. The output is contiguous: out[r * length + j].
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, decode, fold, infinity).
 //
@@ -20,22 +24,30 @@
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out     array<f32>
 //   2  storage read        source  array<f32>
+//   3  storage read        second  array<f32> (the derivatives' y; unbound for the others)
 //
 // Parameters (u32 words):
 //   0 rows, 1 length (elements per row), 2 outer rank (at most 6), 3 offset, 4 stride
 //   8..13 outer shape, 14..19 outer strides
+//   the second view: 20 offset, 21 stride, 22..27 outer strides
 //
 // Dispatch: one workgroup per row, as a grid (gx, gy, 1) numbered gx * wy + wx.
 
 @group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
+@group(0) @binding(3) var<storage, read> second: array<f32>;
 
 {{COMMON}}
 
 // Row r's first element: the offset (word 3) plus r decoded through the outer shape and strides.
 fn row_start(row: u32) -> u32 {
     return word(3u) + decode(row, word(2u), 8u, 14u);
+}
+
+// The same for the second view: its offset (word 20) and outer strides (from word 22).
+fn second_start(row: u32) -> u32 {
+    return word(20u) + decode(row, word(2u), 8u, 22u);
 }
 
 struct RowStatistics {
@@ -95,5 +107,55 @@ fn log_softmax(
     let start = row_start(row);
     for (var j = lane; j < length; j += 64u) {
         out[row * length + j] = (source[start + j * stride] - s.maximum) - log_total;
+    }
+}
+
+@compute @workgroup_size(64)
+fn softmax_grad(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let row = group.y * groups.x + group.x;
+    if (row >= word(0u)) {
+        return;
+    }
+    let length = word(1u);
+    let stride = word(4u);
+    let start = row_start(row);
+    let y_stride = word(21u);
+    let y_start = second_start(row);
+    var dot = 0.0;
+    for (var j = lane; j < length; j += 64u) {
+        dot += source[start + j * stride] * second[y_start + j * y_stride];
+    }
+    let total = fold(lane, dot, false);
+    for (var j = lane; j < length; j += 64u) {
+        out[row * length + j] = second[y_start + j * y_stride] * (source[start + j * stride] - total);
+    }
+}
+
+@compute @workgroup_size(64)
+fn log_softmax_grad(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let row = group.y * groups.x + group.x;
+    if (row >= word(0u)) {
+        return;
+    }
+    let length = word(1u);
+    let stride = word(4u);
+    let start = row_start(row);
+    let y_stride = word(21u);
+    let y_start = second_start(row);
+    var sum = 0.0;
+    for (var j = lane; j < length; j += 64u) {
+        sum += source[start + j * stride];
+    }
+    let total = fold(lane, sum, false);
+    for (var j = lane; j < length; j += 64u) {
+        out[row * length + j] = source[start + j * stride] - exp(second[y_start + j * y_stride]) * total;
     }
 }

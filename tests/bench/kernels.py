@@ -2,8 +2,10 @@
 
     .venv/bin/python tests/bench/kernels.py            # the full table
     .venv/bin/python tests/bench/kernels.py --quick    # smaller sizes, fewer repeats
+    .venv/bin/python tests/bench/kernels.py --matmul   # the matrix product rows alone
 
-Rows: matrix products (GFLOP/s) for square sizes 64 to 1024 and for the shapes
+Rows: matrix products (GFLOP/s) for square sizes 64 to 1024, for shapes on both
+sides of the kernel selection's rule (launch.matmul_strategy) and for the shapes
 of the gallery's transformer (docs/examples/06_char_transformer.py), elementwise
 ops and reductions (GB/s: bytes read and written once), and the fused softmax
 and layer norm rows. Each row times the kernel topos selects and the simplest
@@ -73,11 +75,30 @@ class Bench:
             samples.append((time.perf_counter() - start) / self.repeats)
         return statistics.median(samples), result
 
+    def time_interleaved(self, contenders, out):
+        """``time`` for several launch lists at once, their rounds taken in turn so that a change
+        in the machine's load falls on all of them: {name: (seconds per pass, output)}."""
+        results, timed = {}, {}
+        for name, launches in contenders.items():
+            results[name] = self.runner.run(self.program(launches, 1, out), self.values())["out"]
+            timed[name] = self.program(launches, self.repeats, View(out.buffer, 0, (1,), (1,)))
+            self.runner.run(timed[name], self.values())  # compile, upload, warm up
+        samples = {name: [] for name in contenders}
+        for round_ in range(self.rounds):
+            names = list(contenders) if round_ % 2 == 0 else list(reversed(contenders))
+            for name in names:
+                start = time.perf_counter()
+                self.runner.run(timed[name], self.values())
+                samples[name].append((time.perf_counter() - start) / self.repeats)
+        return {name: (statistics.median(samples[name]), results[name]) for name in contenders}
+
 
 def row(table, name, unit, amount, selected, simplest, selected_name, simplest_name):
     fast = amount / selected / 1e9
     slow = amount / simplest / 1e9
-    table.append((name, selected_name, f"{fast:8.2f}", simplest_name, f"{slow:8.2f}", unit, f"{simplest / selected:6.2f}x"))
+    table.append(
+        (name, selected_name, f"{fast:8.2f}", simplest_name, f"{slow:8.2f}", unit, f"{simplest / selected:6.2f}x")
+    )
 
 
 def check(a, b, what, tolerance=1e-4):
@@ -94,11 +115,13 @@ def matmul_rows(table, shapes, repeats, rounds):
         count = int(np.prod(batch, dtype=int)) * m * n
         bench = Bench({0: a, 1: b}, {2: count}, repeats, rounds)
         out = View.of_buffer(2, batch + (m, n))
-        timings = {}
-        results = {}
-        for strategy in ("tiled", "simple"):
-            launch = build.matmul(View.of_buffer(0, a.shape), View.of_buffer(1, b.shape), 2, strategy=strategy)
-            timings[strategy], results[strategy] = bench.time([launch], out)
+        contenders = {
+            strategy: [build.matmul(View.of_buffer(0, a.shape), View.of_buffer(1, b.shape), 2, strategy=strategy)]
+            for strategy in ("tiled", "simple")
+        }
+        measured = bench.time_interleaved(contenders, out)
+        timings = {strategy: seconds for strategy, (seconds, _) in measured.items()}
+        results = {strategy: result for strategy, (_, result) in measured.items()}
         check(results["tiled"], results["simple"], name)
         selected = build.matmul_strategy(count // (m * n), m, n, k)
         other = "simple" if selected == "tiled" else "tiled"
@@ -116,7 +139,9 @@ def elementwise_rows(table, sizes, repeats, rounds):
         out = View.of_buffer(2, (n,))
         fast = build.elementwise("x + y", 2, (n,), [View.of_buffer(0, (n,)), View.of_buffer(1, (n,))])
         # The same work with every index decoded through the operands' strides.
-        slow = build.elementwise("x + y", 2, (n,), [View.of_buffer(0, (n,)), View.of_buffer(1, (n,))], always_strided=True)
+        slow = build.elementwise(
+            "x + y", 2, (n,), [View.of_buffer(0, (n,)), View.of_buffer(1, (n,))], always_strided=True
+        )
         t_fast, r_fast = bench.time([fast], out)
         t_slow, r_slow = bench.time([slow], out)
         check(r_fast, r_slow, f"add {n}")
@@ -140,7 +165,9 @@ def reduction_rows(table, shapes, repeats, rounds):
         simplest = "serial" if terms <= build.LOOP_LIMIT else "workgroup"
         launches = {}
         for strategy in {selected, simplest}:
-            launches[strategy] = build.reduce("Sum", View.of_buffer(0, shape), axes, 2, allocate=lambda e: 3, strategy=strategy)
+            launches[strategy] = build.reduce(
+                "Sum", View.of_buffer(0, shape), axes, 2, allocate=lambda e: 3, strategy=strategy
+            )
         t_selected, r_selected = bench.time(launches[selected], out)
         t_simplest, r_simplest = bench.time(launches[simplest], out)
         check(r_selected, r_simplest, name)
@@ -173,6 +200,7 @@ def rows_fused(table, shapes, repeats, rounds):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    parser.add_argument("--matmul", action="store_true", help="only the matrix product rows")
     options = parser.parse_args()
     repeats, rounds = (3, 3) if options.quick else (5, 5)
     squares = (64, 128, 256) if options.quick else (64, 128, 256, 512, 1024)
@@ -184,9 +212,20 @@ def main():
         ("mlp out [256, 128] @ [128, 32]", (), 256, 128, 32),
         ("head [256, 32] @ [32, 38]", (), 256, 32, 38),
     ]
-    matmuls = [(f"matmul {s}x{s}x{s}", (), s, s, s) for s in squares] + transformer
+    # Either side of the selection rule: one full tile's work, output padded at most 3 times by the tiles.
+    rule = [
+        ("matmul 48x48x48", (), 48, 48, 48),
+        ("matmul 65x65x65", (), 65, 65, 65),
+        ("matmul [8, 512] @ [512, 512]", (), 8, 512, 512),
+        ("matmul [40, 512] @ [512, 40]", (), 40, 512, 40),
+        ("matmul [256, 8] @ [8, 256]", (), 256, 8, 256),
+    ]
+    matmuls = [(f"matmul {s}x{s}x{s}", (), s, s, s) for s in squares] + rule + transformer
     table = []
     matmul_rows(table, matmuls, repeats, rounds)
+    if options.matmul:
+        print_table(table)
+        return
     elementwise_rows(table, (1 << 16, 1 << 20) if options.quick else (1 << 16, 1 << 20, 1 << 22), repeats, rounds)
     reductions = [
         ("sum [1048576] -> []", (1 << 20,), (0,)),
@@ -197,11 +236,20 @@ def main():
     reduction_rows(table, reductions[:2] if options.quick else reductions, repeats, rounds)
     rows_fused(table, [(256, 38), (1024, 1024)] if not options.quick else [(256, 38)], repeats, rounds)
 
+    print_table(table)
+
+
+def print_table(table):
     print(f"adapter: {adapter_description()}")
     header = ("work", "selected", "rate", "simplest", "rate", "unit", "speed-up")
     widths = [max(len(str(r[i])) for r in table + [header]) for i in range(len(header))]
     for line in [header] + table:
-        print("  ".join(str(cell).rjust(w) if i in (2, 4, 6) else str(cell).ljust(w) for i, (cell, w) in enumerate(zip(line, widths))))
+        print(
+            "  ".join(
+                str(cell).rjust(w) if i in (2, 4, 6) else str(cell).ljust(w)
+                for i, (cell, w) in enumerate(zip(line, widths))
+            )
+        )
 
 
 if __name__ == "__main__":

@@ -1,21 +1,31 @@
 """Benchmark: one training step of the gallery's transformer, topos against PyTorch eager on CPU.
 
-The model is ``docs/examples/06_char_transformer.py`` at its own sizes (or the
-sizes given on the command line), float32 in both. A step is a forward run, the
+The model is ``docs/examples/06_char_transformer.py`` at its own sizes (d 32)
+and again with a residual stream of 256 (``--embeds``, and the other sizes on
+the command line), float32 in both frameworks. A step is a forward run, the
 backward pass and an Adam update, on a fresh batch of windows of the example's
-text. The two frameworks run in one process, step for step interleaved so that
-whatever else the machine does falls on both alike; the medians and their ratio
-are printed. Both run on one thread (BLAS and torch), since the examples target
-one core (Pyodide has no threads).
+text. The two frameworks run in one process, step for step interleaved so
+that whatever else the machine does falls on both alike; the medians and
+their ratio are printed for each size. Both run on one thread (BLAS and
+torch), since the examples target one core (Pyodide has no threads).
 
-    .venv/bin/python tests/bench/train_step.py                 # timings
-    .venv/bin/python tests/bench/train_step.py --profile 50    # and where topos spends its time
+After the timings, a few topos steps run under cProfile and the step's time
+is split into BLAS (the matrix products), the other numpy compute (each op's
+numpy call), the optimizer, and the rest: Python overhead (the interpreter's
+loop, tables, numpy's Python wrappers). cProfile slows Python calls more than
+numpy's loops, so the overhead's share is an upper bound.
+
+    OMP_NUM_THREADS=1 .venv/bin/python tests/bench/train_step.py            # d 32 and d 256
+    .venv/bin/python tests/bench/train_step.py --embeds 64 --context 32     # other sizes
+    .venv/bin/python tests/bench/train_step.py --profile 50 --detail        # and cProfile's tables
     .venv/bin/python tests/bench/train_step.py --keep-freed-memory
 
-At these sizes a good part of a topos step on Linux is the kernel handing
-glibc fresh pages: every run allocates a few hundred arrays of around 100 KB
-and frees them all at the end, and glibc gives the memory back each time.
-``--keep-freed-memory`` asks glibc to keep it (``mallopt``), to show how much.
+A network prepares its forward and backward plans on their second run
+(``topos.compiler.program``): values go into an arena allocated once and
+reused, so a step allocates little but the gradients and the optimizer's new
+tables. ``--keep-freed-memory`` asks glibc to keep freed memory (``mallopt``)
+rather than hand it back to the kernel, to show what the remaining page
+faults cost.
 
 Not part of the default test run.
 """
@@ -133,26 +143,12 @@ def timed(fn, *args):
     return time.perf_counter() - started, result
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repetitions", type=int, default=60, help="timed steps for each framework")
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--profile", type=int, default=0, metavar="STEPS", help="profile this many topos steps")
-    parser.add_argument("--keep-freed-memory", action="store_true", help="glibc keeps freed memory (see above)")
-    for field in ("batch", "context", "embed", "heads", "layers"):
-        parser.add_argument(f"--{field}", type=int, default=getattr(example.Config(), field))
-    arguments = parser.parse_args()
-    torch.set_num_threads(1)
-    if arguments.keep_freed_memory:
-        keep_freed_memory()
-
-    sizes = {f: getattr(arguments, f) for f in ("batch", "context", "embed", "heads", "layers")}
-    config = dataclasses.replace(example.Config(), **sizes)
+def measure(config, arguments):
+    """Interleaved steps of both frameworks at one size: prints the medians and their ratio, returns the topos trainer."""
     learning_rate = config.learning_rate
     topos_trainer = ToposTrainer(config, learning_rate)
     torch_trainer = TorchTrainer(config, topos_trainer.initial_weights(), learning_rate)
     rng = np.random.default_rng(0)
-
     topos_times, torch_times = [], []
     losses = []
     for repetition in range(arguments.warmup + arguments.repetitions):
@@ -166,26 +162,80 @@ def main():
 
     topos_median = statistics.median(topos_times)
     torch_median = statistics.median(torch_times)
-    print(f"model: {sizes}, vocabulary {config.vocab_size}, float32, {len(topos_trainer.network)} topos nodes"
-          + (", glibc keeps freed memory" if arguments.keep_freed_memory else ""))
-    print(f"losses, first step: topos {losses[0][0]:.5f}, torch {losses[0][1]:.5f}; "
-          f"last: topos {losses[-1][0]:.5f}, torch {losses[-1][1]:.5f}")
-    print(f"topos  median step {topos_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
-    print(f"torch  median step {torch_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
-    print(f"ratio topos / torch: {topos_median / torch_median:.2f}")
+    sizes = {f: getattr(config, f) for f in SIZES}
+    print(
+        f"model d {config.embed}: {sizes}, vocabulary {config.vocab_size}, float32, "
+        f"{len(topos_trainer.network)} topos nodes"
+        + (", glibc keeps freed memory" if arguments.keep_freed_memory else "")
+    )
+    print(
+        f"  losses, first step: topos {losses[0][0]:.5f}, torch {losses[0][1]:.5f}; "
+        f"last: topos {losses[-1][0]:.5f}, torch {losses[-1][1]:.5f}"
+    )
+    print(f"  topos  median step {topos_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
+    print(f"  torch  median step {torch_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
+    print(f"  ratio topos / torch: {topos_median / torch_median:.2f}")
+    return topos_trainer, rng
 
-    if arguments.profile:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for _ in range(arguments.profile):
-            tokens, targets = example.sample_windows(rng, config)
-            topos_trainer.step(tokens, targets)
-        profiler.disable()
+
+#: How the profile's time is split: the first part of the path that names a function's file.
+SHARES = (
+    ("BLAS (matrix products)", ("topos/ops/linalg.py",)),
+    ("other numpy compute", ("topos/ops/", "method 'reduce' of", "method 'at' of", "method 'accumulate' of")),
+    ("optimizer", ("topos/model/optim.py",)),
+)
+
+
+def profile_summary(trainer, rng, config, steps, detail):
+    """Profile ``steps`` topos steps and print how their time splits (see the module's notes)."""
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        tokens, targets = example.sample_windows(rng, config)
+        trainer.step(tokens, targets)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    shares = dict.fromkeys([name for name, _ in SHARES] + ["Python overhead (the rest)"], 0.0)
+    total = 0.0
+    for (filename, _, function), (_, _, own_time, _, _) in stats.stats.items():
+        where = filename if filename != "~" else function
+        total += own_time
+        name = next((name for name, marks in SHARES if any(mark in where for mark in marks)), None)
+        shares[name or "Python overhead (the rest)"] += own_time
+    parts = ", ".join(f"{name} {100 * seconds / total:.0f}%" for name, seconds in shares.items())
+    print(f"  where a topos step goes (cProfile, {steps} steps, {1e3 * total / steps:.2f} ms a step profiled): {parts}")
+    if detail:
         for order in ("tottime", "cumulative"):
             text = io.StringIO()
             pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(25)
-            print(f"\ntopos, {arguments.profile} steps, by {order}:")
+            print(f"\ntopos, d {config.embed}, {steps} steps, by {order}:")
             print(text.getvalue())
+
+
+SIZES = ("batch", "context", "embed", "heads", "layers")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repetitions", type=int, default=60, help="timed steps for each framework and size")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--embeds", default="32,256", help="residual stream widths to run, comma-separated")
+    parser.add_argument("--profile", type=int, default=20, metavar="STEPS", help="topos steps to profile (0: none)")
+    parser.add_argument("--detail", action="store_true", help="print cProfile's tables too")
+    parser.add_argument("--keep-freed-memory", action="store_true", help="glibc keeps freed memory (see above)")
+    for field in ("batch", "context", "heads", "layers"):
+        parser.add_argument(f"--{field}", type=int, default=getattr(example.Config(), field))
+    arguments = parser.parse_args()
+    torch.set_num_threads(1)
+    if arguments.keep_freed_memory:
+        keep_freed_memory()
+
+    for embed in (int(width) for width in arguments.embeds.split(",")):
+        sizes = {f: getattr(arguments, f) for f in SIZES if f != "embed"}
+        config = dataclasses.replace(example.Config(), embed=embed, **sizes)
+        trainer, rng = measure(config, arguments)
+        if arguments.profile:
+            profile_summary(trainer, rng, config, arguments.profile, arguments.detail)
 
 
 if __name__ == "__main__":

@@ -72,6 +72,16 @@ def layer_norm(x, weight, bias, eps=1e-5):
     return centred / np.sqrt((centred**2).mean(axis=-1, keepdims=True) + eps) * weight + bias
 
 
+def gelu_grad(g, x):
+    c, k = math.sqrt(2.0 / math.pi), 0.044715
+    t = np.tanh(c * (x + k * x**3))
+    return g * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * c * (1.0 + 3.0 * k * x**2))
+
+
+def row_mean(x):
+    return x.mean(axis=-1, keepdims=True)
+
+
 def scatter_add(updates, indices, extent):
     result = np.zeros((extent,) + updates.shape[indices.ndim :])
     np.add.at(result, indices.reshape(-1), updates.reshape((-1,) + updates.shape[indices.ndim :]))
@@ -437,6 +447,42 @@ def fused_cases():
     )
 
 
+def derivative_cases():
+    """The primitives a gradient adds: gelu's, softmax's, log-softmax's and layer norm's derivatives."""
+    yield Case(
+        "GeluGrad [7, 9]",
+        [(normal(7, 9), F), (uniform(-6, 6, 7, 9), F)],
+        lambda t, g, x: t.apply("GeluGrad", [g, x]),
+        gelu_grad,
+    )
+    yield Case(
+        "SoftmaxGrad over the rows of [5, 65]",
+        [(normal(5, 65), F), (softmax(normal(5, 65, scale=3.0)), F)],
+        lambda t, g, y: t.apply("SoftmaxGrad", [g, y]),
+        lambda g, y: y * (g - (g * y).sum(axis=-1, keepdims=True)),
+        terms=65,
+        magnitudes=lambda g, y: y * (g + (g * y).sum(axis=-1, keepdims=True)),
+    )
+    yield Case(
+        "LogSoftmaxGrad over the rows of [3, 255]",
+        [(normal(3, 255), F), (log_softmax(normal(3, 255, scale=3.0)), F)],
+        lambda t, g, y: t.apply("LogSoftmaxGrad", [g, y]),
+        lambda g, y: g - np.exp(y) * g.sum(axis=-1, keepdims=True),
+        terms=255,
+        magnitudes=lambda g, y: g + g.sum(axis=-1, keepdims=True),  # exp(y) <= 1 for a log-softmax
+    )
+    x = normal(6, 64, scale=2.0)
+    scale = 1.0 / np.sqrt(row_mean((x - row_mean(x)) ** 2) + 1e-5)
+    yield Case(
+        "LayerNormGrad over the rows of [6, 64]",
+        [(normal(6, 64), F), ((x - row_mean(x)) * scale, F), (scale, F)],
+        lambda t, g, n, r: t.apply("LayerNormGrad", [g, n, r]),
+        lambda g, n, r: r * (g - row_mean(g) - n * row_mean(g * n)),
+        terms=64,
+        magnitudes=lambda g, n, r: r * (g + row_mean(g) + n * row_mean(g * n)),
+    )
+
+
 def edge_cases():
     """Element counts at the edges of 64-wide workgroups, for the elementwise and reduce kernels.
 
@@ -465,6 +511,7 @@ def all_cases():
         index_cases,
         fused_cases,
         edge_cases,
+        derivative_cases,
     ):
         yield from group()
 

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
-import topos
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+
+import topos
 from topos import Tape, detach
 from topos.ops import primitives
 
@@ -290,6 +291,22 @@ def scatter_add_case(draw):
     )
 
 
+@st.composite
+def applied(draw, opcode, samplers, row_scale=False):
+    """Operands of one shape (rank >= 1), recorded with ``tape.apply``: the backward primitives, which
+    no recording function spells; ``row_scale`` adds a positive operand of one element a row ([..., 1])."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    rng = np.random.default_rng(draw(seeds))
+    arrays = [sample(rng, shape) for sample in samplers]
+    if row_scale:
+        arrays.append(positive(rng, shape[:-1] + (1,)))
+    return Case(arrays, lambda tape, *operands: tape.apply(opcode, list(operands)))
+
+
+def wide(rng, shape):
+    return normal(rng, shape, 2.0)
+
+
 PRIMITIVE_CASES = {
     "Neg": unary(lambda x: -x),
     "Exp": unary(topos.exp),
@@ -319,6 +336,10 @@ PRIMITIVE_CASES = {
     "Concatenate": concatenate_case(),
     "Take": take_case(),
     "ScatterAdd": scatter_add_case(),
+    "GeluGrad": applied("GeluGrad", [normal, wide]),
+    "SoftmaxGrad": applied("SoftmaxGrad", [normal, normal]),
+    "LogSoftmaxGrad": applied("LogSoftmaxGrad", [normal, normal]),
+    "LayerNormGrad": applied("LayerNormGrad", [normal, normal], row_scale=True),
 }
 
 
@@ -413,3 +434,31 @@ COMPOSITE_CASES = {
 @given(data=st.data())
 def test_composite_vjp_matches_central_differences(name, data):
     check_vjp(data.draw(COMPOSITE_CASES[name]), data.draw(seeds))
+
+
+@pytest.mark.parametrize(
+    ("name", "fused"),
+    [("softmax", "SoftmaxGrad"), ("log_softmax", "LogSoftmaxGrad"), ("layer_norm", "LayerNormGrad")],
+)
+def test_composites_are_differentiated_in_closed_form_and_agree_with_their_primitives_rules(name, fused):
+    """The reverse scan differentiates a softmax, log-softmax or layer norm in one node; asked for
+    a cotangent inside one, it applies the primitives' own rules, which agree to rounding."""
+    rng = np.random.default_rng(3)
+    tape = Tape()
+    x = tape.input(rng.standard_normal((3, 5)) * 2.0)
+    out = topos.layer_norm(x) if name == "layer_norm" else getattr(topos, name)(x)
+    loss = topos.sum(out * tape.leaf(rng.standard_normal((3, 5))))
+    network = tape.seal()
+    x, out, loss = detach([x, out, loss])
+    plan = network.entry([]).backward(loss, [x]).lower()
+    backward = [node.opcode for node in plan.nodes[len(network) :]]
+    assert fused in backward and "Exp" not in backward and "Rsqrt" not in backward
+    run = network.forward(network.parameters(), {})
+    field = run.backward(loss)
+    gradient = field.of(x).numpy()
+    np.testing.assert_allclose(plan.run(network.parameters(), {}).gradient(x).numpy(), gradient, rtol=1e-12)
+    # The node just inside the root (the Sub, Div or Mul's first operand) has a cotangent of its own;
+    # reading it makes the scan go through every primitive, and x's gradient stays the same.
+    inner = network.symbol(network.nodes()[out.index].operands[0])
+    assert np.abs(field.of(inner).numpy()).max() > 0
+    np.testing.assert_allclose(field.of(x).numpy(), gradient, rtol=1e-10, atol=1e-12)

@@ -74,8 +74,10 @@ UNARY = {
     "Tanh": (lambda n: rng.normal(0, 3, n), np.tanh),
     "Sigmoid": (lambda n: rng.normal(0, 10, n), lambda x: 1 / (1 + np.exp(-x))),
     "Relu": (lambda n: rng.normal(0, 1, n), lambda x: np.maximum(x, 0)),
-    "Gelu": (lambda n: rng.normal(0, 3, n),
-             lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))),
+    "Gelu": (
+        lambda n: rng.normal(0, 3, n),
+        lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+    ),
     "StopGradient": (lambda n: rng.normal(0, 1, n), lambda x: x),
 }
 
@@ -90,10 +92,19 @@ def test_unary_ops_over_edge_sizes(n):
 
 
 BINARY = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Maximum": np.maximum,
-    "Minimum": np.minimum, "Pow": np.power,
-    "Less": np.less, "LessEqual": np.less_equal, "Greater": np.greater, "GreaterEqual": np.greater_equal,
-    "Equal": np.equal, "NotEqual": np.not_equal,
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Div": np.divide,
+    "Maximum": np.maximum,
+    "Minimum": np.minimum,
+    "Pow": np.power,
+    "Less": np.less,
+    "LessEqual": np.less_equal,
+    "Greater": np.greater,
+    "GreaterEqual": np.greater_equal,
+    "Equal": np.equal,
+    "NotEqual": np.not_equal,
 }
 
 
@@ -106,8 +117,9 @@ def test_binary_ops_over_edge_sizes_with_ties(n):
         else:
             x = rng.integers(-3, 4, n).astype(np.float32) * 0.5  # many ties, no zero divisors below
             y = np.where((rng.random(n) < 0.3) & (x != 0), x, rng.integers(1, 4, n) * 0.75).astype(np.float32)
-        got = run_one(build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,)), dense(1, (n,))]),
-                      {0: x, 1: y}, (n,))
+        got = run_one(
+            build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,)), dense(1, (n,))]), {0: x, 1: y}, (n,)
+        )
         exact = function(x.astype(np.float64), y.astype(np.float64)).astype(np.float64)
         assert_agrees(got, exact, function(x, y).astype(np.float64), what=f"{opcode} of {n}")
 
@@ -133,8 +145,9 @@ def test_broadcast_on_every_axis_reads_through_zero_strides():
         assert_agrees(got, x.astype(np.float64) - y, what=f"broadcast {x_shape}")
     # New leading axes (numpy's broadcasting of a lower rank).
     z = rng.normal(size=(5,)).astype(np.float32)
-    got = run_one(build.elementwise("x * y", 9, shape, [dense(1, shape), dense(0, (5,)).broadcast(shape)]),
-                  {0: z, 1: y}, shape)
+    got = run_one(
+        build.elementwise("x * y", 9, shape, [dense(1, shape), dense(0, (5,)).broadcast(shape)]), {0: z, 1: y}, shape
+    )
     assert_agrees(got, y.astype(np.float64) * z, what="leading axes")
 
 
@@ -144,8 +157,11 @@ def test_where_reads_transposed_sliced_and_constant_operands():
     transposed = dense(0, (6, 8)).transpose((1, 0))  # [8, 6], strides (1, 8)
     sliced = dense(2, (8, 12)).slice((0, 1), (1, 2), (8, 6))
     wide = rng.normal(size=(8, 12)).astype(np.float32)
-    got = run_one(build.elementwise("select(z, y, x != 0.0)", 9, (8, 6), [dense(1, (8, 6)), transposed, sliced]),
-                  {0: base, 1: condition, 2: wide}, (8, 6))
+    got = run_one(
+        build.elementwise("select(z, y, x != 0.0)", 9, (8, 6), [dense(1, (8, 6)), transposed, sliced]),
+        {0: base, 1: condition, 2: wide},
+        (8, 6),
+    )
     assert_agrees(got, np.where(condition != 0, base.T, wide[:, 1:12:2]), what="where")
     constant = View.of_constant(2.5, (8, 6))
     got = run_one(build.elementwise("x * y", 9, (8, 6), [transposed, constant]), {0: base}, (8, 6))
@@ -196,8 +212,7 @@ def reduce_on_device(opcode, x, axes, strategy, scale=1.0, chunk=build.CHUNK_TER
         sizes[buffer] = elements
         return buffer
 
-    launches = build.reduce(opcode, view, axes, 9, scale=scale, allocate=allocate,
-                            strategy=strategy, chunk=chunk)
+    launches = build.reduce(opcode, view, axes, 9, scale=scale, allocate=allocate, strategy=strategy, chunk=chunk)
     return run_one(launches, {0: x}, kept, extra=sizes)
 
 
@@ -258,8 +273,55 @@ def test_matmul_simple_and_tiled_agree_with_numpy(batch, m, k, n):
     exact = a.astype(np.float64) @ b
     magnitude = np.abs(a).astype(np.float64) @ np.abs(b)
     for strategy in ("simple", "tiled"):
-        got = run_one(build.matmul(dense(0, a.shape), dense(1, b.shape), 9, strategy=strategy), {0: a, 1: b}, exact.shape)
+        got = run_one(
+            build.matmul(dense(0, a.shape), dense(1, b.shape), 9, strategy=strategy), {0: a, 1: b}, exact.shape
+        )
         assert_agrees(got, exact, terms=k, magnitude=magnitude, what=f"{strategy} {batch} {m}x{k}x{n}")
+
+
+# The tiled kernel's edges: 64 x 64 output tiles (m and n at 1, 7, 63, 64, 65, 127, 129), steps of
+# 16 along k (k at 1, 15, 16, 17, 1023), and a batch whose tiles are partly outside.
+TILE_EDGE_SHAPES = [
+    ((), 1, 1, 1023),
+    ((), 1023, 1, 7),
+    ((), 63, 15, 65),
+    ((), 64, 16, 64),
+    ((), 65, 17, 127),
+    ((), 129, 1023, 63),
+    ((3,), 127, 33, 129),
+]
+
+
+@pytest.mark.parametrize("batch, m, k, n", TILE_EDGE_SHAPES)
+def test_tiled_matmul_at_tile_edges_writes_its_output_and_nothing_past_it(batch, m, k, n):
+    a = rng.normal(size=batch + (m, k)).astype(np.float32)
+    b = rng.normal(size=batch + (k, n)).astype(np.float32)
+    exact = a.astype(np.float64) @ b
+    count = exact.size
+    # The output buffer runs a whole tile past the product, filled with a marker the kernel must not touch.
+    spare = 64 * 64
+    marked = np.full(count + spare, 12345.0, dtype=np.float32)
+    launch = build.matmul(dense(0, a.shape), dense(1, b.shape), 9, strategy="tiled")
+    got = run_launches(
+        [launch],
+        {0: a, 1: b, 9: marked},
+        outputs={"out": dense(9, exact.shape), "past": View(9, count, (spare,), (1,))},
+    )
+    magnitude = np.abs(a).astype(np.float64) @ np.abs(b)
+    assert_agrees(got["out"], exact, terms=k, magnitude=magnitude, what=f"tiled {batch} {m}x{k}x{n}")
+    assert np.all(got["past"] == 12345.0), "the tiled kernel wrote past the end of its output"
+
+
+def test_matmul_selection_follows_the_rule_measured_on_lavapipe_and_swiftshader():
+    # docs/kernels.md: tiled for at least one full 64 x 64 x 64 tile of work whose output the
+    # tiles pad at most 3 times; simple otherwise, unless k is past the simple kernel's loop limit.
+    tiled = [(1, 64, 64, 64), (1, 48, 48, 1024), (1, 256, 96, 32), (1, 32, 96, 256), (16, 64, 64, 64), (1, 256, 256, 8)]
+    simple = [(1, 48, 48, 48), (1, 32, 32, 32), (1, 65, 65, 65), (1, 8, 512, 512), (64, 16, 16, 8), (1, 2, 3, 4097)]
+    for batch, m, n, k in tiled:
+        assert build.matmul_strategy(batch, m, n, k) == "tiled", (batch, m, n, k)
+    for batch, m, n, k in simple:
+        assert build.matmul_strategy(batch, m, n, k) == "simple", (batch, m, n, k)
+    assert build.matmul_strategy(1, 1, 1, build.LOOP_LIMIT + 1) == "tiled"
 
 
 def test_matmul_reads_transposed_operands_and_broadcast_batches_in_place():
@@ -294,6 +356,61 @@ def test_fused_row_kernels_over_edge_lengths(n):
     assert_agrees(got, exact, terms=n, magnitude=np.abs(exact).max(), what="layer_norm")
 
 
+@pytest.mark.parametrize("n", EDGE_SIZES)
+def test_row_derivative_kernels_over_edge_lengths(n):
+    """SoftmaxGrad, LogSoftmaxGrad and LayerNormGrad, each against its formula in float64."""
+    g = rng.normal(0, 1, size=(3, n)).astype(np.float32)
+    x = rng.normal(0, 3, size=(3, n)).astype(np.float32)
+    g64, x64 = g.astype(np.float64), x.astype(np.float64)
+    y = np.exp(x64 - x64.max(axis=1, keepdims=True))
+    y = (y / y.sum(axis=1, keepdims=True)).astype(np.float32)
+    y64 = y.astype(np.float64)
+    got = run_one(build.softmax_grad(dense(0, g.shape), dense(1, y.shape), 9), {0: g, 1: y}, g.shape)
+    exact = y64 * (g64 - (g64 * y64).sum(axis=1, keepdims=True))
+    assert_agrees(got, exact, terms=n, magnitude=y64 * np.abs(g64).max(), what="softmax_grad")
+    log_y = np.log(y).astype(np.float32)
+    got = run_one(build.log_softmax_grad(dense(0, g.shape), dense(1, g.shape), 9), {0: g, 1: log_y}, g.shape)
+    exact = g64 - np.exp(log_y.astype(np.float64)) * g64.sum(axis=1, keepdims=True)
+    assert_agrees(got, exact, terms=n, magnitude=np.abs(g64).sum(axis=1, keepdims=True), what="log_softmax_grad")
+    centred = x64 - x64.mean(axis=1, keepdims=True)
+    scale64 = 1.0 / np.sqrt((centred**2).mean(axis=1, keepdims=True) + 1e-5)
+    normed, scale = (centred * scale64).astype(np.float32), scale64.astype(np.float32)
+    n64, r64 = normed.astype(np.float64), scale.astype(np.float64)
+    launch = build.layer_norm_grad(dense(0, g.shape), dense(1, g.shape), dense(2, scale.shape), 9)
+    got = run_one(launch, {0: g, 1: normed, 2: scale}, g.shape)
+    exact = r64 * (g64 - g64.mean(axis=1, keepdims=True) - n64 * (g64 * n64).mean(axis=1, keepdims=True))
+    magnitude = r64 * (np.abs(g64).max() + np.abs(n64) * np.abs(g64 * n64).max())
+    assert_agrees(got, exact, terms=n, magnitude=magnitude, what="layer_norm_grad")
+
+
+def test_row_derivative_kernels_read_each_operand_through_its_own_strides():
+    g = rng.normal(size=(5, 2, 4)).astype(np.float32)  # read as [2, 4, 5]: rows of 5 along a stride of 8
+    normed = rng.normal(size=(2, 4, 5)).astype(np.float32)
+    scale = rng.uniform(0.5, 2.0, size=(4, 2)).astype(np.float32)  # read as [2, 4, 1]
+    g_view = dense(0, g.shape).transpose((1, 2, 0))
+    scale_view = View(2, 0, (2, 4, 1), (1, 2, 1))  # scale.T with a row axis of one
+    launch = build.layer_norm_grad(g_view, dense(1, normed.shape), scale_view, 9)
+    got = run_one(launch, {0: g, 1: normed, 2: scale}, (2, 4, 5))
+    g64, n64 = g.transpose(1, 2, 0).astype(np.float64), normed.astype(np.float64)
+    r64 = scale.T.astype(np.float64)[..., None]
+    exact = r64 * (g64 - g64.mean(axis=-1, keepdims=True) - n64 * (g64 * n64).mean(axis=-1, keepdims=True))
+    assert_agrees(got, exact, terms=5, magnitude=r64 * 10.0, what="strided layer_norm_grad")
+
+
+def test_gelu_grad_expression_over_edge_sizes():
+    c, k = math.sqrt(2 / math.pi), 0.044715
+    for n in EDGE_SIZES:
+        g = rng.normal(0, 1, n).astype(np.float32)
+        x = rng.normal(0, 3, n).astype(np.float32)
+        got = run_one(
+            build.elementwise(lookup("GeluGrad").wgsl, 9, (n,), [dense(0, (n,)), dense(1, (n,))]), {0: g, 1: x}, (n,)
+        )
+        x64 = x.astype(np.float64)
+        t = np.tanh(c * (x64 + k * x64**3))
+        exact = g * (0.5 * (1 + t) + 0.5 * x64 * (1 - t * t) * c * (1 + 3 * k * x64**2))
+        assert_agrees(got, exact, lookup("GeluGrad").forward([g, x], {}), what=f"GeluGrad of {n}")
+
+
 def test_row_kernels_read_rows_through_strides():
     x = rng.normal(size=(9, 2, 5)).astype(np.float32)
     view = dense(0, x.shape).transpose((1, 2, 0))  # rows of 9 along a stride of 10
@@ -310,8 +427,10 @@ def test_row_kernels_read_rows_through_strides():
 def test_take_gathers_along_any_axis(axis):
     values = rng.normal(size=(4, 6, 3)).astype(np.float32)
     indices = rng.integers(0, values.shape[axis], size=(2, 5)).astype(np.int32)
-    out_shape = values.shape[:axis] + indices.shape + values.shape[axis + 1:]
-    got = run_one(build.take(dense(0, values.shape), dense(1, indices.shape), axis, 9), {0: values, 1: indices}, out_shape)
+    out_shape = values.shape[:axis] + indices.shape + values.shape[axis + 1 :]
+    got = run_one(
+        build.take(dense(0, values.shape), dense(1, indices.shape), axis, 9), {0: values, 1: indices}, out_shape
+    )
     assert np.array_equal(got, np.take(values, indices, axis=axis))
 
 
@@ -346,8 +465,11 @@ def test_every_kernel_file_takes_the_shared_helpers_from_common_rather_than_its_
     import re
 
     common = kernel_text("common")
+
     def defined(text):
-        return set(re.findall(r"(?m)^fn (\w+)\(", text)) | set(re.findall(r"(?m)^var<(?:private|workgroup)> (\w+)", text))
+        return set(re.findall(r"(?m)^fn (\w+)\(", text)) | set(
+            re.findall(r"(?m)^var<(?:private|workgroup)> (\w+)", text)
+        )
 
     shared = defined(common)
     assert {"word", "element", "decode", "strided", "fold", "partial", "infinity", "not_a_number"} <= shared
@@ -363,7 +485,7 @@ def test_every_kernel_file_takes_the_shared_helpers_from_common_rather_than_its_
 def test_each_primitive_names_a_kernel_family_with_a_file():
     from topos.ops import primitives
 
-    families = {"elementwise", "reduce", "matmul", "copy", "gather"}
+    families = {"elementwise", "reduce", "matmul", "copy", "gather", "softmax", "layer_norm"}
     for name, primitive in primitives().items():
         if primitive.is_source:
             continue

@@ -17,12 +17,12 @@ from test_plan_gallery import EXAMPLES, example, plans_of
 import topos
 from topos import Tape
 from topos.compiler import backends
+from topos.compiler.wgsl.program import HostStep, Upload
 from topos.model import optim
 from topos.model.network import Gradients
 from topos.ops import lookup
 from topos.webgpu import NoAdapterError
 from topos.webgpu import device as device_module
-from topos.compiler.wgsl.program import HostStep, Upload
 from topos.webgpu.runner import default_runner
 from topos.webgpu.trainer import DeviceTrainer
 
@@ -91,7 +91,9 @@ def test_a_transformer_training_step_on_webgpu_matches_numpy():
         for backend in ("webgpu", "numpy"):
             result = plan.run(parameters[backend], feeds, backend=backend)
             losses[backend].append(result.of(loss).scalar())
-            gradients = Gradients(network, {w: np.asarray(result.gradient(network.symbol(w))) for w, _ in plan.gradients})
+            gradients = Gradients(
+                network, {w: np.asarray(result.gradient(network.symbol(w))) for w, _ in plan.gradients}
+            )
             if step == 0 and backend == "webgpu":
                 first = result
             parameters[backend], states[backend] = optimizer.step(parameters[backend], gradients, states[backend])
@@ -109,7 +111,11 @@ def test_training_on_the_device_keeps_parameters_there_and_tracks_the_host():
     network, readables, loss, feeds = example(TRANSFORMER, "float32")
     plan = network.entry([loss]).backward(loss).lower()
     runner = default_runner()
-    optimizers = (optim.Adam(lr=1e-2), optim.AdamW(lr=1e-2), optim.SGD(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3))
+    optimizers = (
+        optim.Adam(lr=1e-2),
+        optim.AdamW(lr=1e-2),
+        optim.SGD(lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3),
+    )
     for optimizer in optimizers:
         parameters = network.parameters()
         trainer = DeviceTrainer(plan, parameters, optimizer)
@@ -176,16 +182,24 @@ def test_the_kernel_reading_lists_launches_views_transfers_and_totals():
     text = reading.describe()
     lines = text.splitlines()
     assert lines[-2] == reading.summary()
-    assert re.fullmatch(r"kernels: \d+ launches for \d+ nodes, \d+ host steps?, \d+ uploads?, \d+ readbacks?", lines[-2])
-    assert re.fullmatch(r"device memory: \d+ buffers, \d+ bytes \(plan peak \d+ elements, \d+ bytes as float32\)", lines[-1])
+    assert re.fullmatch(
+        r"kernels: \d+ launches for \d+ nodes, \d+ host steps?, \d+ uploads?, \d+ readbacks?", lines[-2]
+    )
+    assert re.fullmatch(
+        r"device memory: \d+ buffers, \d+ bytes \(plan peak \d+ elements, \d+ bytes as float32\)", lines[-1]
+    )
     launch_rows = [line for line in lines if re.match(r"\d+ ", line)]
     assert len(launch_rows) == len(reading.launches)
     for number, (row, launch) in enumerate(zip(launch_rows, reading.launches)):
         assert row.startswith(f"{number:<8}{launch.kernel}:{launch.entry}")
         assert "x".join(map(str, launch.workgroups)) in row and f"b{launch.bindings[0].buffer}[" in row
-    # Every family shows up in a training step; the backward reads a softmax's and a layer norm's
-    # inner values, so only the forward plan fuses them.
+    # Every family shows up in a training step. The backward differentiates a softmax and a log-softmax
+    # from their results (row kernels of their own), so the training plan runs those two fused as well;
+    # LayerNormGrad reads a layer norm's row scale, so there only the forward plan fuses the layer norm.
     assert {launch.kernel for launch in reading.launches} >= {"elementwise", "reduce", "matmul", "gather", "copy"}
+    entries = {launch.entry for launch in reading.launches}
+    assert {"softmax", "log_softmax", "softmax_grad", "log_softmax_grad", "layer_norm_grad"} <= entries
+    assert "layer_norm" not in entries
     assert any(line.startswith("numpy   ScatterAdd") and "no WGSL kernel for ScatterAdd" in line for line in lines)
     assert any(line.startswith("view    Broadcast") for line in lines)
     forward = network.entry([loss]).lower().kernels()
@@ -200,9 +214,12 @@ def test_device_memory_follows_the_plan_peak():
         network, readables, loss, _ = example(path, "float32")
         for plan in plans_of(network, readables, loss):
             program = plan.kernels().program
-            resident = sum(program.buffers[s.buffer].bytes for s in program.steps if isinstance(s, Upload) and s.resident)
+            resident = sum(
+                program.buffers[s.buffer].bytes for s in program.steps if isinstance(s, Upload) and s.resident
+            )
             # Values share buffers by lifetime; parameters and constant leaves stay resident.
             assert program.device_bytes <= 4 * plan.peak + resident, (path.stem, plan.direction)
+
     # A long chain needs a few buffers, not one a node.
     def chain(tape):
         x = tape.input(np.ones(1000))
@@ -225,7 +242,9 @@ def test_running_again_uploads_only_what_changed():
     again = plan.run(parameters, feeds, backend="webgpu")
     feed_bytes = sum(np.asarray(v, dtype=np.int32).nbytes for v in feeds.values())
     assert runner.uploaded_bytes - before == feed_bytes
-    np.testing.assert_array_equal(again.of(loss).numpy(), plan.run(parameters, feeds, backend="webgpu").of(loss).numpy())
+    np.testing.assert_array_equal(
+        again.of(loss).numpy(), plan.run(parameters, feeds, backend="webgpu").of(loss).numpy()
+    )
 
 
 def test_a_gather_index_out_of_range_raises_as_numpy_does():
@@ -236,8 +255,9 @@ def test_a_gather_index_out_of_range_raises_as_numpy_does():
 
     network, (ids, y) = Tape.record(build, dtype="float32")
     plan = network.entry([y]).lower()
-    np.testing.assert_array_equal(plan.run(network.parameters(), {ids: [3, 1]}, backend="webgpu").of(y).numpy(),
-                                  [[12.0, 14.0], [4.0, 6.0]])
+    np.testing.assert_array_equal(
+        plan.run(network.parameters(), {ids: [3, 1]}, backend="webgpu").of(y).numpy(), [[12.0, 14.0], [4.0, 6.0]]
+    )
     for backend in ("numpy", "webgpu"):
         with pytest.raises(IndexError, match="out of range"):
             plan.run(network.parameters(), {ids: [1, 4]}, backend=backend)

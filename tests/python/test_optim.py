@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
-import topos
 import torch
+
+import topos
 from topos import Tape
 from topos.model import optim
 from topos.model.network import Gradients
@@ -266,3 +267,53 @@ def test_the_seed_problem_converges_with_momentum():
         run = network.forward(parameters, {x: sx, y: sy})
         parameters, state = opt.step(parameters, run.backward(loss).parameters(parameters), state)
     assert abs(parameters.of(w).scalar() - 2.0) < 1e-6
+
+
+@pytest.mark.parametrize("ours, theirs, kwargs", CONFIGS, ids=lambda c: getattr(c, "__name__", None))
+def test_a_donated_step_updates_in_place_to_the_same_bits(ours, theirs, kwargs):
+    network, _ = make_network("float32")
+    parameters = network.parameters()
+    sequence = gradient_sequence(network, parameters, "float32", skip={(3, 0), (4, 1)})
+    optimizer = ours(**kwargs)
+    kept, kept_state = parameters, optimizer.init(parameters)
+    donated, donated_state = parameters, optimizer.init(parameters)
+    for step, gradients in enumerate(sequence):
+        kept, kept_state = optimizer.step(kept, gradients, kept_state)
+        before = donated
+        donated, donated_state = optimizer.step(donated, gradients, donated_state, donate=True)
+        for index in kept.slots:
+            assert kept.slots[index].tobytes() == donated.slots[index].tobytes(), (step, index)
+        if step >= 6:  # every slot has taken the same steps again: the update runs in the state's memory
+            assert all(np.shares_memory(before.slots[i], donated.slots[i]) for i in donated.slots)
+    for index, slot in kept_state.slots.items():
+        for name, value in vars(slot).items():
+            assert np.array_equal(value, getattr(donated_state.slots[index], name)), (index, name)
+
+
+def test_a_donated_state_cannot_be_stepped_again_and_a_kept_one_can():
+    network, _ = make_network("float64")
+    parameters = network.parameters()
+    first, second = gradient_sequence(network, parameters, "float64")[:2]
+    optimizer = optim.Adam(lr=0.1)
+    state = optimizer.init(parameters)
+    after, after_state = optimizer.step(parameters, first, state)
+    again, _ = optimizer.step(parameters, first, state)  # a kept state steps as often as asked, alike
+    assert all(np.array_equal(after.slots[i], again.slots[i]) for i in after.slots)
+    optimizer.step(after, second, after_state, donate=True)
+    with pytest.raises(ValueError, match="donated"):
+        optimizer.step(after, second, after_state)
+    # The network's own payloads are never written, donated or not.
+    np.testing.assert_array_equal(network.parameters().slots[0], parameters.slots[0])
+
+
+def test_a_step_lays_the_parameters_of_one_dtype_in_one_flat_array():
+    network, _ = make_network("float32")
+    parameters = network.parameters()
+    optimizer = optim.AdamW(lr=0.1)
+    new, state = optimizer.step(
+        parameters, gradient_sequence(network, parameters, "float32")[0], optimizer.init(parameters)
+    )
+    bases = {id(array.base.base if array.base.base is not None else array.base) for array in new.slots.values()}
+    assert len(bases) == 1
+    slot = state.slots[0]
+    assert slot.step == 1 and not slot.exp_avg.flags.writeable and slot.exp_avg.shape == SHAPES["weight"]

@@ -10,6 +10,8 @@ magnitude of each result (see ``assert_outputs_agree``).
 
 import numpy as np
 import pytest
+
+import topos
 from topos import LoweringError, Tape, detach
 from topos.compiler import Primitive, primitives, register, unregister
 from topos.compiler.xla import execute_plan
@@ -162,6 +164,12 @@ def case_leaf(tape, rng):
     return tape.apply("Sum", [tape.apply("Mul", [large, large])], axes=(0, 1), keepdims=False), mixed
 
 
+def case_layer_norm_grad(tape, rng):
+    g, normed = (tape.parameter(uniform(rng, (2, 3, 4))) for _ in range(2))
+    scale = tape.parameter(uniform(rng, (2, 3, 1), 0.5, 2.0))
+    return tape.apply("LayerNormGrad", [g, normed, scale])
+
+
 def case_input(tape, rng):
     return tape.apply("Mul", [tape.input(uniform(rng, (3,))), tape.parameter(uniform(rng, (3,)))])
 
@@ -176,6 +184,10 @@ CASES = {
     "Sigmoid": [unary("Sigmoid", -6.0, 6.0)],
     "Relu": [unary("Relu")],
     "Gelu": [unary("Gelu", -3.0, 3.0)],
+    "GeluGrad": [binary("GeluGrad", -3.0, 3.0)],
+    "SoftmaxGrad": [binary("SoftmaxGrad")],
+    "LogSoftmaxGrad": [binary("LogSoftmaxGrad")],
+    "LayerNormGrad": [case_layer_norm_grad],
     "StopGradient": [unary("StopGradient")],
     "Add": [binary("Add")],
     "Sub": [binary("Sub")],
@@ -243,6 +255,28 @@ def test_primitive_forward_and_backward_agree_with_xla(name, position, dtype):
     forward, backward = check_against_xla(network, outputs + [loss], loss)
     assert any(forward.nodes[i].opcode == name for i in forward.schedule)
     # The graph gradients are the eager gradients, bit for bit (one reverse scan, two emitters).
+    parameters = network.parameters()
+    planned = backward.run(parameters)
+    field = network.forward(parameters).backward(loss)
+    for symbol in network.parameter_symbols():
+        assert np.asarray(planned.gradient(symbol)).tobytes() == np.asarray(field.of(symbol)).tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_composites_differentiated_in_closed_form_agree_with_xla_and_with_the_eager_scan(dtype):
+    def build(tape):
+        rng = np.random.default_rng(11)
+        x = tape.parameter(uniform(rng, (2, 3, 5), -3.0, 3.0))
+        w = tape.parameter(uniform(rng, (5,)))
+        normed = topos.layer_norm(x, w)
+        attended = topos.softmax(normed, axis=-1) * topos.gelu(normed)
+        loss = topos.cross_entropy(attended * 4.0, np.array([[0, 4, 2], [1, 1, 3]]))
+        return [attended, loss]
+
+    network, (attended, loss) = Tape.record(build, dtype=dtype)
+    forward, backward = check_against_xla(network, [attended, loss], loss)
+    opcodes = {backward.nodes[i].opcode for i in backward.schedule}
+    assert {"LayerNormGrad", "SoftmaxGrad", "LogSoftmaxGrad", "GeluGrad"} <= opcodes
     parameters = network.parameters()
     planned = backward.run(parameters)
     field = network.forward(parameters).backward(loss)

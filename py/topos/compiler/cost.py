@@ -3,7 +3,9 @@
 The model is deliberately simple and stated here so that its numbers can be read:
 
 - FLOPs: one per output element for elementwise arithmetic, comparisons and
-  selections (transcendentals count one too; ``Gelu`` counts its 9 steps);
+  selections (transcendentals count one too; ``Gelu`` counts its 9 steps,
+  ``GeluGrad`` its 15, the row derivatives ``SoftmaxGrad``, ``LogSoftmaxGrad``
+  and ``LayerNormGrad`` 4, 4 and 8 an element);
   ``2 m n k`` per batch for ``MatMul``; one per input element folded away for
   reductions (``in - out``); one per update for ``ScatterAdd``; none for sources
   and for ops that only move elements (reshape, broadcast, transpose, slice, pad,

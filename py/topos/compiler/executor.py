@@ -40,12 +40,17 @@ class PlanRun:
     ``of(symbol)`` reads a readable, ``gradient(symbol)`` the gradient of a node
     the entry asked about; ``backends`` maps each evaluated node's index to the
     backend that ran it; ``peak_elements`` and ``peak_node`` are the measured peak
-    of live elements and where it happened. Every value it hands back is read-only,
-    as ``Run.values()`` is: writing into one cannot change what the run returns next.
+    of live elements and where it happened; ``arena_bytes`` is the size of the
+    arena the numpy interpreter wrote its values into (``plan.arena``), None for
+    a run that allocated each value on its own (a plan's first run, or one
+    behind an accelerator). Every value it hands back is read-only, as
+    ``Run.values()`` is, and none lies in an arena: writing into one cannot
+    change what the run returns next, and no later run writes into it.
     """
 
-    def __init__(self, plan, values, backends, peak_elements, peak_node):
+    def __init__(self, plan, values, backends, peak_elements, peak_node, arena_bytes=None):
         self.plan = plan
+        self.arena_bytes = arena_bytes
         self._values = {index: _read_only(values[index]) for index in plan.outputs if index in values}
         self.backends = backends
         self.peak_elements = peak_elements

@@ -4,7 +4,9 @@
 ``reverse_scan`` that ``Run.backward`` runs (``topos.model.autodiff``), so each
 derivative rule appends the primitives it would otherwise evaluate: the summing
 of several readers' contributions becomes ``Add`` nodes, un-broadcasting becomes
-``Sum`` and ``Reshape`` nodes. Evaluated by the numpy interpreter, these nodes
+``Sum`` and ``Reshape`` nodes; a softmax, log-softmax or layer norm becomes one
+``SoftmaxGrad``, ``LogSoftmaxGrad`` or ``LayerNormGrad`` node (``topos.model.composites``),
+as in the eager scan. Evaluated by the numpy interpreter, these nodes
 perform the same numpy calls in the same order as the eager scan, so the two
 gradients agree to the last bit.
 """
@@ -12,6 +14,7 @@ gradients agree to the last bit.
 import numpy as np
 
 from ..model.autodiff import Emitter, needed_nodes, reverse_scan
+from ..model.composites import differentiated_composites
 from ..model.nodes import Node
 from ..model.tape import Tape
 
@@ -76,7 +79,8 @@ def append_backward(network, target, wrt):
     emitter = GraphEmitter(tape, source=target_node.source)
     seed = emitter.constant((), target_node.dtype, 1.0)
     needed = needed_nodes(forward, target, wrt)
-    cotangents = reverse_scan(forward, target, emitter, list(range(len(forward))), needed, seed)
+    composites = differentiated_composites(forward, keep=wrt)
+    cotangents = reverse_scan(forward, target, emitter, list(range(len(forward))), needed, seed, composites)
 
     gradients = []
     for index in wrt:

@@ -209,6 +209,7 @@ class Selector:
     MAX_RANK = MAX_RANK
     MAX_BATCH_RANK = MAX_BATCH_RANK
     LOOP_LIMIT = LOOP_LIMIT
+    LANES = LANES
 
     def __init__(self, plan):
         self.plan = plan
@@ -422,6 +423,14 @@ class Selector:
         out = self.output(node)
         a, b = (self.with_buffer(view, node) for view in (a, b))
         self.launch(build.matmul(a, b, out.buffer), node.index)
+        return out
+
+    def rows(self, kernel, entry, node, views):
+        """A row kernel (``kernels/<kernel>.wgsl``'s ``entry``, one workgroup a row of the last axis)
+        over the node's operands: the derivatives of softmax, log-softmax and layer norm."""
+        out = self.output(node)
+        views = [self.with_buffer(view, node) for view in views]
+        self.launch(build.rows(kernel, entry, views[0], out.buffer, others=views[1:]), node.index)
         return out
 
     def take(self, node, values, indices):

@@ -5,7 +5,11 @@ network's, then the backward nodes when the entry asked for gradients), the
 schedule (the evaluated nodes, in index order), and for each evaluated value
 its last reader. From those follow the live volume at each node, the peak and
 the retain-all volume, which ``describe()`` prints and which the interpreter
-(``plan.run``) reproduces by freeing each value after its last reader.
+(``plan.run``) reproduces by freeing each value after its last reader. From
+the same liveness follows the arena (``plan.arena``, ``topos.compiler.arena``):
+the byte offset of every value the interpreter computes, two values sharing
+bytes only when their lifetimes do not meet; ``describe(arena=True)`` shows
+it after the peak.
 
 The other readings of a plan live in their own modules and take the plan as
 data: ``stablehlo`` (``emit_stablehlo``), ``backends`` (``run``), ``cost``
@@ -26,7 +30,9 @@ class Plan:
     node index)`` pairs, in the order asked); ``target`` (the backward target's
     index, or None); ``last_reader`` (index -> the last scheduled node reading it,
     None for a kept value); ``live`` (index -> live elements at that node);
-    ``peak``, ``peak_node`` and ``retain_all``.
+    ``peak``, ``peak_node`` and ``retain_all``; ``arena``, where the interpreter
+    puts each value (planned on first use). What it caches (costs, the arena, its
+    prepared form) never changes a reading or a result.
     """
 
     def __init__(self, network, nodes, forward_count, schedule, readables, gradients, target):
@@ -40,6 +46,10 @@ class Plan:
         self.outputs = self.readables + tuple(g for _, g in self.gradients)
         self._liveness()
         self._costs = None
+        self._arena = None
+        self._prepared = None
+        #: how many times the numpy interpreter has run this plan (it prepares it for the second run)
+        self.numpy_runs = 0
 
     # Liveness -------------------------------------------------------------------
     def _liveness(self):
@@ -90,15 +100,16 @@ class Plan:
         reader = self.last_reader[index]
         return "kept" if reader is None else f"freed after {reader}"
 
-    def describe(self, costs=False):
+    def describe(self, costs=False, arena=False):
         """One row a scheduled node, then the summary and the live volume (see API.md).
 
-        ``costs=True`` adds each node's FLOPs and bytes moved to its row and a total line.
+        ``costs=True`` adds each node's FLOPs and bytes moved to its row and a total line;
+        ``arena=True`` adds the arena's line after the live volume (``Arena.describe``).
         """
-        return "\n".join(line for line, _ in self.describe_rows(costs))
+        return "\n".join(line for line, _ in self.describe_rows(costs, arena))
 
-    def describe_rows(self, costs=False):
-        """The lines of ``describe(costs)``, each with the nodes it is about:
+    def describe_rows(self, costs=False, arena=False):
+        """The lines of ``describe(costs, arena)``, each with the nodes it is about:
         ``(line, (index,))`` for a node's row, ``(line, ())`` for the summary lines."""
         table = self.costs() if costs else None
         rows = []
@@ -114,6 +125,8 @@ class Plan:
         live = f"live volume: peak {peak} at node {self.peak_node}, retain-all {self.retain_all}"
         rows.append((self.summary(), ()))
         rows.append((live, ()))
+        if arena:
+            rows.append((self.arena.describe(), ()))
         if table is not None:
             rows.append((table.total_text(), ()))
         return rows
@@ -139,6 +152,32 @@ class Plan:
 
             self._costs = plan_costs(self)
         return self._costs
+
+    @property
+    def arena(self):
+        """Where the numpy interpreter keeps each value it computes: an ``Arena``
+        (``topos.compiler.arena``), planned on first use; ``plan.arena.describe()`` reads it."""
+        if self._arena is None:
+            from .arena import Arena
+
+            self._arena = Arena(self)
+        return self._arena
+
+    def prepared(self):
+        """The plan's ``PreparedPlan`` (``topos.compiler.program``): its calls bound once, its arena reused."""
+        if self._prepared is None:
+            from .program import PreparedPlan
+
+            self._prepared = PreparedPlan(self)
+        return self._prepared
+
+    def prepare(self, keep_inside=False, after_forward=False):
+        """A new ``PreparedPlan`` with options: ``keep_inside`` places the kept values in the arena
+        (the run then holds it); ``after_forward`` evaluates only the backward nodes, reading
+        the forward values from the run it is given (what ``Run.backward`` does)."""
+        from .program import PreparedPlan
+
+        return PreparedPlan(self, keep_inside=keep_inside, bound=self.forward_count if after_forward else 0)
 
     def emit_stablehlo(self):
         """The plan as StableHLO MLIR text; results are the readables, then the gradients."""

@@ -8,7 +8,7 @@ context owns naming and types; the op owns what to say:
   its result type (``tensor<2x3xf64>``), ``ctx.tensor_type(shape, dtype)`` any type;
 - ``ctx.emit(text)`` writes ``%name = text`` and returns the new name; helpers write
   common forms (``elementwise``, ``splat``, ``compare``, ``convert``, ``select``,
-  ``broadcast_in_dim``, ``reshape``, ``reduce``, ``comparison``);
+  ``broadcast_in_dim``, ``reshape``, ``reduce``, ``reduce_value``, ``comparison``);
 - the method returns the name that holds the node's value; the context renames the
   node's last line to ``%v{index}``. Sources return ``ctx.argument(node)`` (``%argN``)
   or ``ctx.constant(node)``.
@@ -211,19 +211,23 @@ class Lowering:
         """A reduction node (``axes``, ``keepdims`` attributes) with ``op`` from ``init``."""
         source = self.operand_node(node, 0)
         axes = node.attrs["axes"]
-        dtype = node.dtype
+        result = self.reduce_value(self.operands(node)[0], source.shape, node.dtype, axes, op, init)
+        reduced = tuple(extent for axis, extent in enumerate(source.shape) if axis not in axes)
+        if reduced != node.shape:
+            result = self.reshape(result, reduced, node.shape, node.dtype)
+        return result
+
+    def reduce_value(self, value, shape, dtype, axes, op, init):
+        """``value`` (of ``shape``) folded over ``axes`` with ``op`` from ``init``; those axes are dropped."""
         scalar = tensor_type((), dtype)
         init_name = self.splat(init, (), dtype)
-        reduced = tuple(extent for axis, extent in enumerate(source.shape) if axis not in axes)
-        result = self.emit(
-            f'"stablehlo.reduce"({self.operands(node)[0]}, {init_name}) ({{\n'
+        reduced = tuple(extent for axis, extent in enumerate(shape) if axis not in axes)
+        return self.emit(
+            f'"stablehlo.reduce"({value}, {init_name}) ({{\n'
             f"{self.region(op, scalar)}\n"
             f"    }}) {{dimensions = {i64_array(axes)}}} : "
-            f"({tensor_type(source.shape, dtype)}, {scalar}) -> {tensor_type(reduced, dtype)}"
+            f"({tensor_type(shape, dtype)}, {scalar}) -> {tensor_type(reduced, dtype)}"
         )
-        if reduced != node.shape:
-            result = self.reshape(result, reduced, node.shape, dtype)
-        return result
 
     # The pass ----------------------------------------------------------------------------
     def lower(self, node):

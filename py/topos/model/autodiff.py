@@ -180,13 +180,16 @@ def needed_nodes(nodes, target, wrt):
     return bytearray(a & b for a, b in zip(up, down))
 
 
-def reverse_scan(nodes, target, emitter, handles, needed, seed):
+def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None):
     """The engine's reverse scan as a loop, from ``target`` back to node 0.
 
     ``handles[i]`` is node i's forward value in the emitter's terms, ``needed``
     marks the nodes whose cotangents are wanted, and ``seed`` is the target's
     cotangent. Contributions of a value read several times are summed with
-    ``Add``. Returns a dict from node index to cotangent handle.
+    ``Add``. ``composites`` maps the root of a softmax, log-softmax or layer norm
+    (``topos.model.composites``) to its group, whose closed-form rule then gives
+    the cotangent of the group's source at once: the nodes inside get none.
+    Returns a dict from node index to cotangent handle.
     """
     cotangents = {target: seed}
     for index in range(target, -1, -1):
@@ -195,6 +198,14 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed):
             continue
         node = nodes[index]
         if not node.operands:
+            continue
+        group = composites.get(index) if composites else None
+        if group is not None and needed[group.source]:
+            emitter.at(node)
+            emitter.wanted = None
+            source, grad = group.vjp(emitter, g, handles)
+            previous = cotangents.get(source)
+            cotangents[source] = grad if previous is None else emitter.add(previous, grad)
             continue
         primitive = lookup(node.opcode)
         if not primitive.differentiable:

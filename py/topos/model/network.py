@@ -1,8 +1,10 @@
 """The sealed network and what running it hands back.
 
-``Network`` is immutable and holds no run state, so any number of threads may
-``forward`` one network at once. ``Parameters``, ``Run``, ``Field`` and
-``Gradients`` are values: nothing here mutates after construction.
+``Network`` is immutable, so any number of threads may ``forward`` one network
+at once. What it caches (backward masks, and from a second run on the prepared
+plans of its forward and backward, ``topos.compiler.program``) never changes a
+result; runs at once take an arena each. ``Parameters``, ``Run``, ``Field`` and
+``Gradients`` are values: nothing the caller can read changes after construction.
 
 This module builds on the tape (``reopen``, ``load``) and the checkpoint formats
 (``save``, ``load``, ``load_parameters``); the tape's ``seal`` makes a ``Network``
@@ -12,6 +14,7 @@ through ``register_network_class``. The compiler builds on this module, so the
 """
 
 import numbers
+import weakref
 from collections.abc import Mapping
 
 import numpy as np
@@ -23,6 +26,7 @@ from ..tensor import Tensor, freeze, frozen, immutable, int32_problem, numeric_a
 from ..text import format_shape
 from .autodiff import EagerEmitter, ancestors, check_backward, needed_nodes, reverse_scan
 from .checkpoint import read_network, read_parameters, save_network, save_parameters
+from .composites import inner_nodes, network_composites
 from .nodes import Symbol, describe_node, describe_node_rows, describe_nodes, source_value
 from .tape import Tape, register_network_class
 from .value import Value
@@ -61,6 +65,8 @@ class Network:
         self._input_indices = tuple(n.index for n in self._nodes if n.opcode == "Input")
         # Backward masks by target: the network never changes, so each is worked out once.
         self._needed_by_target = {}
+        # Prepared plans of the forward and of each backward target: a run count until the second run.
+        self._prepared = {}
 
     # Reading -------------------------------------------------------------
     def nodes(self):
@@ -160,11 +166,47 @@ class Network:
         return parameters
 
     def forward(self, parameters, feeds=None):
-        """Evaluate every node; ``feeds`` overlays the inputs' defaults for this run."""
+        """Evaluate every node; ``feeds`` overlays the inputs' defaults for this run.
+
+        From a network's second forward on, the run goes through a prepared plan of
+        every node (``topos.compiler.program``): the values are written into an arena
+        that the ``Run`` holds and hands back, for a later run, once it is gone.
+        """
         self.check_parameters(parameters)
         feeds = self.check_feeds(feeds)
-        values = evaluate(self._nodes, parameters.slots, feeds)
-        return Run(self, parameters, values)
+        prepared = self._prepared_plan("forward")
+        if prepared is None:
+            return Run(self, parameters, evaluate(self._nodes, parameters.slots, feeds))
+        values, workspace, _, _ = prepared.run(parameters.slots, feeds, hold=True)
+        return Run(self, parameters, values, prepared, workspace)
+
+    def _prepared_plan(self, key):
+        """The prepared plan for ``key`` (``"forward"``, or a backward target's index), from its second use on.
+
+        The first use only counts, so that a network run once pays no lowering.
+        Returns None where the plain interpreter runs: the first time, and for a
+        backward with respect to nothing (a network without float parameters or inputs).
+        """
+        state = self._prepared.get(key)
+        if state is None:
+            self._prepared[key] = "used once"
+            return None
+        if state == "used once":
+            state = self._prepare(key) or "plain"
+            self._prepared[key] = state
+        return None if state == "plain" else state
+
+    def _prepare(self, key):
+        if not self._nodes:
+            return None
+        if key == "forward":
+            every = [self.symbol(i) for i in range(len(self._nodes))]
+            return self.entry(every).lower().prepare(keep_inside=True)
+        variables = self._parameter_indices + self._input_indices
+        wrt = [self.symbol(i) for i in variables if self._nodes[i].dtype in FLOAT_DTYPES]
+        if not wrt:
+            return None
+        return self.entry([]).backward(self.symbol(key), wrt).lower().prepare(after_forward=True)
 
     def reopen(self):
         """A new open tape holding this network's nodes; old symbols still name them."""
@@ -405,23 +447,41 @@ class Gradients(SlotTable):
 
 
 class Run:
-    """The values of one forward evaluation."""
+    """The values of one forward evaluation.
 
-    def __init__(self, network, parameters, values):
+    A run made by a prepared plan (a network's second forward and later) keeps
+    its values in that plan's arena and holds the arena until the run is gone;
+    then the next forward may reuse it. So that nothing the caller holds can
+    change when that happens, ``of`` and ``values`` hand out copies of the
+    values that lie in the arena.
+    """
+
+    def __init__(self, network, parameters, values, prepared=None, workspace=None):
         self.network = network
         self.parameters = parameters
         self._values = values
+        self._in_arena = None
+        if prepared is not None:
+            self._in_arena = prepared.in_arena
+            weakref.finalize(self, prepared.release, workspace)
+
+    def _readable(self, index):
+        """Node ``index``'s value as the caller may hold it: read-only, and never in the arena."""
+        value = self._values[index]
+        if self._in_arena is not None and self._in_arena[index]:
+            return freeze(np.array(value))
+        return value
 
     def of(self, symbol):
         """The value of the node that ``symbol`` names in this run, as a ``Tensor``.
 
         Raises ``FeedError`` for a symbol of another network.
         """
-        return Tensor(self._values[self.network.index_of(symbol)])
+        return Tensor(self._readable(self.network.index_of(symbol)))
 
     def values(self):
         """Every node's value, by index (read-only arrays)."""
-        return list(self._values)
+        return [self._readable(index) for index in range(len(self._values))]
 
     def backward(self, target):
         """The reverse scan from a rank-0 ``target``; returns a ``Field`` (a gradient per node)."""
@@ -433,28 +493,53 @@ class Run:
 class Field:
     """One gradient per node of d target / d node, read through symbols.
 
-    The scan first forms the cotangents of the nodes that depend on a parameter
-    or an input; a node that depends on constants alone (a leaf, say) gets its
-    gradient on the first request, from a second scan over every ancestor.
+    From a network's second backward from a target on, the gradients of the
+    parameters and float inputs come from a prepared plan of the backward nodes
+    (``topos.compiler.program``), which reads the run's forward values and
+    writes each gradient into a buffer of its own. The graph's rules are the
+    eager scan's, applied in the same order, so both give the same gradients to
+    the last bit. Any other node's gradient (and every gradient of the first
+    backward) comes from the eager scan: it first forms the cotangents of the
+    nodes that depend on a parameter or an input; a node that depends on
+    constants alone (a leaf, say) gets its gradient on the first request, from
+    a second scan over every ancestor.
     """
 
     def __init__(self, run, target):
         self.run = run
         self.target = target
         self._needed = run.network._needed_for(target)
-        self._cotangents = self._scan(self._needed)
+        self._cotangents = None
         self._complete = False
+        self._gradients = {}
+        prepared = run.network._prepared_plan(target)
+        if prepared is None:
+            self._cotangents = self._scan(self._needed, network_composites(run.network))
+        else:
+            values, _, _, _ = prepared.run({}, {}, bound_values=run._values)
+            self._gradients = {wrt: values[gradient] for wrt, gradient in prepared.plan.gradients}
 
-    def _scan(self, needed):
+    def _scan(self, needed, composites=None):
         nodes = self.run.network.nodes()
         values = self.run._values
         seed = np.ones((), dtype=nodes[self.target].dtype)
         with np.errstate(all="ignore"):
-            return reverse_scan(nodes, self.target, EagerEmitter(), values, needed, seed)
+            return reverse_scan(nodes, self.target, EagerEmitter(), values, needed, seed, composites)
 
     def _array(self, index):
+        gradient = self._gradients.get(index)
+        if gradient is not None:
+            return gradient
         node = self.run.network.nodes()[index]
-        if index not in self._cotangents and not self._complete and not self._needed[index]:
+        if self._cotangents is None:
+            self._cotangents = self._scan(self._needed, network_composites(self.run.network))
+        # The first scan differentiates a softmax or a layer norm as one (topos.model.composites) and forms
+        # no cotangent inside it; the second, over every ancestor, applies every primitive's own rule.
+        if (
+            index not in self._cotangents
+            and not self._complete
+            and (not self._needed[index] or index in inner_nodes(network_composites(self.run.network)))
+        ):
             up = ancestors(self.run.network.nodes(), self.target)
             if up[index]:
                 self._cotangents = self._scan(up)

@@ -44,6 +44,9 @@ class Comparison(Binary):
         a, b = inputs
         return type(self).numpy_function(a, b).astype(a.dtype)
 
+    def forward_into(self, inputs, attrs, out):
+        return type(self).numpy_function(inputs[0], inputs[1], out=out)
+
     def stablehlo(self, ctx, node):
         return ctx.comparison(self.hlo_direction, node)
 
@@ -58,6 +61,9 @@ class Neg(Unary):
 
     def forward(self, inputs, attrs):
         return np.negative(inputs[0])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.negative(inputs[0], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         return [e.neg(g)]
@@ -74,6 +80,9 @@ class Exp(Unary):
     def forward(self, inputs, attrs):
         return np.exp(inputs[0])
 
+    def forward_into(self, inputs, attrs, out):
+        return np.exp(inputs[0], out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         return [e.mul(g, out)]
 
@@ -89,6 +98,9 @@ class Log(Unary):
     def forward(self, inputs, attrs):
         return np.log(inputs[0])
 
+    def forward_into(self, inputs, attrs, out):
+        return np.log(inputs[0], out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         return [e.div(g, operands[0])]
 
@@ -103,6 +115,9 @@ class Sqrt(Unary):
 
     def forward(self, inputs, attrs):
         return np.sqrt(inputs[0])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.sqrt(inputs[0], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         # d sqrt(x) = 1 / (2 sqrt(x))
@@ -121,6 +136,11 @@ class Rsqrt(Unary):
         x = inputs[0]
         return (np.ones((), dtype=x.dtype) / np.sqrt(x)).astype(x.dtype, copy=False)
 
+    def forward_into(self, inputs, attrs, out):
+        x = inputs[0]
+        np.sqrt(x, out=out)
+        return np.divide(np.ones((), dtype=x.dtype), out, out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         # d x^(-1/2) = -1/2 x^(-3/2) = -1/2 out^3
         cube = e.mul(e.mul(out, out), out)
@@ -137,6 +157,9 @@ class Tanh(Unary):
 
     def forward(self, inputs, attrs):
         return np.tanh(inputs[0])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.tanh(inputs[0], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         return [e.mul(g, e.sub(e.like(out, 1.0), e.mul(out, out)))]
@@ -174,6 +197,10 @@ class Relu(Unary):
         x = inputs[0]
         return np.maximum(x, np.zeros((), dtype=x.dtype))
 
+    def forward_into(self, inputs, attrs, out):
+        x = inputs[0]
+        return np.maximum(x, np.zeros((), dtype=x.dtype), out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         # The derivative at 0 is taken as 0, as PyTorch does.
         x = operands[0]
@@ -197,25 +224,29 @@ class Gelu(Unary):
     element_flops = 9  # half * x * (1 + tanh(c * (x + k * x * x * x))): nine operations an element
 
     def forward(self, inputs, attrs):
+        return self.forward_into(inputs, attrs, np.empty(inputs[0].shape, inputs[0].dtype))
+
+    def forward_into(self, inputs, attrs, out):
+        # half * x * (one + tanh(c * (x + k * x * x * x))), each step in the same order as that
+        # expression, written into one scratch array and ``out``: the same bits, no array a step.
         x = inputs[0]
         c = x.dtype.type(GELU_C)
         k = x.dtype.type(GELU_K)
         half = x.dtype.type(0.5)
         one = x.dtype.type(1.0)
-        return half * x * (one + np.tanh(c * (x + k * x * x * x)))
+        inner = np.multiply(k, x, out=np.empty(x.shape, x.dtype))  # an array even for rank 0
+        inner *= x
+        inner *= x
+        np.add(x, inner, out=inner)
+        np.multiply(c, inner, out=inner)
+        np.tanh(inner, out=inner)
+        np.add(one, inner, out=inner)
+        np.multiply(half, x, out=out)
+        out *= inner
+        return out
 
     def vjp(self, e, g, operands, out, attrs):
-        # d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2), t = tanh(c (x + k x^3))
-        x = operands[0]
-        x2 = e.mul(x, x)
-        inner = e.mul(e.like(x, GELU_C), e.add(x, e.mul(e.like(x, GELU_K), e.mul(x2, x))))
-        t = e.tanh(inner)
-        one = e.like(x, 1.0)
-        half = e.like(x, 0.5)
-        left = e.mul(half, e.add(one, t))
-        slope = e.mul(e.like(x, GELU_C), e.add(one, e.mul(e.like(x, 3.0 * GELU_K), x2)))
-        right = e.mul(e.mul(half, x), e.mul(e.sub(one, e.mul(t, t)), slope))
-        return [e.mul(g, e.add(left, right))]
+        return [e.apply("GeluGrad", [g, operands[0]])]
 
     def stablehlo(self, ctx, node):
         # The same order of operations as forward: half * x * (one + tanh(c * (x + k * x * x * x))).
@@ -237,12 +268,92 @@ class Gelu(Unary):
 
 
 @register
+class GeluGrad(Primitive):
+    """Gelu's derivative rule in closed form: ``GeluGrad(g, x)`` is ``g * gelu'(x)``, in one node.
+
+    gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3k x^2) with t = tanh(c (x + k x^3)),
+    which is 0.5 (1 + t) (1 + x (1 - t) (c + 3ck x^2)): the numpy forward computes that in
+    place: fifteen passes over its result and two scratch arrays, where the eighteen steps of
+    the rule written in primitives each made an array.
+    """
+
+    name = "GeluGrad"
+    arity = 2
+    kernel = "elementwise"
+    wgsl = "x * gelu_slope(y)"
+    element_flops = 15  # the fifteen steps of the forward below
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        return same_shape(self, metas)
+
+    def forward(self, inputs, attrs):
+        return self.forward_into(inputs, attrs, np.empty(inputs[1].shape, inputs[1].dtype))
+
+    def forward_into(self, inputs, attrs, out):
+        g, x = inputs
+        number = x.dtype.type
+        x2 = np.multiply(x, x, out=out)
+        t = np.multiply(x2, number(GELU_C * GELU_K), out=np.empty(x.shape, x.dtype))
+        t += number(GELU_C)
+        t *= x
+        np.tanh(t, out=t)  # t = tanh(c (x + k x^3))
+        slope = np.multiply(x2, number(3.0 * GELU_C * GELU_K), out=out)
+        slope += number(GELU_C)
+        slope *= x  # x (c + 3ck x^2)
+        slope *= np.subtract(number(1.0), t)
+        slope += number(1.0)
+        t += number(1.0)
+        slope *= t
+        slope *= g
+        slope *= number(0.5)
+        return slope
+
+    def vjp(self, e, g, operands, out, attrs):
+        # d/dg = gelu'(x); d/dx = g gelu''(x), with gelu''(x) = (1 - t^2) (u' - x t u'^2 + 3ck x^2),
+        # u' = c (1 + 3k x^2) the inner argument's slope.
+        cotangent, x = operands
+        grad_g = e.apply("GeluGrad", [g, x]) if e.wants(0) else None
+        if not e.wants(1):
+            return [grad_g, None]
+        x2 = e.mul(x, x)
+        t = e.tanh(e.mul(e.like(x, GELU_C), e.add(x, e.mul(e.like(x, GELU_K), e.mul(x2, x)))))
+        slope = e.mul(e.like(x, GELU_C), e.add(e.like(x, 1.0), e.mul(e.like(x, 3.0 * GELU_K), x2)))
+        bend = e.sub(slope, e.mul(e.mul(x, t), e.mul(slope, slope)))
+        bend = e.add(bend, e.mul(e.like(x, 3.0 * GELU_C * GELU_K), x2))
+        curvature = e.mul(e.sub(e.like(x, 1.0), e.mul(t, t)), bend)
+        return [grad_g, e.mul(e.mul(g, cotangent), curvature)]
+
+    def stablehlo(self, ctx, node):
+        # The forward's steps in its order: 0.5 (1 + t) (1 + x (1 - t) (c + 3ck x^2)) g.
+        g, x = ctx.operands(node)
+        shape, dtype = node.shape, node.dtype
+
+        def const(value):
+            return ctx.splat(value, shape, dtype)
+
+        def apply(op, a, b=None):
+            return ctx.elementwise(op, node, [a] if b is None else [a, b])
+
+        x2 = apply("stablehlo.multiply", x, x)
+        inner = apply("stablehlo.add", apply("stablehlo.multiply", x2, const(GELU_C * GELU_K)), const(GELU_C))
+        t = apply("stablehlo.tanh", apply("stablehlo.multiply", inner, x))
+        slope = apply("stablehlo.add", apply("stablehlo.multiply", x2, const(3.0 * GELU_C * GELU_K)), const(GELU_C))
+        slope = apply("stablehlo.multiply", slope, x)
+        slope = apply("stablehlo.multiply", slope, apply("stablehlo.subtract", const(1.0), t))
+        slope = apply("stablehlo.add", slope, const(1.0))
+        slope = apply("stablehlo.multiply", slope, apply("stablehlo.add", t, const(1.0)))
+        return apply("stablehlo.multiply", apply("stablehlo.multiply", slope, g), const(0.5))
+
+
+@register
 class StopGradient(Unary):
     """The identity whose derivative is zero (used by softmax's max shift)."""
 
     name = "StopGradient"
     wgsl = "x"
     differentiable = False
+    returns_view = True  # its forward hands back the operand itself
 
     def forward(self, inputs, attrs):
         return inputs[0]
@@ -270,6 +381,9 @@ class Add(Binary):
     def forward(self, inputs, attrs):
         return np.add(inputs[0], inputs[1])
 
+    def forward_into(self, inputs, attrs, out):
+        return np.add(inputs[0], inputs[1], out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         return [g, g]
 
@@ -285,6 +399,9 @@ class Sub(Binary):
     def forward(self, inputs, attrs):
         return np.subtract(inputs[0], inputs[1])
 
+    def forward_into(self, inputs, attrs, out):
+        return np.subtract(inputs[0], inputs[1], out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         return [g, e.neg(g) if e.wants(1) else None]
 
@@ -299,6 +416,9 @@ class Mul(Binary):
 
     def forward(self, inputs, attrs):
         return np.multiply(inputs[0], inputs[1])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.multiply(inputs[0], inputs[1], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
@@ -316,6 +436,9 @@ class Div(Binary):
 
     def forward(self, inputs, attrs):
         return np.divide(inputs[0], inputs[1])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.divide(inputs[0], inputs[1], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
@@ -335,6 +458,9 @@ class Pow(Binary):
 
     def forward(self, inputs, attrs):
         return np.power(inputs[0], inputs[1])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.power(inputs[0], inputs[1], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
@@ -364,6 +490,9 @@ class Maximum(Binary):
     def forward(self, inputs, attrs):
         return np.maximum(inputs[0], inputs[1])
 
+    def forward_into(self, inputs, attrs, out):
+        return np.maximum(inputs[0], inputs[1], out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         return _select_grads(e, g, e.greater(operands[0], operands[1]), operands)
 
@@ -378,6 +507,9 @@ class Minimum(Binary):
 
     def forward(self, inputs, attrs):
         return np.minimum(inputs[0], inputs[1])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.minimum(inputs[0], inputs[1], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         return _select_grads(e, g, e.less(operands[0], operands[1]), operands)
@@ -461,6 +593,12 @@ class Where(Primitive):
     def forward(self, inputs, attrs):
         c, a, b = inputs
         return np.where(c != 0, a, b)
+
+    def forward_into(self, inputs, attrs, out):
+        c, a, b = inputs
+        np.copyto(out, b)
+        np.copyto(out, a, where=c != 0)
+        return out
 
     def vjp(self, e, g, operands, out, attrs):
         c = operands[0]

@@ -75,6 +75,12 @@ class Take(Primitive):
         check_indices(self, indices, [values.shape, indices.shape], attrs)
         return np.take(values, indices, axis=attrs["axis"])
 
+    def forward_into(self, inputs, attrs, out):
+        values, indices = inputs
+        check_indices(self, indices, [values.shape, indices.shape], attrs)
+        # The indices are checked: "clip" changes none of them, and unlike "raise" it writes out= unbuffered.
+        return np.take(values, indices, axis=attrs["axis"], out=out, mode="clip")
+
     def vjp(self, e, g, operands, out, attrs):
         values, indices = operands
         extent = e.shape(values)[attrs["axis"]]
@@ -136,16 +142,20 @@ class ScatterAdd(Primitive):
 
     def forward(self, inputs, attrs):
         updates, indices = inputs
+        axis = attrs["axis"]
+        shape = updates.shape[:axis] + (attrs["extent"],) + updates.shape[axis + indices.ndim :]
+        return self.forward_into(inputs, attrs, np.zeros(shape, dtype=updates.dtype))
+
+    def forward_into(self, inputs, attrs, out):
+        updates, indices = inputs
         check_indices(self, indices, [updates.shape, indices.shape], attrs)
         axis = attrs["axis"]
-        index_rank = indices.ndim
-        shape = updates.shape[:axis] + (attrs["extent"],) + updates.shape[axis + index_rank :]
-        result = np.zeros(shape, dtype=updates.dtype)
+        out[...] = 0
         # Move the scattered axis first so that np.add.at sums repeated indices.
-        moved = np.moveaxis(result, axis, 0)
-        flat_updates = updates.reshape(updates.shape[:axis] + (-1,) + updates.shape[axis + index_rank :])
+        moved = np.moveaxis(out, axis, 0)
+        flat_updates = updates.reshape(updates.shape[:axis] + (-1,) + updates.shape[axis + indices.ndim :])
         np.add.at(moved, indices.reshape(-1), np.moveaxis(flat_updates, axis, 0))
-        return result
+        return out
 
     def vjp(self, e, g, operands, out, attrs):
         return [e.apply("Take", [g, operands[1]], axis=attrs["axis"]), None]

@@ -40,6 +40,9 @@ class MatMul(Primitive):
     def forward(self, inputs, attrs):
         return np.matmul(inputs[0], inputs[1])
 
+    def forward_into(self, inputs, attrs, out):
+        return np.matmul(inputs[0], inputs[1], out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
         grad_a = e.matmul(g, swap_last(e, b)) if e.wants(0) else None

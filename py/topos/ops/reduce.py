@@ -49,6 +49,10 @@ class Sum(Reduction):
         # np.add.reduce is what np.sum calls for an array, without np.sum's Python wrapper (a hot path).
         return np.add.reduce(x, axis=attrs["axes"], dtype=x.dtype, keepdims=attrs["keepdims"])
 
+    def forward_into(self, inputs, attrs, out):
+        x = inputs[0]
+        return np.add.reduce(x, axis=attrs["axes"], dtype=x.dtype, keepdims=attrs["keepdims"], out=out)
+
     def vjp(self, e, g, operands, out, attrs):
         return [expand_reduced(e, g, e.shape(operands[0]), attrs)]
 

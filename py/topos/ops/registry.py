@@ -4,7 +4,9 @@ A primitive declares, in one class body:
 
 - ``infer(metas, attrs)``: the output ``Meta`` (shape, dtype) from the operands'
   metas, raising ``ShapeError`` when they cannot meet;
-- ``forward(inputs, attrs)``: the numpy evaluation;
+- ``forward(inputs, attrs)``: the numpy evaluation, and ``forward_into(inputs,
+  attrs, out)`` the same written into a given array (by default a copy of
+  ``forward``'s; ``returns_view`` marks an op whose forward is a view);
 - ``vjp(e, g, operands, out, attrs)``: the derivative rule, written with the
   emitter ``e`` (see ``topos.model.autodiff``) so the same rule both computes
   gradients eagerly and writes the backward as graph nodes; it returns one
@@ -75,6 +77,10 @@ class Primitive:
     wgsl = None
     #: FLOPs one result element costs in the default cost model (``cost``): 0 for an op that only moves elements
     element_flops = 1
+    #: True where the numpy forward returns a view of operand 0 rather than a new array (reshape,
+    #: transpose, slice): the interpreter's arena (``topos.compiler.arena``) gives its value no memory
+    #: of its own and keeps the operand's memory as long as the view is read
+    returns_view = False
 
     def infer(self, metas, attrs):
         """The shape rule: the output's ``Meta`` (shape, dtype) from the operands' metas.
@@ -107,6 +113,23 @@ class Primitive:
         array, which the forward must broadcast as numpy does.
         """
         raise MissingRuleError(f"{self.name} has no numpy forward")
+
+    def forward_into(self, inputs, attrs, out):
+        """The numpy evaluation written into ``out``, which it returns: what the interpreter runs.
+
+        ``out`` is a writable array of the shape and dtype ``infer`` gave, a slot of
+        the plan's arena (``topos.compiler.arena``) that no input overlaps; the
+        interpreter reuses it from run to run. This base copies ``forward``'s value in;
+        an op whose numpy call takes ``out=`` writes there directly and spares an
+        allocation and a copy. The result must equal ``forward``'s to the last bit.
+
+        ```python
+        def forward_into(self, inputs, attrs, out):  # Exp
+            return np.exp(inputs[0], out=out)
+        ```
+        """
+        out[...] = self.forward(inputs, attrs)
+        return out
 
     def vjp(self, e, g, operands, out, attrs):
         """The derivative rule: a list of one cotangent (or ``None``) per operand, given ``g``.
@@ -164,6 +187,7 @@ class Primitive:
         ``.reshape`` re-view without moving an element. ``k`` is the kernel selector
         (``topos.compiler.kernels.Selector``): ``k.elementwise(expression, node,
         views)``, ``k.reduce(fold, node, view)``, ``k.matmul(node, a, b)``,
+        ``k.rows(kernel, entry, node, views)`` (a row kernel over the last axis),
         ``k.take(node, values, indices)`` and ``k.one_hot(node, indices)`` launch a
         kernel family into a new buffer and return its view; ``k.output(node)``
         allocates one, which ``k.fill(view, value, node)`` and ``k.place(view,
@@ -187,7 +211,7 @@ class Primitive:
 
         Asked after the reasons every op shares (float64, int32 results, empty or
         oversized values, too many axes); ``k.operand_node(node, i)`` is an operand's
-        node and ``k.LOOP_LIMIT``, ``k.MAX_BATCH_RANK`` the kernels' limits.
+        node and ``k.LOOP_LIMIT``, ``k.MAX_BATCH_RANK``, ``k.LANES`` the kernels' limits.
         """
         return None
 

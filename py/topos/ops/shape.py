@@ -51,6 +51,7 @@ class Reshape(Primitive):
     name = "Reshape"
     arity = 1
     kernel = "copy"
+    returns_view = True  # numpy copies instead where the operand's strides cannot be reshaped
 
     def normalize(self, metas, attrs):
         return {"shape": reshape_target(attrs.get("shape"), metas[0].shape)}
@@ -87,6 +88,7 @@ class Broadcast(Primitive):
     arity = 1
     kernel = "copy"
     element_flops = 0
+    returns_view = True
 
     def normalize(self, metas, attrs):
         return {"shape": integer_tuple_attr(self, metas, attrs.get("shape"), "the target shape")}
@@ -135,6 +137,7 @@ class Transpose(Primitive):
     arity = 1
     kernel = "copy"
     element_flops = 0
+    returns_view = True
 
     def normalize(self, metas, attrs):
         rank = metas[0].rank
@@ -181,6 +184,7 @@ class Slice(Primitive):
     arity = 1
     kernel = "copy"
     element_flops = 0
+    returns_view = True
 
     def normalize(self, metas, attrs):
         return {key: integer_tuple_attr(self, metas, attrs.get(key), key) for key in ("start", "stop", "step")}
@@ -250,13 +254,17 @@ class Pad(Primitive):
     def forward(self, inputs, attrs):
         x = inputs[0]
         out_shape = self.infer([Meta(x.shape, x.dtype.name)], attrs).shape
-        result = np.zeros(out_shape, dtype=x.dtype)
+        return self.forward_into(inputs, attrs, np.empty(out_shape, dtype=x.dtype))
+
+    def forward_into(self, inputs, attrs, out):
+        x = inputs[0]
+        out[...] = 0
         index = tuple(
             slice(lo, lo + (extent - 1) * (inner + 1) + 1, inner + 1)
             for extent, lo, inner in zip(x.shape, attrs["low"], attrs["interior"])
         )
-        result[index] = x
-        return result
+        out[index] = x
+        return out
 
     def vjp(self, e, g, operands, out, attrs):
         shape = e.shape(operands[0])
@@ -320,6 +328,9 @@ class Concatenate(Primitive):
 
     def forward(self, inputs, attrs):
         return np.concatenate(inputs, axis=attrs["axis"])
+
+    def forward_into(self, inputs, attrs, out):
+        return np.concatenate(inputs, axis=attrs["axis"], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
         axis = attrs["axis"]

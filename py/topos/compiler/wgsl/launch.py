@@ -342,20 +342,27 @@ def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=
 
 # Matrix products ---------------------------------------------------------------------------
 
-#: Output elements (batch * m * n) below which the simple kernel runs.
-SIMPLE_MATMUL_OUTPUTS = 4096
-
-
-#: The most a 64 x 64 tiling may pad a product's output before the simple kernel is chosen.
-MAX_TILE_PADDING = 4.0
+#: The output tile of one workgroup of the tiled kernel (kernels/matmul.wgsl), and its step along k.
+MATMUL_TILE = 64
+MATMUL_DEPTH = 16
+#: Multiply-adds (batch * m * n * k) below which the simple kernel runs: the work of one full tile.
+MIN_TILED_WORK = MATMUL_TILE**3
+#: The most the tiled kernel may pad a product's output (to whole tiles) before the simple one runs.
+MAX_TILE_PADDING = 3.0
 
 
 def matmul_strategy(batch, m, n, k):
-    """ "tiled" (the register-blocked kernel) for products large enough to fill its 64 x 64 tiles,
-    else "simple". A batch of 16 x 16 products would leave 15/16 of each tile idle."""
-    padded = (-(-m // 64) * 64) * (-(-n // 64) * 64)
-    small = batch * m * n < SIMPLE_MATMUL_OUTPUTS or padded > MAX_TILE_PADDING * m * n
-    return "simple" if small and k <= LOOP_LIMIT else "tiled"
+    """ "tiled" (the register-blocked kernel) or "simple" (one invocation an output), by a rule
+    measured on lavapipe and SwiftShader (docs/kernels.md): tiled for a product with at least one
+    full tile's work whose output its 64 x 64 tiles pad at most 3 times (a batch of 16 x 16
+    products would leave 15/16 of each tile idle), and for any contraction longer than the simple
+    kernel's loop may run."""
+    if k > LOOP_LIMIT:
+        return "tiled"
+    padded = -(-m // MATMUL_TILE) * MATMUL_TILE * (-(-n // MATMUL_TILE) * MATMUL_TILE)
+    if batch * m * n * k >= MIN_TILED_WORK and padded <= MAX_TILE_PADDING * m * n:
+        return "tiled"
+    return "simple"
 
 
 def matmul(a, b, out_buffer, strategy=None, label=""):
@@ -383,14 +390,14 @@ def matmul(a, b, out_buffer, strategy=None, label=""):
         + [batch]
     )
     strategy = strategy or matmul_strategy(batch, m, n, k)
-    _check_loop(f"{strategy} matmul", -(-k // 16) if strategy == "tiled" else k)
+    _check_loop(f"{strategy} matmul", -(-k // MATMUL_DEPTH) if strategy == "tiled" else k)
     if strategy == "tiled":
         if batch > MAX_GROUPS_PER_DIMENSION:
             raise ShapeError(
                 f"matmul: {batch} batches exceed a grid dimension of {MAX_GROUPS_PER_DIMENSION}",
                 shapes=[a.shape, b.shape],
             )
-        entry, workgroups = "matmul_tiled", (-(-n // 64), -(-m // 64), batch)
+        entry, workgroups = "matmul_tiled", (-(-n // MATMUL_TILE), -(-m // MATMUL_TILE), batch)
     elif strategy == "simple":
         entry, workgroups = "matmul_simple", grid(-(-(batch * m * n) // LANES))
     else:
@@ -412,30 +419,43 @@ def matmul(a, b, out_buffer, strategy=None, label=""):
 # Rows: fused softmax, log-softmax and layer norm -------------------------------------------------
 
 
-def rows(kernel, entry, source, out_buffer, eps=0.0, label=""):
-    """A one-workgroup-per-row kernel over the last axis of view ``source``; the output is contiguous."""
-    outer = View(source.buffer, 0, source.shape[:-1], source.strides[:-1]).merged()
+#: The roles of a row kernel's read views, bound at 2, 3 and 4: the row derivatives read two or three.
+ROW_ROLES = ("source", "second", "third")
+
+
+def rows(kernel, entry, source, out_buffer, eps=0.0, label="", others=()):
+    """A one-workgroup-per-row kernel over the last axis of view ``source``; the output is contiguous.
+
+    ``others`` are further views read row by row (a derivative's second and third operands): each
+    has the same axes before its last as ``source``, and a last axis as long or of length 1.
+    """
+    views = (source,) + tuple(others)
+    outer_shape, outer_strides = merge_jointly(source.shape[:-1], [view.strides[:-1] for view in views])
     _check_loop(entry, -(-source.shape[-1] // LANES))
-    if outer.rank > MAX_RANK:
+    if len(outer_shape) > MAX_RANK:
         raise ShapeError(
             f"{entry}: {format_shape(source.shape)} keeps more than {MAX_RANK} axes before its last after merging",
             shapes=[source.shape],
         )
+    count = element_count(outer_shape)
     words = (
-        [outer.size, source.shape[-1], outer.rank, source.offset, source.strides[-1], float(eps), 0, 0]
-        + padded(outer.shape, MAX_RANK)
-        + padded(outer.strides, MAX_RANK)
+        [count, source.shape[-1], len(outer_shape), source.offset, source.strides[-1], float(eps), 0, 0]
+        + padded(outer_shape, MAX_RANK)
+        + padded(outer_strides[0], MAX_RANK)
     )
-    bindings = (Binding(1, out_buffer, "read_write"), Binding(2, source.buffer, "read"))
+    for view, strides in zip(views[1:], outer_strides[1:]):
+        words += [view.offset, view.strides[-1] if view.shape[-1] > 1 else 0] + padded(strides, MAX_RANK)
+    bindings = [Binding(1, out_buffer, "read_write")]
+    bindings += [Binding(2 + position, view.buffer, "read") for position, view in enumerate(views)]
     return Launch(
         kernel,
         entry,
         (),
-        grid(outer.size),
-        bindings,
+        grid(count),
+        tuple(bindings),
         pack(words),
         label=label,
-        views=(("out", View.of_buffer(out_buffer, source.shape)), ("source", source)),
+        views=(("out", View.of_buffer(out_buffer, source.shape)),) + tuple(zip(ROW_ROLES, views)),
     )
 
 
@@ -449,6 +469,21 @@ def log_softmax(source, out_buffer, label=""):
 
 def layer_norm(source, out_buffer, eps, label=""):
     return rows("layer_norm", "layer_norm", source, out_buffer, eps=eps, label=label)
+
+
+def softmax_grad(g, y, out_buffer, label=""):
+    """``SoftmaxGrad(g, y)``: y (g - sum(g y)) along the rows."""
+    return rows("softmax", "softmax_grad", g, out_buffer, label=label, others=(y,))
+
+
+def log_softmax_grad(g, y, out_buffer, label=""):
+    """``LogSoftmaxGrad(g, y)``: g - exp(y) sum(g) along the rows."""
+    return rows("softmax", "log_softmax_grad", g, out_buffer, label=label, others=(y,))
+
+
+def layer_norm_grad(g, normed, scale, out_buffer, label=""):
+    """``LayerNormGrad(g, n, r)``: r (g - mean(g) - n mean(g n)) along the rows, ``r`` one element a row."""
+    return rows("layer_norm", "layer_norm_grad", g, out_buffer, label=label, others=(normed, scale))
 
 
 # Gathers ----------------------------------------------------------------------------------------

@@ -1,0 +1,272 @@
+"""A prepared plan: the per-node Python work bound once, the arena allocated once and reused.
+
+``PreparedPlan(plan)`` turns each scheduled node into a prepared call: the
+primitive's ``forward_into`` with its operands' positions, its attributes and
+its place (a slot of the arena, a buffer of its own for a kept value, or
+nothing for a view). ``run`` then only walks that list. The arena
+(``topos.compiler.arena``) is allocated when a run first needs one, with a
+view of every slot made once; a finished run hands it back to the prepared
+plan's pool, and the next run takes it again, so a training loop allocates
+almost nothing per step. Two runs at once (two threads) take two arenas.
+
+Values that leave the run are never written by the next one. A kept value
+(a readable, a gradient) is written into a buffer of its own, made for that
+run, which the caller then holds; the arena holds only what the run alone
+reads. With ``keep_inside=True`` (``Network.forward``, whose ``Run`` may read
+any value later) kept values live in the arena too: the run then holds its
+arena and gives it back with ``release``, which the ``Run`` calls when it is
+gone, and what the ``Run`` hands out is a copy.
+
+A plan's first run needs none of this: ``NumpyExecutor`` and ``Network`` run
+the plain interpreter once and prepare from the second run on, so that a
+one-off run pays no preparation.
+"""
+
+import numpy as np
+
+from ..errors import ShapeError, located
+from ..ops import lookup
+from .arena import ALIGNMENT, Arena
+
+
+class PreparedPlan:
+    """A plan's prepared calls and its pool of arenas; ``run`` evaluates the plan.
+
+    ``bound``: nodes with a lower index are not evaluated but taken from the
+    ``bound_values`` a run is given (a ``Run``'s forward values, for the backward
+    nodes that read them). ``keep_inside``: kept values live in the arena (see
+    the module's notes).
+    """
+
+    def __init__(self, plan, keep_inside=False, bound=0):
+        self.plan = plan
+        self.keep_inside = keep_inside
+        self.bound = bound
+        if keep_inside or bound:
+            self.arena = Arena(plan, keep_inside=keep_inside, bound=bound)
+        else:
+            self.arena = plan.arena
+        self._pool = []
+        self._prepare()
+
+    def _prepare(self):
+        plan, arena = self.plan, self.arena
+        nodes = plan.nodes
+        #: a mask of the nodes whose values lie in the arena (themselves, or viewed through a view)
+        self.in_arena = bytearray(len(nodes))
+        self._kept = []  # the values in buffers of their own, and views of them: read-only once the run ends
+        for index, base in arena.base.items():
+            if base is not None and base in arena.offsets:
+                self.in_arena[index] = 1
+            elif base is not None:
+                self._kept.append(index)
+        self._parameters, self._inputs = [], []
+        self._template = [None] * len(nodes)  # a run's values before it starts: leaves are there already
+        self._static_views = []  # views of arena slots: made once per arena, as the slots are
+        first = self._new_workspace()
+        self._steps, self._step_nodes = [], []
+        self._schedule = []  # (index, its step or None, the values freed after it), for a counting run
+        for index in plan.schedule:
+            node = nodes[index]
+            kind = arena.outside.get(index)
+            step = None
+            if kind == "bound":
+                pass
+            elif node.opcode == "Parameter":
+                self._parameters.append((index, node.payload))
+            elif node.opcode == "Input":
+                self._inputs.append((index, node.payload))
+            elif node.is_source:
+                self._template[index] = node.payload
+                first.template[index] = node.payload
+            elif kind == "view":
+                primitive = lookup(node.opcode)
+                if not self._make_static_view(first, index, primitive.forward, node.operands, node.attrs):
+                    step = view_step(primitive.forward, index, node.operands, node.attrs)
+            else:
+                primitive = lookup(node.opcode)
+                if kind == "kept":
+                    step = fresh_step(primitive.forward_into, index, node.operands, node.attrs, node)
+                else:
+                    step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
+            if step is not None:
+                self._steps.append(step)
+                self._step_nodes.append(node)
+            self._schedule.append((index, step, tuple(plan.release_after.get(index, ()))))
+        self._pool.append(first)
+
+    def _make_static_view(self, workspace, index, forward, operands, attrs):
+        """Make a view once, into ``workspace``'s template, where it views what every run finds in place.
+
+        An arena slot is the same memory in every run and a leaf the same constant,
+        so a view of either (a transpose, a broadcast) is too. A view of a source
+        that changes from run to run, or a reshape that numpy can only make by
+        copying, runs in every run instead.
+        """
+        template = workspace.template
+        inputs = [template[j] for j in operands]
+        if any(value is None for value in inputs):
+            return False
+        value = forward(inputs, attrs)
+        if not np.may_share_memory(value, inputs[0]):
+            return False
+        template[index] = value
+        if self.in_arena[index]:
+            self._static_views.append((index, forward, operands, attrs))
+        else:  # a view of a leaf: the same in every arena
+            self._template[index] = value
+        return True
+
+    # The arena and its pool ----------------------------------------------------------------
+    def _new_workspace(self):
+        """A fresh arena, and the values list template with a view of each slot (and of the views of slots) in place."""
+        arena = self.arena
+        raw = np.empty(arena.size + ALIGNMENT, dtype=np.uint8)
+        start = -raw.__array_interface__["data"][0] % ALIGNMENT
+        block = raw[start : start + arena.size]
+        template = list(self._template)
+        nodes = self.plan.nodes
+        for index, offset in arena.offsets.items():
+            node = nodes[index]
+            length = node.size * np.dtype(node.dtype).itemsize
+            template[index] = block[offset : offset + length].view(node.dtype).reshape(node.shape)
+        for index, forward, operands, attrs in self._static_views:
+            template[index] = forward([template[j] for j in operands], attrs)
+        return Workspace(block, template)
+
+    def _take(self):
+        try:
+            return self._pool.pop()
+        except IndexError:
+            return self._new_workspace()
+
+    def release(self, workspace):
+        """Give an arena back for later runs (``run(..., hold=True)`` leaves that to the caller)."""
+        self._pool.append(workspace)
+
+    # Running ----------------------------------------------------------------------------------
+    def run(self, parameter_slots, feeds, bound_values=None, count=False, hold=False):
+        """Evaluate the plan: returns ``(values, workspace, peak, peak_node)``.
+
+        ``values`` is a list by node index (None for a node not evaluated).
+        ``parameter_slots`` and ``feeds`` map node indices to checked arrays, as
+        ``source_value`` reads them. ``count=True`` measures the peak of live
+        elements as the plain interpreter does, dropping each value after its last
+        reader (else ``peak`` and ``peak_node`` are None). ``hold=True`` keeps the
+        arena out of the pool: the caller gives it back with ``release(workspace)``
+        once nothing reads the values any more.
+        """
+        workspace = self._take()
+        try:
+            values = list(workspace.template)
+            if bound_values is not None:
+                values[: self.bound] = bound_values[: self.bound]
+            for index, payload in self._parameters:
+                values[index] = parameter_slots.get(index, payload)
+            for index, payload in self._inputs:
+                values[index] = feeds.get(index, payload)
+            with np.errstate(all="ignore"):
+                if count:
+                    peak, peak_node = self._run_counting(values)
+                else:
+                    peak, peak_node = None, None
+                    self._run_steps(values)
+        except BaseException:
+            self.release(workspace)
+            raise
+        if not hold:
+            self.release(workspace)
+        for index in self._kept:
+            value = values[index]
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+        return values, workspace, peak, peak_node
+
+    def _run_steps(self, values):
+        position = 0
+        try:
+            for step in self._steps:
+                step(values)
+                position += 1
+        except ShapeError as error:  # an index out of range, say: name the line that recorded the node
+            raise located(error, self._step_nodes[position].source) from None
+
+    def _run_counting(self, values):
+        """The steps with the plain interpreter's bookkeeping: live elements after each node, then frees."""
+        nodes = self.plan.nodes
+        live = peak = 0
+        peak_node = None
+        for index, step, freed in self._schedule:
+            if step is not None:
+                try:
+                    step(values)
+                except ShapeError as error:
+                    raise located(error, nodes[index].source) from None
+            live += values[index].size
+            if peak_node is None or live > peak:
+                peak, peak_node = live, index
+            for j in freed:
+                live -= values[j].size
+                values[j] = None
+        return peak, peak_node
+
+
+class Workspace:
+    """One arena (``block``, a uint8 array) and the values-list template whose slots view it."""
+
+    __slots__ = ("block", "template")
+
+    def __init__(self, block, template):
+        self.block = block
+        self.template = template
+
+
+# Prepared calls: one closure a node, specialised by arity so that a run builds no more than the inputs list.
+
+
+def slot_step(forward_into, index, operands, attrs):
+    """A node whose value goes to its arena slot (already in ``values[index]`` when the run starts)."""
+    if len(operands) == 1:
+        (a,) = operands
+
+        def step(values):
+            values[index] = forward_into([values[a]], attrs, values[index])
+
+    elif len(operands) == 2:
+        a, b = operands
+
+        def step(values):
+            values[index] = forward_into([values[a], values[b]], attrs, values[index])
+
+    else:
+
+        def step(values):
+            values[index] = forward_into([values[j] for j in operands], attrs, values[index])
+
+    return step
+
+
+def fresh_step(forward_into, index, operands, attrs, node):
+    """A kept node: its value goes to a new buffer each run, which the caller then holds."""
+    shape, dtype = node.shape, np.dtype(node.dtype)
+
+    def step(values):
+        values[index] = forward_into([values[j] for j in operands], attrs, np.empty(shape, dtype))
+
+    return step
+
+
+def view_step(forward, index, operands, attrs):
+    """A node whose forward is a view of its operand: nothing is written."""
+    if len(operands) == 1:
+        (a,) = operands
+
+        def step(values):
+            values[index] = forward([values[a]], attrs)
+
+    else:
+
+        def step(values):
+            values[index] = forward([values[j] for j in operands], attrs)
+
+    return step
