@@ -35,8 +35,16 @@ export default defineConfig({
         // The embeddable playground, and the docs pages rendered from docs/generated/ into web/docs/.
         embed: resolve(root, "web/embed.html"),
         ...docsPageInputs(root),
-        // The benchmark's baseline page is not part of the site: only tests/bench/playground.mjs builds it.
-        ...(process.env.TOPOS_BENCH_PAGES === "1" ? { bare: resolve(root, "web/bench/bare.html") } : {}),
+        // The benchmarks' pages are not part of the site: only tests/bench/playground.mjs (the baseline),
+        // tests/bench/browser_train.mjs (the training page) and tests/bench/matmul_browser.mjs (the matrix
+        // product page) build them.
+        ...(process.env.TOPOS_BENCH_PAGES === "1"
+          ? {
+              bare: resolve(root, "web/bench/bare.html"),
+              train: resolve(root, "web/bench/train.html"),
+              matmul: resolve(root, "web/bench/matmul.html"),
+            }
+          : {}),
       },
     },
   },

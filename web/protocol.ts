@@ -70,6 +70,61 @@ export interface WebGpuStatus {
   detail: string;
 }
 
+// Run mode: the page and the run worker (web/src/run-worker.ts) -----------------------------
+// The run worker runs one script at a time as a program (topos.playground.run_main), for as long
+// as it takes; the page stops it by terminating the worker.
+
+export interface RunMainRequest {
+  type: "run-main";
+  id: number;
+  code: string;
+}
+
+export type HostToRunWorker = RunMainRequest;
+
+/** The run worker has loaded Python and takes a run. */
+export interface RunWorkerReadyMessage {
+  type: "run-ready";
+}
+
+/** The run began (Python has it). */
+export interface RunStartedMessage {
+  type: "run-started";
+  id: number;
+}
+
+/**
+ * One batch of a run's output, as it comes (topos.playground.program says when batches go).
+ * `append`: printed text (whole lines) and new cards, in order; the cards are numbered from 0
+ * in the order they come. `changed`: cards sent before, as they are now (a plot that grew).
+ */
+export interface RunOutputMessage {
+  type: "run-output";
+  id: number;
+  append: OutputItem[];
+  changed: [number, OutputItem][];
+  progress: RunProgress | null;
+}
+
+/** The newest step the script reported (show.progress(step, total)), and when. */
+export interface RunProgress {
+  step: number;
+  total: number | null;
+  /** Seconds since the run started, when the step was reported. */
+  seconds: number;
+}
+
+/** The run ended: normally (`error` null) or with the error the script raised. */
+export interface RunEndMessage {
+  type: "run-end";
+  id: number;
+  error: UserError | null;
+  /** The run's length, measured by Python. */
+  seconds: number;
+}
+
+export type RunWorkerToHost = StageMessage | RunWorkerReadyMessage | RunStartedMessage | RunOutputMessage | RunEndMessage | CrashedMessage;
+
 // A run's result (made by topos.playground.run in Python, completed by the worker) ---------
 
 export interface RunResult {

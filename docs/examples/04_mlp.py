@@ -4,15 +4,17 @@ The data set is synthetic and seeded: 240 points in the plane on three spiral
 arms, one class an arm, with a little noise. A network of two hidden ReLU
 layers maps each point to three logits; ``topos.cross_entropy`` scores them
 against the int32 labels. ``optim.SGD`` with momentum trains it full-batch,
-as a pure transform of ``(parameters, gradients, state)``. The loss falls and
-the training accuracy climbs well above the one in three of a guess.
+as a pure transform of ``(parameters, gradients, state)``. The loss falls, on
+a plot card that grows while it trains, and the training accuracy climbs well
+above the one in three of a guess.
 """
 
 import numpy as np
 
 import topos
-from topos import Tape
+from topos import Tape, show
 from topos.model import optim
+from topos.show import Line, Plot
 
 CLASSES = 3
 POINTS_PER_CLASS = 80
@@ -55,15 +57,29 @@ def build(tape):
     return [logits, topos.cross_entropy(logits, y)]
 
 
+def loss_plot(losses):
+    return (
+        Plot()
+        .layer(Line.y(losses).label("cross-entropy"))
+        .title("three spirals, full-batch SGD with momentum")
+        .x_label("step")
+        .y_label("loss")
+        .log_y()
+    )
+
+
 network, (logits, loss) = Tape.record(build)
 parameters = network.parameters()
 optimizer = optim.SGD(lr=0.1, momentum=0.9)
 state = optimizer.init(parameters)
 
 losses = []
+curve = show.plot(loss_plot(losses))  # one card, updated at every step
 for step in range(STEPS + 1):
     run = network.forward(parameters, {})
     losses.append(run.of(loss).scalar())
+    curve.update(loss_plot(losses))
+    show.progress(step + 1, total=STEPS + 1)
     if step % 50 == 0:
         accuracy = np.mean(np.argmax(run.of(logits).numpy(), axis=1) == labels)
         print(f"step {step:3d}  loss {losses[-1]:.4f}  accuracy {accuracy:.3f}")

@@ -4,15 +4,17 @@ Four seeded Gaussian clouds in five dimensions, one class each. The model is
 one matrix and one bias, ``logits = x @ W + b``; ``topos.softmax`` turns the
 logits into probabilities and the loss is their mean negative log at the true
 class, written out from primitives (``one_hot``, ``log``, ``sum``, ``mean``).
-Plain gradient descent through ``parameters.step`` fits it; at the end the
-loss is checked against ``topos.cross_entropy`` on the same logits, which
-computes it the stable way, through ``log_softmax``.
+Plain gradient descent through ``parameters.step`` fits it, its loss drawn on
+a plot card that grows while it trains; at the end the loss is checked against
+``topos.cross_entropy`` on the same logits, which computes it the stable way,
+through ``log_softmax``.
 """
 
 import numpy as np
 
 import topos
-from topos import Tape
+from topos import Tape, show
+from topos.show import Line, Plot
 
 CLASSES = 4
 FEATURES = 5
@@ -38,13 +40,26 @@ def build(tape):
     return [probabilities, loss, topos.cross_entropy(logits, y)]
 
 
+def loss_plot(losses):
+    return (
+        Plot()
+        .layer(Line.y(losses).label("mean -log p(true class)"))
+        .title("softmax regression, plain gradient descent")
+        .x_label("step")
+        .y_label("loss")
+    )
+
+
 network, (probabilities, loss, reference_loss) = Tape.record(build)
 parameters = network.parameters()
 
 losses = []
+curve = show.plot(loss_plot(losses))  # one card, updated at every step
 for step in range(STEPS + 1):
     run = network.forward(parameters, {})
     losses.append(run.of(loss).scalar())
+    curve.update(loss_plot(losses))
+    show.progress(step + 1, total=STEPS + 1)
     if step % 25 == 0:
         accuracy = np.mean(np.argmax(run.of(probabilities).numpy(), axis=1) == labels)
         print(f"step {step:3d}  loss {losses[-1]:.4f}  accuracy {accuracy:.3f}")

@@ -7,20 +7,26 @@ reshapes and transposes over one query-key-value matrix product, and a GELU
 MLP, each added back to the residual stream; a final layer norm and a matrix
 product give the logits, and ``topos.cross_entropy`` the loss. Adam
 (``topos.model.optim``) trains it on random windows of the text below, and the
-loss printed every few steps falls within seconds.
+loss, printed every few steps and plotted at every one, falls within seconds.
+
+It trains on numpy, or on WebGPU through ``topos.webgpu.DeviceTrainer``, whose
+parameters stay on the device (``main(backend=...)``); in the playground's Run
+mode it takes WebGPU where the adapter is a hardware GPU, and says which ran.
 
 The file is a module as well as a script: ``build(tape, config)`` records the
 model and ``Config`` holds its sizes, so tests can rebuild exactly this model.
 """
 
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 import topos
-from topos import Tape
+from topos import Tape, show
 from topos.model import optim
+from topos.show import Line, Plot
 
 TEXT = (
     "Shall I compare thee to a summer's day?\n"
@@ -177,38 +183,116 @@ CONFIG = Config()
 network, (tokens, targets, logits, loss) = Tape.record(lambda tape: build(tape, CONFIG), dtype="float32")
 
 
-def main(config=CONFIG, dtype="float64"):
-    """Train for ``config.steps`` Adam steps, printing the loss; returns the list of losses.
+class HostTrainer:
+    """Training on the host, shaped like ``topos.webgpu.DeviceTrainer``: ``step(feeds)`` returns the run.
 
-    The run records in float64 so that it prints the same on every CPU: in float32,
+    Each step runs the network forward, reads every gradient and lets the optimizer
+    make a new parameters table; ``parameters()`` is the table after the last step.
+    """
+
+    def __init__(self, network, loss, parameters, optimizer):
+        self.network = network
+        self.loss = loss
+        self.optimizer = optimizer
+        self._parameters = parameters
+        self._state = optimizer.init(parameters)
+
+    def step(self, feeds):
+        run = self.network.forward(self._parameters, feeds)
+        gradients = run.backward(self.loss).parameters(self._parameters)
+        self._parameters, self._state = self.optimizer.step(self._parameters, gradients, self._state)
+        return run
+
+    def parameters(self):
+        return self._parameters
+
+
+def make_trainer(backend, network, loss, parameters, optimizer):
+    """A trainer on ``"numpy"`` (the host) or on ``"webgpu"`` (the parameters stay on the device)."""
+    if backend == "webgpu":
+        plan = network.entry([loss]).backward(loss).lower()
+        return topos.webgpu.DeviceTrainer(plan, parameters, optimizer)
+    return HostTrainer(network, loss, parameters, optimizer)
+
+
+def hardware_adapter():
+    """The WebGPU adapter's name when it is a hardware GPU; None without one, or on a software
+    adapter (lavapipe, SwiftShader), on which numpy trains faster."""
+    if not topos.webgpu.available():
+        return None
+    adapter = topos.webgpu.adapter()
+    return None if adapter.software else adapter.name
+
+
+def choose_backend(backend):
+    """``(backend, adapter name or None)``: ``"auto"`` becomes WebGPU on a hardware GPU, numpy elsewhere."""
+    if backend == "auto":
+        name = hardware_adapter()
+        return ("webgpu", name) if name else ("numpy", None)
+    if backend == "webgpu":
+        return "webgpu", topos.webgpu.adapter().name
+    if backend == "numpy":
+        return "numpy", None
+    raise ValueError(f'backend is "numpy", "webgpu" or "auto", got {backend!r}')
+
+
+def loss_plot(losses, where):
+    return (
+        Plot()
+        .layer(Line.y(losses).label(f"loss on {where}"))
+        .title("the transformer learns a sonnet")
+        .x_label("step")
+        .y_label("cross-entropy")
+    )
+
+
+def main(config=CONFIG, dtype="float64", backend="numpy"):
+    """Train for ``config.steps`` Adam steps, printing and plotting the loss; returns the list of losses.
+
+    ``backend`` says where: ``"numpy"`` on the host, in ``dtype``; ``"webgpu"`` through
+    ``topos.webgpu.DeviceTrainer`` (the parameters stay on the device), always in float32,
+    the one precision of the WGSL kernels; ``"auto"`` is WebGPU on a hardware GPU and numpy
+    elsewhere. The line after the sizes says which ran.
+
+    On numpy the run records in float64 so that it prints the same on every CPU: in float32,
     numpy's last-bit differences between CPUs grow over three hundred Adam steps into
     visibly different losses and text. ``main(dtype="float32")`` trains as a GPU would.
     """
+    backend, adapter = choose_backend(backend)
+    if backend == "webgpu":
+        dtype = "float32"
+    where = f"WebGPU ({adapter})" if backend == "webgpu" else "numpy"
+    losses = []
+    curve = show.plot(loss_plot(losses, where))  # one card, above the printed lines, updated at every step
     network, (tokens, targets, logits, loss) = Tape.record(lambda tape: build(tape, config), dtype=dtype)
     parameters = network.parameters()
     count = sum(tensor.size for _, tensor in parameters.items())
     print(f"{len(network)} nodes, {len(parameters)} parameter tensors, {count} numbers")
-    print(f"vocabulary: {config.vocab_size} characters; a guess scores ln {config.vocab_size} = "
-          f"{math.log(config.vocab_size):.3f}")
+    print(
+        f"vocabulary: {config.vocab_size} characters; a guess scores ln {config.vocab_size} = "
+        f"{math.log(config.vocab_size):.3f}"
+    )
+    print(f"training on {where}, {dtype}")
 
-    optimizer = optim.Adam(lr=config.learning_rate)
-    state = optimizer.init(parameters)
+    trainer = make_trainer(backend, network, loss, parameters, optim.Adam(lr=config.learning_rate))
     rng = np.random.default_rng(config.seed + 1)
-    losses = []
     for step in range(config.steps):
         inputs, expected = sample_windows(rng, config)
-        run = network.forward(parameters, {tokens: inputs, targets: expected})
+        run = trainer.step({tokens: inputs, targets: expected})
         losses.append(run.of(loss).scalar())
+        curve.update(loss_plot(losses, where))
+        show.progress(step + 1, total=config.steps)
         if step % config.print_every == 0 or step == config.steps - 1:
             print(f"step {step:3d}  loss {losses[-1]:.4f}")
-        gradients = run.backward(loss).parameters(parameters)
-        parameters, state = optimizer.step(parameters, gradients, state)
 
     prompt = TEXT[: config.context]
     print("the model continues its first line:")
-    print(continue_text(network, parameters, tokens, logits, prompt, 48, config))
+    print(continue_text(network, trainer.parameters(), tokens, logits, prompt, 48, config))
     return losses
 
 
 if __name__ == "__main__":
-    main()
+    # In the page, on a hardware GPU, the run trains on WebGPU. Run natively, as the docs are
+    # built, it trains on numpy, so that it prints the same on every machine;
+    # main(backend="auto") trains on a hardware GPU that wgpu-py finds.
+    main(backend="auto" if sys.platform == "emscripten" else "numpy")

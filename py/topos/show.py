@@ -14,6 +14,13 @@ While ``capture()`` is active (the playground does this around the user's
 code), every card made is also appended to its list, so that ``show.lines(...)``
 anywhere in a script reaches the output pane.
 
+A card can change after it is made: ``card.update(value)`` shows ``value`` in it
+from then on, as the function that made it would (a loss curve that grows while a
+script trains). ``show.progress(step, total)`` reports how far a script is. While
+``watch(watcher)`` is active (the playground's Run mode does this), the watcher is
+told of every card made or changed and of every step reported, so that the page can
+show them while the script runs.
+
 The plot builder is immutable: every method returns a new builder::
 
     show.plot(Plot().layer(Line.y(losses).label("loss")).title("training").log_y())
@@ -21,6 +28,7 @@ The plot builder is immutable: every method returns a new builder::
 
 import html
 import math
+import operator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
@@ -31,6 +39,7 @@ from .errors import ArgumentError, ArgumentTypeError, ShapeError
 MIME_TYPE = "application/vnd.topos.card+json"
 
 _captures = []
+_watchers = []
 
 
 @contextmanager
@@ -48,6 +57,21 @@ def capture(cards=None):
         _captures.pop()
 
 
+@contextmanager
+def watch(watcher):
+    """Tell ``watcher`` of every card made or changed, and every step reported, inside the ``with`` block.
+
+    ``watcher.card(card)`` is called when a card is made and again each time it
+    changes (``card.update(...)``); ``watcher.progress(step, total)`` each time the
+    script calls ``show.progress``.
+    """
+    _watchers.append(watcher)
+    try:
+        yield watcher
+    finally:
+        _watchers.remove(watcher)
+
+
 class Card:
     """One entry of the output: ``kind`` names how it is drawn, ``data`` what it holds."""
 
@@ -57,6 +81,23 @@ class Card:
         self._text = text
         for cards in _captures:
             cards.append(self)
+        for watcher in _watchers:
+            watcher.card(self)
+
+    def update(self, value):
+        """Show ``value`` in this card from now on, as the ``show`` function that made it would; returns the card.
+
+        A plot that grows while a script trains: ``curve = show.plot(...)`` once,
+        then ``curve.update(Plot()...)`` with the points so far. The card's text and
+        JSON are the new ones, and the playground's Run mode redraws it.
+        """
+        faces = _FACES.get(self.kind)
+        if faces is None:
+            raise ArgumentError(f"a {self.kind} card cannot be updated: only the cards of topos.show's functions can")
+        self.data, self._text = faces(value)
+        for watcher in _watchers:
+            watcher.card(self)
+        return self
 
     def to_json(self):
         return {"kind": self.kind, **self.data}
@@ -78,33 +119,48 @@ class Card:
 # Text cards -------------------------------------------------------------------
 
 
+# Each kind of card has a function from what the user passed to the card's two faces,
+# (its JSON data, its text): the function that makes the card and ``Card.update`` share it.
+
+
 def spec(text):
     """The spec reading (``tape.describe()`` or ``network.describe()``)."""
-    text = _text_of(text)
-    return Card("spec", {"text": text}, text)
+    return Card("spec", *_described_faces(text))
 
 
 def hlo(text):
     """StableHLO text (``plan.emit_stablehlo()``)."""
-    text = _text_of(text)
-    return Card("hlo", {"text": text}, text)
+    return Card("hlo", *_described_faces(text))
 
 
 def lines(items):
     """Lines of text, one card: ``show.lines([f"loss = {loss}", ...])``."""
+    return Card("lines", *_lines_faces(items))
+
+
+def text(value):
+    """Any value as plain text (what ``print`` would show)."""
+    return Card("text", *_text_faces(value))
+
+
+def _described_faces(value):
+    text = _text_of(value)
+    return {"text": text}, text
+
+
+def _lines_faces(items):
     if isinstance(items, str):
         raise ArgumentTypeError("show.lines() takes a list of strings; use show.lines([text]) for one line")
     try:
         items = [str(item) for item in items]
     except TypeError:
         raise ArgumentTypeError(f"show.lines() takes a list of strings, got {type(items).__name__}") from None
-    return Card("lines", {"lines": items}, "\n".join(items))
+    return {"lines": items}, "\n".join(items)
 
 
-def text(value):
-    """Any value as plain text (what ``print`` would show)."""
+def _text_faces(value):
     value = str(value)
-    return Card("text", {"text": value}, value)
+    return {"text": value}, value
 
 
 def _text_of(value):
@@ -125,8 +181,12 @@ def _text_of(value):
 
 def graph(value):
     """The graph reading: a ``Graph``, or a tape, a network or nodes to make one from."""
+    return Card("graph", *_graph_faces(value))
+
+
+def _graph_faces(value):
     data = graph_json(value)
-    return Card("graph", {"graph": data}, graph_text(data))
+    return {"graph": data}, graph_text(data)
 
 
 def graph_json(value):
@@ -221,8 +281,9 @@ class Line:
     def xy(cls, xs, ys):
         xs, ys = _numbers(xs, "Line.xy"), _numbers(ys, "Line.xy")
         if len(xs) != len(ys):
-            raise ShapeError(f"Line.xy needs as many x as y values, got {len(xs)} and {len(ys)}",
-                             shapes=[(len(xs),), (len(ys),)])
+            raise ShapeError(
+                f"Line.xy needs as many x as y values, got {len(xs)} and {len(ys)}", shapes=[(len(xs),), (len(ys),)]
+            )
         return cls(tuple(xs), tuple(ys))
 
     def label(self, name):
@@ -274,12 +335,20 @@ class Plot:
 
 
 def plot(value):
-    """A plot card from a ``Plot`` builder (or a single ``Line``)."""
+    """A plot card from a ``Plot`` builder (or a single ``Line``).
+
+    A plot that grows while the script runs is one card, updated:
+    ``curve = show.plot(Plot().title("loss"))``, then ``curve.update(Plot().layer(Line.y(losses)))``.
+    """
+    return Card("plot", *_plot_faces(value))
+
+
+def _plot_faces(value):
     if isinstance(value, Line):
         value = Plot().layer(value)
     if not isinstance(value, Plot):
         raise ArgumentTypeError(f"show.plot() takes a Plot, got {type(value).__name__}")
-    return Card("plot", value.to_json(), plot_text(value))
+    return value.to_json(), plot_text(value)
 
 
 def plot_text(value):
@@ -300,4 +369,41 @@ def plot_text(value):
     return "\n".join(rows)
 
 
-__all__ = ["Card", "Line", "Plot", "capture", "graph", "hlo", "lines", "plot", "spec", "text"]
+_FACES = {
+    "spec": _described_faces,
+    "hlo": _described_faces,
+    "lines": _lines_faces,
+    "text": _text_faces,
+    "graph": _graph_faces,
+    "plot": _plot_faces,
+}
+
+
+# Progress ---------------------------------------------------------------------
+
+
+def progress(step, total=None):
+    """Report that the script has done ``step`` steps (of ``total``, when it knows how many).
+
+    The playground's Run mode shows the step and the steps per second; anywhere
+    else this does nothing. A training loop calls it once a step:
+    ``show.progress(step + 1, total=steps)``.
+    """
+    step = _whole_number(step, "step")
+    if total is not None:
+        total = _whole_number(total, "total")
+    for watcher in _watchers:
+        watcher.progress(step, total)
+
+
+def _whole_number(value, name):
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"show.progress() takes a whole number as {name}, got {type(value).__name__}") from None
+    if number < 0:
+        raise ArgumentError(f"show.progress() takes a {name} of 0 or more, got {number}")
+    return number
+
+
+__all__ = ["Card", "Line", "Plot", "capture", "graph", "hlo", "lines", "plot", "progress", "spec", "text", "watch"]

@@ -1,12 +1,13 @@
 // The script of the page that cases.test.mjs opens: it replays the shared test vectors
 // (tests/cases/primitives.json) on the browser's WebGPU the way the playground's worker
 // runs a script's kernels (web/src/worker.ts): topos.playground.run records the case and
-// makes its readings, then the playground's own runner (web/src/webgpu.ts) executes the
-// kernels reading's program. The test builds this file with Vite (which bundles the
-// kernels' WGSL files, as for the site) and serves it beside the built site, whose
-// pyodide/ folder (Pyodide, numpy and the topos wheel) it loads Python from.
+// makes its readings, then Python runs the kernels reading's program through topos.webgpu's
+// runner on its browser device (topos.playground.KernelsRun), entered so that it can wait
+// for WebGPU (callPython, web/src/webgpu.ts). The test builds this file with Vite and serves
+// it beside the built site, whose pyodide/ folder (Pyodide, numpy and the topos wheel) it
+// loads Python from.
 
-import { runKernelsOnGpu } from "../../web/src/webgpu.ts";
+import { callPython } from "../../web/src/webgpu.ts";
 
 const PYODIDE_URL = new URL("pyodide/", window.location.href).href;
 
@@ -49,27 +50,18 @@ def build(tape):
 Tape.record(build, dtype="float32")
 `;
 
-// The host side of the replay. The bridge that the WebGPU runner asks topos.playground for
-// is made and held here, so that after the run the values it received from the device can be
-// checked: its values are what readbacks wrote (and host steps computed), its expected values
+// The host side of the replay: the newest run's kernel program runs on the device, and its
+// values (what readbacks wrote and host steps computed) are checked against the case, as are
 // the numpy interpreter's.
 const HOST = `
-import json
 import topos.playground as playground
 from kernel_cases import disagreement, load_cases
+from topos.compiler.wgsl.program import HostStep
 from topos.ops import lookup
 
-make_bridge = playground.gpu_bridge
-held = None
-
-def hold_bridge():
-    """Make a bridge for the newest run's readings, and have the runner use that one."""
-    global held
-    held = make_bridge()
-    playground.gpu_bridge = lambda: held
-
 def check(index):
-    """A sentence naming what went wrong with case index on the held bridge, or None."""
+    """Run the newest readings' kernel program on WebGPU; a sentence naming what went wrong with case index, or None."""
+    held = playground.KernelsRun(playground.latest_readings).run()
     case = load_cases()[index]
     interpreted = disagreement(case, [held.expected[k] for k in case["outputs"]])
     if interpreted is not None:
@@ -78,31 +70,21 @@ def check(index):
     if on_device is not None:
         return f"WebGPU: {on_device}"
     # Every node with a kernel ran on the device; only the declined ones on the host.
-    for step in json.loads(held.program_json())["steps"]:
-        if step["type"] != "host":
+    for step in held.program.steps:
+        if not isinstance(step, HostStep):
             continue
-        node = held.plan.nodes[step["key"]]
+        node = held.plan.nodes[step.key]
         if lookup(node.opcode).kernel is not None and node.dtype == "float32":
-            return f"node {step['key']} {node.opcode} ran on the host, not on WebGPU"
+            return f"node {step.key} {node.opcode} ran on the host, not on WebGPU"
     return None
 `;
 
-async function requestDevice() {
-  const adapter = await navigator.gpu?.requestAdapter();
-  if (!adapter) throw new Error("this browser found no WebGPU adapter");
-  const name = [adapter.info.vendor, adapter.info.architecture, adapter.info.description].filter(Boolean).join(" ");
-  return { device: await adapter.requestDevice(), adapter: name || "unnamed adapter" };
-}
-
 /** What went wrong with case `index`, or null when it agreed. */
-async function replayCase(pyodide, host, playground, gpu, index) {
+async function replayCase(pyodide, check, playground, index) {
   try {
     const result = JSON.parse(playground.run(caseScript(index)));
     if (result.error) return `the script raised ${result.error.type}: ${result.error.message}`;
-    host.hold_bridge();
-    const report = await runKernelsOnGpu(pyodide, gpu.device, gpu.adapter);
-    if (!report.ran) return report.detail;
-    return host.check(index) ?? null;
+    return (await callPython(pyodide, check, index)) ?? null;
   } catch (error) {
     return String(error);
   }
@@ -114,7 +96,7 @@ async function replayCase(pyodide, host, playground, gpu, index) {
  * wrong (null when it agreed).
  */
 async function replayCases(kernelCases, casesJson) {
-  const [pyodide, gpu] = await Promise.all([startPython(), requestDevice()]);
+  const pyodide = await startPython();
   // kernel_cases.py finds primitives.json as tests/python/../cases/primitives.json.
   pyodide.FS.mkdirTree("/replay/python");
   pyodide.FS.mkdirTree("/replay/cases");
@@ -123,15 +105,21 @@ async function replayCases(kernelCases, casesJson) {
   pyodide.FS.writeFile("/replay/python/browser_replay.py", HOST);
   pyodide.runPython("import sys; sys.path.insert(0, '/replay/python')");
   const host = pyodide.pyimport("browser_replay");
+  const check = host.check;
   const playground = pyodide.pyimport("topos.playground");
+  const status = playground.status_json;
+  // Python's own device: its adapter, or why there is none.
+  const gpu = JSON.parse(await callPython(pyodide, status));
+  if (!gpu.available) throw new Error(`no WebGPU for Python: ${gpu.detail}`);
   const names = JSON.parse(casesJson).cases.map((c) => c.name);
   const results = [];
   for (const [index, name] of names.entries()) {
-    results.push({ name, problem: await replayCase(pyodide, host, playground, gpu, index) });
+    results.push({ name, problem: await replayCase(pyodide, check, playground, index) });
   }
+  // The attributes' proxies go with their modules'.
   host.destroy();
   playground.destroy();
-  return { adapter: gpu.adapter, results };
+  return { adapter: gpu.detail, results };
 }
 
 Object.assign(window, { replayCases });

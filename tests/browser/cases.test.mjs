@@ -1,7 +1,7 @@
 // The shared test vectors (tests/cases/primitives.json) replayed in the browser: each case is
 // recorded by topos.playground in Pyodide, and its kernels run on the browser's WebGPU
-// (SwiftShader in headless Chromium) by the playground's own runner (web/src/webgpu.ts), on a
-// page of their own (cases-page.mjs). Every case must agree with its expected values within its
+// (SwiftShader in headless Chromium) by topos.webgpu's runner over its browser device, as in the
+// playground, on a page of their own (cases-page.mjs). Every case must agree with its expected values within its
 // stored tolerance (tests/cases/README.md), on Pyodide's numpy interpreter and on WebGPU, as
 // tests/python/test_kernels_cases.py asks of numpy and wgpu-py.
 
@@ -16,7 +16,7 @@ const ROOT = new URL("../../", import.meta.url);
 const CASES = readFileSync(new URL("tests/cases/primitives.json", ROOT), "utf8");
 const KERNEL_CASES = readFileSync(new URL("tests/python/kernel_cases.py", ROOT), "utf8");
 
-/** cases-page.mjs bundled with the runner and the WGSL kernels into one ES module, in memory. */
+/** cases-page.mjs bundled with what it imports from the site (callPython) into one ES module, in memory. */
 async function buildPageScript() {
   const built = await build({
     configFile: false,

@@ -120,7 +120,7 @@ describe("edits are never lost", () => {
         assert.match(await opened.textContent("#notice-text"), /autosaved code/);
         // The notice outlives the next readings: it goes only when dismissed.
         const shown = await opened.evaluate(() => Number(document.body.dataset.readingsShown));
-        await opened.click("#run");
+        await opened.evaluate(() => window.playground.setCode(window.playground.getCode()));
         await opened.waitForFunction((count) => Number(document.body.dataset.readingsShown) > count, shown);
         assert.equal(await opened.$eval("#notice", (e) => e.hidden), false);
         await opened.click("#notice-dismiss");

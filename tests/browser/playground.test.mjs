@@ -245,7 +245,7 @@ describe("the playground", () => {
     await page.selectOption("#gallery", "03_matmul.py");
     await waitForPane(page, "spec", (text) => /MatMul/.test(text) && /Broadcast/.test(text));
     assert.match(await page.evaluate(() => window.playground.getCode()), /A matrix product and its gradient/);
-    // Alt+PageDown and Alt+PageUp step through the readings; Ctrl+Enter runs at once.
+    // Alt+PageDown and Alt+PageUp step through the readings; Ctrl+Enter runs the script (Run mode).
     const shown = () => page.$eval("#tabs [aria-selected=true]", (tab) => tab.dataset.tab);
     await page.click("#editor .view-lines");
     const first = await shown();
@@ -254,7 +254,7 @@ describe("the playground", () => {
     await page.keyboard.press("Alt+PageUp");
     assert.equal(await shown(), first);
     await page.keyboard.press("ControlOrMeta+Enter");
-    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("readings in"));
+    await page.waitForFunction(() => document.body.dataset.run === "finished", null, { timeout: 120_000 });
   });
 
   test("light and dark themes follow the system", async () => {

@@ -14,7 +14,11 @@ CASES_FILE = Path(__file__).resolve().parents[1] / "cases" / "primitives.json"
 
 def decode(tensor):
     raw = base64.b64decode(tensor["data"])
-    return np.frombuffer(raw, dtype=np.dtype(tensor["dtype"]).newbyteorder("<")).reshape(tensor["shape"]).astype(tensor["dtype"])
+    return (
+        np.frombuffer(raw, dtype=np.dtype(tensor["dtype"]).newbyteorder("<"))
+        .reshape(tensor["shape"])
+        .astype(tensor["dtype"])
+    )
 
 
 @lru_cache(maxsize=1)
@@ -63,5 +67,7 @@ def disagreement(case, outputs):
         bad = ~(both_nan | same_infinity) & ~(excess <= 0)
         if bad.any():
             where = np.unravel_index(np.argmax(np.where(bad, np.nan_to_num(excess, nan=np.inf), -np.inf)), got.shape)
-            return f"output {position} at {where}: got {got[where]!r}, expected {want[where]!r} (rtol {rtol}, atol {atol})"
+            return (
+                f"output {position} at {where}: got {got[where]!r}, expected {want[where]!r} (rtol {rtol}, atol {atol})"
+            )
     return None

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 import safetensors.numpy
+
 import topos
 from topos import CheckpointError, Network, Tape
 from topos.model import checkpoint

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from topos import Graph, Tape, playground, show
 
 GENERATED = Path(__file__).resolve().parents[2] / "docs" / "generated"

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 import topos
 from topos import Tape, show
 from topos.compiler import Meta, Primitive, register, unregister
@@ -372,17 +373,18 @@ def test_a_device_trainer_refuses_bad_arguments_with_a_topos_error():
         assert isinstance(caught.value, topos.ToposError), name
 
 
-def test_the_playground_bridges_refuse_with_topos_errors():
+def test_the_webgpu_runner_and_report_refuse_with_topos_errors():
     from topos import playground
-    from topos.playground.gpu import step_json
+    from topos.webgpu import Program
+    from topos.webgpu.runner import default_runner
 
     with pytest.raises(topos.ArgumentTypeError, match="a program's steps are .* got str"):
-        step_json("launch everything")
+        default_runner().run(Program((), ("launch everything",)), {})
     saved = playground.latest_readings
     playground.latest_readings = None
     try:
         with pytest.raises(topos.ToposError, match="no readings yet") as caught:
-            playground.gpu_bridge()
+            playground.webgpu_report_json()
         assert isinstance(caught.value, RuntimeError)
     finally:
         playground.latest_readings = saved

@@ -5,6 +5,7 @@ import re
 
 import numpy as np
 import pytest
+
 import topos
 from topos import FeedError, ShapeError, Symbol, Tape, ToposError, detach
 

@@ -6,6 +6,12 @@ on the one core it is written for (several BLAS threads on a busy two-core
 machine slow matrix products down tenfold). Where a test also reads an
 example's globals, the (small) example runs again in this process through
 ``runpy``. Printed values are checked against numbers worked out here.
+
+Every example that trains draws its loss on one ``show.plot`` card that it
+updates at every step and reports its steps with ``show.progress``, which is
+what the playground's Run mode shows while the script runs; the tests watch
+those events (``show.watch``). The transformer also trains on WebGPU
+(``topos.webgpu.DeviceTrainer``, wgpu-py on lavapipe here), as the same run.
 """
 
 import ast
@@ -23,6 +29,9 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 
+import topos
+from topos import show
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 EXAMPLES = os.path.join(ROOT, "docs", "examples")
 # Every example in the folder is run and checked for the basics; these six also have checks of their own.
@@ -38,7 +47,9 @@ REQUIRED = [
 # Each example takes well under 3 s on one core; this leaves room for a busy, shared machine.
 TIME_LIMIT_SECONDS = 15.0
 # What an example may import: the public API, numpy and a few pure-Python standard modules (they also run in Pyodide).
-ALLOWED_IMPORTS = {"topos", "topos.model", "topos.model.optim", "numpy", "math", "dataclasses"}
+ALLOWED_IMPORTS = {"topos", "topos.model", "topos.model.optim", "topos.show", "numpy", "math", "dataclasses", "sys"}
+# The examples that train, and the loss each prints ("step N  loss X") and plots.
+TRAINING = ["02_linear_fit.py", "04_mlp.py", "05_softmax_regression.py", "06_char_transformer.py"]
 
 
 _script_outputs = {}
@@ -75,6 +86,52 @@ def run_example(name):
 
 def printed_losses(text):
     return [float(value) for value in re.findall(r"\bloss ([-+0-9.e]+)", text)]
+
+
+def printed_steps(text):
+    """{step: (printed loss, one unit in its last printed digit)} from the "step N  loss X" lines."""
+    steps = {}
+    for step, value in re.findall(r"^step +(\d+) +loss ([-+0-9.e]+)", text, re.M):
+        mantissa, _, exponent = value.partition("e")
+        steps[int(step)] = float(value), 10.0 ** (int(exponent or 0) - len(mantissa.partition(".")[2]))
+    return steps
+
+
+def load_transformer():
+    """The gallery transformer as a module (its training runs only as a script)."""
+    spec = importlib.util.spec_from_file_location("char_transformer_gallery", os.path.join(EXAMPLES, REQUIRED[5]))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)  # defines the model; main() runs only as a script
+    return module
+
+
+class Watcher:
+    """What the playground's Run mode is told while a script runs (``show.watch``)."""
+
+    def __init__(self):
+        self.cards = []  # (card, number of points on its first line then): one entry when made, one per update
+        self.steps = []  # (step, total)
+
+    def card(self, card):
+        layers = card.to_json().get("layers") if card.kind == "plot" else None
+        self.cards.append((card, len(layers[0]["y"]) if layers else None))
+
+    def progress(self, step, total):
+        self.steps.append((step, total))
+
+
+def watched(run):
+    """Call ``run()`` (which prints) inside ``show.watch``; returns (printed text, its result, the watcher)."""
+    watcher = Watcher()
+    buffer = io.StringIO()
+    with show.watch(watcher), redirect_stdout(buffer):
+        result = run()
+    return buffer.getvalue(), result, watcher
+
+
+def small_transformer_config(module, steps=6):
+    return module.Config(batch=4, context=8, embed=16, heads=2, layers=1, steps=steps, print_every=2)
 
 
 def test_the_gallery_is_numbered_in_order():
@@ -114,15 +171,17 @@ def test_example_runs_quickly_and_deterministically(name):
 def test_scalar_chain_prints_the_seed_tape_and_gradients():
     text = script_output("01_scalar_chain.py")
     # The tape reading and the four values as the getting-started page gives them.
-    seed_tape = "\n".join([
-        "   0  Parameter                         []",
-        "   1  Input                             []",
-        "   2  Input                             []",
-        "   3  Mul            0, 1               []",
-        "   4  Sub            3, 2               []",
-        "   5  Mul            4, 4               []",
-        "tape: 6 nodes, 1 parameter, 2 inputs",
-    ])
+    seed_tape = "\n".join(
+        [
+            "   0  Parameter                         []",
+            "   1  Input                             []",
+            "   2  Input                             []",
+            "   3  Mul            0, 1               []",
+            "   4  Sub            3, 2               []",
+            "   5  Mul            4, 4               []",
+            "tape: 6 nodes, 1 parameter, 2 inputs",
+        ]
+    )
     assert seed_tape in text
     w, x, y = 0.5, 2.0, 4.0
     error = w * x - y
@@ -183,10 +242,9 @@ def test_softmax_regression_loss_falls_and_matches_cross_entropy():
 
 def test_char_transformer_loss_falls_within_seconds():
     text = script_output("06_char_transformer.py")
-    spec = importlib.util.spec_from_file_location("char_transformer_gallery", os.path.join(EXAMPLES, REQUIRED[5]))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)  # defines the model; main() runs only as a script
+    module = load_transformer()
+    # Run as a script natively, as the docs are built, it trains on numpy whatever the machine's GPU.
+    assert "\ntraining on numpy, float64\n" in text
     losses = printed_losses(text)
     config = module.Config()
     assert len(losses) >= 5
@@ -195,3 +253,76 @@ def test_char_transformer_loss_falls_within_seconds():
     lines = text.splitlines()
     continuation = lines[lines.index("the model continues its first line:") + 1 :]
     assert "\n".join(continuation).startswith(module.TEXT[: config.context])
+
+
+# Training, watched as the playground's Run mode watches it ------------------------------------
+
+
+def run_training(name):
+    """Run a training example under ``show.watch``; returns (printed text, the losses it kept, the watcher)."""
+    if name == "06_char_transformer.py":
+        module = load_transformer()
+        return watched(lambda: module.main(small_transformer_config(module, steps=8)))
+    watcher = Watcher()
+    with show.watch(watcher):
+        text, namespace = run_example(name)
+    return text, namespace["losses"], watcher
+
+
+@pytest.mark.parametrize("name", TRAINING)
+def test_a_training_example_plots_its_loss_as_it_trains(name):
+    text, losses, watcher = run_training(name)
+    plots = [card for card, _ in watcher.cards if card.kind == "plot"]
+    assert plots and all(card is plots[0] for card in plots), "one plot card, made once and then updated"
+    # Made before the first step, then updated once a step with the losses so far: a curve that grows.
+    points = [count for card, count in watcher.cards if card.kind == "plot"]
+    assert points == list(range(len(losses) + 1))
+    curve = plots[0].to_json()
+    assert curve["x_label"] == "step" and len(curve["layers"]) == 1
+    plotted = curve["layers"][0]["y"]
+    if curve["log_y"]:  # a log axis leaves out what it cannot place
+        losses = [loss if loss > 0 else None for loss in losses]
+    assert plotted == losses
+    # Each printed loss is the plotted point of its step, rounded to the printed digits.
+    printed = printed_steps(text)
+    assert len(printed) >= 4
+    for step, (value, unit) in printed.items():
+        assert abs(plotted[step] - value) <= unit, f"step {step}"
+    # Every step reported, with how many there are.
+    assert watcher.steps == [(step, len(losses)) for step in range(1, len(losses) + 1)]
+
+
+def test_char_transformer_trains_on_webgpu_as_on_numpy():
+    # DeviceTrainer (the parameters stay on the device) against the host's Adam, both float32,
+    # on the same batches: the kernels' documented tolerance for a few steps of training.
+    module = load_transformer()
+    config = small_transformer_config(module)
+    adapter = topos.webgpu.adapter().name
+    device_text, on_device, device_watcher = watched(lambda: module.main(config, backend="webgpu"))
+    host_text, on_host, _ = watched(lambda: module.main(config, dtype="float32", backend="numpy"))
+    assert f"\ntraining on WebGPU ({adapter}), float32\n" in device_text
+    assert "\ntraining on numpy, float32\n" in host_text
+    np.testing.assert_allclose(on_device, on_host, rtol=1e-5)
+    assert on_device[-1] < on_device[0]
+    plot = next(card for card, _ in device_watcher.cards if card.kind == "plot")
+    assert plot.to_json()["layers"][0]["label"] == f"loss on WebGPU ({adapter})"
+
+
+@pytest.mark.parametrize("software", [True, False], ids=["software adapter", "hardware adapter"])
+def test_char_transformer_auto_takes_webgpu_only_on_a_hardware_adapter(monkeypatch, software):
+    # lavapipe and SwiftShader are CPUs, where numpy trains faster: "auto" leaves them to numpy.
+    module = load_transformer()
+    name = "a software adapter" if software else "a hardware GPU"
+    monkeypatch.setattr(topos.webgpu, "available", lambda: True)
+    monkeypatch.setattr(topos.webgpu, "adapter", lambda: topos.webgpu.Adapter(name, software, fallback=False))
+    text, losses, _ = watched(lambda: module.main(small_transformer_config(module, steps=2), backend="auto"))
+    expected = "training on numpy, float64" if software else f"training on WebGPU ({name}), float32"
+    assert f"\n{expected}\n" in text
+    assert len(losses) == 2
+
+
+def test_char_transformer_auto_trains_on_numpy_without_webgpu(monkeypatch):
+    module = load_transformer()
+    monkeypatch.setattr(topos.webgpu, "available", lambda: False)
+    text, _, _ = watched(lambda: module.main(small_transformer_config(module, steps=2), backend="auto"))
+    assert "\ntraining on numpy, float64\n" in text

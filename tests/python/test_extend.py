@@ -10,6 +10,7 @@ that XLA runs to the same numbers, and runs on WebGPU from its WGSL expression
 import numpy as np
 import pytest
 from test_stablehlo import assert_outputs_agree
+
 from topos import Tape, webgpu
 from topos.compiler import (
     Executor,

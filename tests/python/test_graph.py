@@ -4,6 +4,7 @@ import json
 import re
 
 import numpy as np
+
 import topos
 from topos import Graph, Tape, show
 from topos.compiler import Graph as CompilerGraph

@@ -11,11 +11,12 @@ import math
 
 import numpy as np
 import pytest
-import topos
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes
+
+import topos
 from topos import Gradients, Tape, Tensor, detach
 from topos.compiler import Primitive, register, unregister
 from topos.compiler.xla import execute_plan

@@ -8,6 +8,7 @@ backend registries hand out ``snapshot()`` and take it back with ``restore()``.
 import json
 
 import pytest
+
 from topos import Tape, playground
 from topos.compiler import backends
 from topos.model.tape import TapeObserver, observe

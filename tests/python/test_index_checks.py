@@ -12,6 +12,7 @@ import linecache
 
 import numpy as np
 import pytest
+
 import topos
 from topos import Tape
 from topos.compiler import backends

@@ -26,13 +26,26 @@ def test_the_package_reads_the_repository_kernels():
 
 def test_a_built_wheel_holds_every_kernel_file(tmp_path):
     # Build from a copy so that the checkout gets no build/ or egg-info folders.
-    shutil.copytree(ROOT / "py", tmp_path / "py", symlinks=True, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    shutil.copytree(
+        ROOT / "py", tmp_path / "py", symlinks=True, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    )
     shutil.copytree(ROOT / "kernels", tmp_path / "kernels")
     shutil.copy(ROOT / "LICENSE", tmp_path / "LICENSE")  # py/LICENSE links to it
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet", "-w", str(tmp_path / "dist"),
-         str(tmp_path / "py")],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "-w",
+            str(tmp_path / "dist"),
+            str(tmp_path / "py"),
+        ],
+        check=True,
+        capture_output=True,
     )
     (wheel,) = (tmp_path / "dist").glob("topos_autodiff-*.whl")
     with zipfile.ZipFile(wheel) as archive:

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import topos
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_plan_gallery import EXAMPLES, example, load_example
+
+import topos
 from topos import CheckpointError, Network, Tape
 from topos.model import checkpoint
 from topos.ops import primitives

@@ -7,6 +7,7 @@ code under test.
 
 import numpy as np
 import pytest
+
 from topos import FeedError, Tape
 from topos.compiler import Plan, register_backend, unregister_backend
 

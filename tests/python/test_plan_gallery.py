@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from test_stablehlo import assert_outputs_agree
+
 from topos import Tape
 from topos.compiler.xla import execute_plan
 

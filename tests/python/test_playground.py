@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 from topos import Tape, playground
+from topos.playground import gpu
+from topos.webgpu import NoAdapterError
+from topos.webgpu import device as device_module
 
 # The seed's first example and its readings, as the public contract (API.md) prints them.
 SEED = """from topos import Tape
@@ -71,7 +74,14 @@ def test_the_seed_shows_the_seed_readings(code):
     assert readings["hlo"]["text"] == SEED_HLO
     assert readings["gradient"]["text"].splitlines()[-2].startswith("plan: forward+backward;")
     assert readings["gradient"]["text"].splitlines()[-2].endswith("1 readable, 1 gradient")
-    assert [n["opcode"] for n in readings["graph"]["graph"]["nodes"]] == ["Parameter", "Input", "Input", "Mul", "Sub", "Mul"]
+    assert [n["opcode"] for n in readings["graph"]["graph"]["nodes"]] == [
+        "Parameter",
+        "Input",
+        "Input",
+        "Mul",
+        "Sub",
+        "Mul",
+    ]
     assert "error" not in readings["kernels"]
     # Both scripts record w, x, y on lines 4-6, error (Mul, Sub) on line 7 and the square on line 8.
     assert [node["line"] for node in result["nodes"]] == [4, 5, 6, 7, 7, 8]
@@ -186,34 +196,60 @@ def test_kernel_launch_rows_name_their_nodes():
     assert all(row["nodes"] for row in launch_rows)
 
 
-def test_the_gpu_bridge_hosts_a_float64_program_like_the_interpreter():
-    # float64 runs entirely on the host: executing the program's host steps in order
-    # through the bridge must give the interpreter's values.
+def test_the_webgpu_report_runs_a_float64_program_on_the_host_like_the_interpreter():
+    # float64 runs entirely on the host: no launch, and the readable is the interpreter's exactly.
     run(SEED_SEALED)
-    bridge = playground.gpu_bridge()
-    program = json.loads(bridge.program_json())
-    for step in program["steps"]:
-        assert step["type"] == "host"
-        bridge.host_step(step["key"])
-    for output in program["outputs"]:
-        assert np.array_equal(bridge.values[output], bridge.expected[output])
-    assert json.loads(bridge.output_differences()) == [{"node": 5, "maxAbsDiff": 0.0}]
+    report = json.loads(playground.webgpu_report_json())
+    assert report["ran"] is True, report
+    assert report["launches"] == []
+    assert report["outputs"] == [{"node": 5, "maxAbsDiff": 0.0}]
 
 
-def test_the_gpu_bridge_moves_float32_bytes_and_measures_differences():
+def test_the_webgpu_report_times_each_launch_and_holds_it_against_the_interpreter():
     code = SEED_SEALED.replace("Tape.record(build)", 'Tape.record(build, dtype="float32")')
     run(code)
-    bridge = playground.gpu_bridge()
-    program = json.loads(bridge.program_json())
-    uploads = [s for s in program["steps"] if s["type"] == "upload"]
-    assert uploads, program
-    first = uploads[0]
-    raw = bridge.upload(first["key"], "float32")
-    assert np.frombuffer(raw, dtype=np.float32).tolist() == np.asarray(bridge.expected[first["key"]]).reshape(-1).tolist()
-    # A device value 0.5 away from the interpreter's, for the loss.
-    wrong = (np.asarray(bridge.expected[5], dtype=np.float32) + np.float32(0.5)).tobytes()
-    assert bridge.difference(5, "float32", [], wrong) == pytest.approx(0.5)
-    assert bridge.difference(5, "float32", [2], np.zeros(2, np.float32).tobytes()) is None
+    report = json.loads(playground.webgpu_report_json())
+    launches = playground.latest_readings.kernels().launches
+    assert report["ran"] is True, report
+    assert report["detail"] == json.loads(playground.status_json())["detail"]
+    assert [row["kernel"] for row in report["launches"]] == [f"{launch.kernel}:{launch.entry}" for launch in launches]
+    assert [row["nodes"] for row in report["launches"]] == [list(launch.nodes) for launch in launches]
+    assert all(row["ms"] >= 0.0 for row in report["launches"])
+    # Each launch here finishes its own node, and agrees with the interpreter to float32 rounding.
+    assert all(row["maxAbsDiff"] is not None and row["maxAbsDiff"] <= 1e-6 for row in report["launches"])
+    assert [output["node"] for output in report["outputs"]] == [5]
+    assert report["outputs"][0]["maxAbsDiff"] <= 1e-6
+
+
+def test_the_webgpu_report_measures_a_difference_from_the_interpreter():
+    run(SEED_SEALED.replace("Tape.record(build)", 'Tape.record(build, dtype="float32")'))
+    kernels_run = playground.KernelsRun(playground.latest_readings)
+    # The interpreter's loss made 0.5 larger: the device's value is then 0.5 away from it.
+    kernels_run.expected[5] = np.asarray(kernels_run.expected[5], dtype=np.float32) + np.float32(0.5)
+    kernels_run.run()
+    assert kernels_run.outputs()[0]["maxAbsDiff"] == pytest.approx(0.5)
+    assert kernels_run.launches[-1]["maxAbsDiff"] == pytest.approx(0.5)
+    assert gpu.gap(np.zeros(2, np.float32), np.zeros(3)) is None
+    assert gpu.gap(np.array([np.inf]), np.array([1.0])) == np.finfo(np.float64).max
+
+
+def test_without_a_device_the_webgpu_report_says_why_and_that_numpy_ran(monkeypatch):
+    def no_device():
+        raise NoAdapterError("Python cannot wait for WebGPU here: this browser lacks JavaScript Promise Integration")
+
+    monkeypatch.setattr(device_module, "device", no_device)
+    run(SEED_SEALED.replace("Tape.record(build)", 'Tape.record(build, dtype="float32")'))
+    assert json.loads(playground.status_json()) == {
+        "available": False,
+        "fallback": False,
+        "detail": "Python cannot wait for WebGPU here: this browser lacks JavaScript Promise Integration",
+    }
+    assert json.loads(playground.webgpu_report_json()) == {
+        "ran": False,
+        "detail": "Python cannot wait for WebGPU here: this browser lacks JavaScript Promise Integration; "
+        "the numpy interpreter ran",
+        "launches": [],
+    }
 
 
 def test_non_finite_numbers_are_spelled_as_text_for_json():

@@ -21,6 +21,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_stablehlo import assert_outputs_agree
+
 from topos import Tape, Value, detach
 from topos.compiler.xla import execute_plan
 from topos.ops import lookup

@@ -6,10 +6,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-import topos
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, basic_indices, mutually_broadcastable_shapes
+
+import topos
 from topos import FeedError, Network, Symbol, Tape, Tensor, detach
 
 

@@ -1,6 +1,7 @@
 """The op registry: every registered primitive declares every rule, and half an op fails loudly."""
 
 import pytest
+
 from topos.compiler.kernels import has_kernel_rule
 from topos.ops import Primitive, lookup, missing_rules, primitives, register, unregister
 from topos.ops.registry import REQUIRED_RULES

@@ -8,6 +8,7 @@ out here from API.md's format rules.
 from pathlib import Path
 
 import pytest
+
 import topos
 from topos import Tape
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+
 from topos import Tape
 from topos.model import optim
 

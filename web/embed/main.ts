@@ -5,7 +5,8 @@
 // page's embeds (shared-python.ts), and the postMessage API (messages.ts).
 //
 // Python starts when the embed is first scrolled into view (or at once with
-// ?start=now, or when the embedding page sends code or asks for readings).
+// ?start=now, or when the embedding page sends code or asks for readings). With
+// ?run=allow, a Run button runs the code as a program, as the playground's does.
 
 import "../src/style.css";
 import "./embed.css";
@@ -13,8 +14,11 @@ import type { ReadingName, RunResult, StageMessage } from "../protocol";
 import { CodeInput } from "../src/code-input";
 import { examples } from "../src/gallery";
 import { Links } from "../src/links";
+import { RunOutputPane } from "../src/panes/output-pane";
 import { createPanes } from "../src/panes/registry";
 import { ReadingTabs } from "../src/reading-tabs";
+import { ProgressLine } from "../src/run-progress";
+import { RunSession } from "../src/run-session";
 import { STAGE_TITLES } from "../src/session";
 import { codeFromFragment, shareLink } from "../src/share";
 import { EmbedChannel, type EmbedReadings, type HostMessage } from "./messages";
@@ -140,7 +144,7 @@ const code: CodeView = options.editable
         debounce = setTimeout(runNow, DEBOUNCE_MS);
       },
       cursorLine: (line) => links.selectLine(line),
-      runNow,
+      runNow: () => (options.run ? runProgram() : runNow()),
       nextPane: stepPane,
     })
   : new ReadOnlyCode(codeHost, initialCode());
@@ -233,6 +237,59 @@ async function showResult(result: RunResult, ms: number): Promise<void> {
   await drawOpenPane();
 }
 
+// Run mode, where the embedder allows it (?run=allow) -------------------------------------------------
+
+const runButton = element<HTMLButtonElement>("embed-run");
+const stopButton = element<HTMLButtonElement>("embed-stop");
+const runOutput = new RunOutputPane();
+element<HTMLDivElement>("embed-run-output").append(runOutput.element);
+const progress = new ProgressLine(element("embed-run-progress"));
+let runs: RunSession | null = null;
+
+/** "starting", "running", "finished", "failed" or "stopped": the body's data-run says it. */
+function setRunState(state: string): void {
+  document.body.dataset.run = state;
+  stopButton.disabled = state !== "starting" && state !== "running";
+}
+
+function runProgram(): void {
+  runs ??= new RunSession({
+    stage: (message) => progress.stage(message),
+    started: () => {
+      setRunState("running");
+      progress.started();
+    },
+    output: (batch) => {
+      runOutput.append(batch.append);
+      for (const [number, card] of batch.changed) runOutput.change(number, card);
+      if (batch.progress) progress.report(batch.progress);
+    },
+    ended: (_id, error, seconds) => {
+      progress.ended(error, seconds);
+      setRunState(error ? "failed" : "finished");
+      if (error) runOutput.error(`${error.type}${error.line === null ? "" : ` on line ${error.line}`}: ${error.message}`, error);
+      else runOutput.ended();
+    },
+    stopped: (_id, stop) => {
+      progress.stopped(stop.reason);
+      setRunState("stopped");
+      if (stop.failure) runOutput.error(stop.reason, stop.failure);
+    },
+  });
+  runOutput.clear();
+  element("embed-run-area").hidden = false;
+  setRunState("starting");
+  progress.waiting();
+  runs.run(code.code);
+}
+
+if (options.run) {
+  runButton.hidden = false;
+  stopButton.hidden = false;
+  runButton.addEventListener("click", runProgram);
+  stopButton.addEventListener("click", () => runs?.stop());
+}
+
 // The embedding page's messages, and telling it our height -------------------------------------------
 
 function receive(message: HostMessage): void {
@@ -260,7 +317,11 @@ new ResizeObserver(() => {
 document.addEventListener("keydown", (event) => {
   if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
     event.preventDefault();
-    runNow();
+    // In the code, the editor's own command runs: once a key press.
+    if (!codeHost.contains(event.target as Node)) {
+      if (options.run) runProgram();
+      else runNow();
+    }
   } else if (event.altKey && (event.key === "PageDown" || event.key === "PageUp")) {
     event.preventDefault();
     stepPane(event.key === "PageDown" ? 1 : -1);

@@ -31,6 +31,8 @@ export interface EmbedOptions {
   timeLimitMs: number;
   /** A gallery script's file name (docs/examples/), when the code is an example. */
   example: string | null;
+  /** Run mode: a Run button runs the code as a program (as __main__), with no time limit but Stop. */
+  run: boolean;
 }
 
 const BACKENDS: readonly Backend[] = ["auto", "numpy", "webgpu"];
@@ -58,6 +60,10 @@ export function readOptions(url: URL): { options: EmbedOptions; problems: string
   const backend = params.get("backend") ?? "auto";
   if (!(BACKENDS as string[]).includes(backend)) problems.push(`backend=${backend}: use one of ${BACKENDS.join(", ")}`);
 
+  // Off unless the embedder allows it: a run takes as long as the script wants, and a second Python.
+  const run = params.get("run") ?? "off";
+  if (run !== "allow" && run !== "off") problems.push(`run=${run}: use "allow" or "off"`);
+
   const timeLimit = Number(params.get("timeLimit") ?? 10_000);
   if (!(timeLimit > 0)) problems.push(`timeLimit=${params.get("timeLimit")}: a number of milliseconds is needed`);
 
@@ -73,6 +79,7 @@ export function readOptions(url: URL): { options: EmbedOptions; problems: string
       backend: (BACKENDS as string[]).includes(backend) ? (backend as Backend) : "auto",
       timeLimitMs: timeLimit > 0 ? timeLimit : 10_000,
       example: params.get("example"),
+      run: run === "allow",
     },
     problems,
   };

@@ -1,14 +1,19 @@
 // The playground page: the editor on the left, the six readings and the output on
 // the right, a Python worker behind them. Readings update while typing (debounced);
-// a broken edit keeps the last good readings and marks the user's line.
+// a broken edit keeps the last good readings and marks the user's line. Run (Ctrl+Enter)
+// runs the script as a program in a second worker, its output shown as it comes, while
+// the readings keep following the edits.
 
 import "./style.css";
 import type { Backend, ReadingName, RunResult, StageMessage, UserError } from "../protocol";
 import { CodeInput } from "./code-input";
 import { examples } from "./gallery";
 import { Links } from "./links";
+import { RunOutputPane } from "./panes/output-pane";
 import { createPanes, READING_NAMES } from "./panes/registry";
 import { ReadingTabs } from "./reading-tabs";
+import { ProgressLine } from "./run-progress";
+import { RunSession } from "./run-session";
 import { PythonSession, STAGE_TITLES } from "./session";
 import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
@@ -119,8 +124,18 @@ const session = new PythonSession(
 function showStop(reason: string, failure: UserError | null): void {
   if (failure?.line) editor.markError(failure.line, undefined, `${reason}\n${failure.type}: ${failure.message}`);
   else editor.clearError();
+  showError(stopSummary(reason, failure), failure?.traceback || null);
+}
+
+function stopSummary(reason: string, failure: UserError | null): string {
   const cause = failure?.message ? `\n${failure.type}: ${failure.message}` : "";
-  showError(`${reason[0].toUpperCase()}${reason.slice(1)}.${cause}`, failure?.traceback || null);
+  return `${reason[0].toUpperCase()}${reason.slice(1)}.${cause}`;
+}
+
+/** The script's own error as the error panel's first line says it: "Type on line N: message". */
+function errorSummary(error: UserError): string {
+  const where = error.line === null ? "" : ` on line ${error.line}`;
+  return `${error.type}${where}: ${error.message}`;
 }
 
 // Which code to show: this history entry's own (its edits survive a reload, Back and Forward),
@@ -194,7 +209,7 @@ const editor = new CodeInput(element("editor"), initialCode(), {
     debounce = setTimeout(runNow, DEBOUNCE_MS);
   },
   cursorLine: (line) => links.selectLine(line),
-  runNow,
+  runNow: () => runProgram(),
   nextPane: stepPane,
   tabLeaves: (leaves) =>
     setStatus(leaves ? "Tab now leaves the editor (Ctrl+M: Tab indents again)" : "Tab indents again (Esc then Tab leaves the editor)"),
@@ -213,6 +228,76 @@ function runNow(): void {
   session.run(editor.code, backendPicker.value as Backend);
 }
 
+// Run mode: the script as a program, in a worker of its own ----------------------------------------
+
+const runButton = element<HTMLButtonElement>("run");
+const stopButton = element<HTMLButtonElement>("stop");
+const runOutput = new RunOutputPane();
+element<HTMLDivElement>("run-output").append(runOutput.element);
+const progress = new ProgressLine(element("run-progress"));
+
+const runs = new RunSession({
+  stage: (message) => progress.stage(message),
+  started: () => {
+    setRunState("running");
+    progress.started();
+  },
+  output: (batch) => {
+    runOutput.append(batch.append);
+    for (const [number, card] of batch.changed) runOutput.change(number, card);
+    if (batch.progress) progress.report(batch.progress);
+  },
+  ended: (_id, error, seconds) => {
+    progress.ended(error, seconds);
+    if (error) {
+      setRunState("failed");
+      editor.markError(error.line, error.column, `${error.type}: ${error.message}`);
+      showError(errorSummary(error), error.traceback);
+      runOutput.error(errorSummary(error), error);
+    } else {
+      setRunState("finished");
+      runOutput.ended();
+    }
+  },
+  stopped: (_id, stop) => {
+    progress.stopped(stop.reason);
+    setRunState("stopped");
+    if (stop.failure) {
+      showStop(stop.reason, stop.failure);
+      runOutput.error(stopSummary(stop.reason, stop.failure), stop.failure);
+    }
+  },
+});
+
+/** "starting", "running", "finished", "failed" or "stopped": the body's data-run says it (the tests read it). */
+function setRunState(state: string): void {
+  document.body.dataset.run = state;
+  const going = state === "starting" || state === "running";
+  stopButton.disabled = !going;
+}
+
+function runProgram(): void {
+  runOutput.clear();
+  showOutput("run");
+  element("output-choice").hidden = false;
+  setRunState("starting");
+  progress.waiting();
+  runs.run(editor.code);
+}
+
+/** Show the output of the readings ("live": as you type) or of the last run. */
+function showOutput(which: "live" | "run"): void {
+  element("output").hidden = which !== "live";
+  element("run-output").hidden = which !== "run";
+  element("show-live-output").setAttribute("aria-pressed", String(which === "live"));
+  element("show-run-output").setAttribute("aria-pressed", String(which === "run"));
+}
+
+runButton.addEventListener("click", runProgram);
+stopButton.addEventListener("click", () => runs.stop());
+element("show-live-output").addEventListener("click", () => showOutput("live"));
+element("show-run-output").addEventListener("click", () => showOutput("run"));
+
 // Results ----------------------------------------------------------------------------------------
 
 async function showResult(result: RunResult, ms: number): Promise<void> {
@@ -221,7 +306,7 @@ async function showResult(result: RunResult, ms: number): Promise<void> {
     const { type, message, line, column, traceback } = result.error;
     const where = line === null ? "" : ` on line ${line}`;
     editor.markError(line, column, `${type}: ${message}`);
-    showError(`${type}${where}: ${message}`, traceback);
+    showError(errorSummary(result.error), traceback);
     setStatus(`${type}${where}; the readings are the last good ones`);
     if (!firstReadingsShown) {
       showReadingsStage("failed");
@@ -276,7 +361,6 @@ backendPicker.addEventListener("change", () => {
   runNow();
 });
 
-element<HTMLButtonElement>("run").addEventListener("click", runNow);
 element<HTMLButtonElement>("share").addEventListener("click", () => {
   const link = shareLink(editor.code);
   historyCode.setAddress(link);
@@ -293,7 +377,8 @@ element<HTMLButtonElement>("share").addEventListener("click", () => {
 document.addEventListener("keydown", (event) => {
   if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
     event.preventDefault();
-    runNow();
+    // In the editor, the editor's own command runs (its runNow): once a key press.
+    if (!element("editor").contains(event.target as Node)) runProgram();
   } else if (event.altKey && (event.key === "PageDown" || event.key === "PageUp")) {
     event.preventDefault();
     stepPane(event.key === "PageDown" ? 1 : -1);

@@ -11,7 +11,8 @@ Each job has its module:
 - ``readings``: the six readings, each as its text and its rows;
 - ``result``: one run's result as JSON;
 - ``state``: what a run may change in this Python, and putting it back;
-- ``gpu``: the host side of running the kernels reading's program on the browser's WebGPU.
+- ``gpu``: the kernels reading's program run on WebGPU (the browser's, in the page), for the kernels pane.
+- ``program``: Run mode: the code run as ``__main__``, its output streamed while it runs.
 
 One Python serves every run, so a run leaves no trace in it: whatever the script
 changed in topos, numpy or Python's process-wide settings is put back when the run
@@ -22,15 +23,16 @@ passes that, one line says so and how many characters were left out.
 
 import warnings
 
-from .gpu import GpuBridge, NoReadingsError
-from .output import MAX_OUTPUT_CHARACTERS, OutputCut, OutputWriter, output_json, output_text
+from .gpu import KernelsRun, NoReadingsError, report_json, status_json
+from .output import MAX_OUTPUT_CHARACTERS, OutputCut, OutputWriter, finite, output_json, output_text
+from .program import OutputStream, run_program
 from .readings import READINGS, Readings, compute_readings, text_reading
-from .result import finite, nodes_json, run_and_read
+from .result import nodes_json, run_and_read
 from .sandbox import FILENAME, MODULE_NAME, describe_error, execute, user_line
 from .state import ProcessState, import_every_topos_module
 from .watch import RecordingWatch
 
-#: The readings of the newest run that had some; the WebGPU bridge reads their kernel program.
+#: The readings of the newest run that had some; the WebGPU report runs their kernel program.
 latest_readings = None
 
 
@@ -41,7 +43,7 @@ def run(code, filename=FILENAME):
     script changed is put back when it ends, and the next run sees what this one
     saw. The primitive and backend registries are the exception in timing only: they
     go back to ``PROCESS_STATE``'s when the next run starts, because the WebGPU
-    bridge after a run may still need the primitives its script registered.
+    report after a run may still need the primitives its script registered.
     """
     global latest_readings
     latest_readings = None
@@ -57,18 +59,60 @@ def run(code, filename=FILENAME):
     return text
 
 
-def gpu_bridge():
-    """A bridge for the newest readings' kernel program (raises ``NoReadingsError`` when there are none)."""
+def run_main(code, post, timer=None, filename=FILENAME):
+    """Run ``code`` as a program (as ``__main__``), sending its output to ``post`` as it comes.
+
+    Run mode's entry (``topos.playground.program.run_program`` says what is sent, and
+    what ``timer`` is for); returns the end of the run as JSON text. Like ``run``, it
+    leaves no trace in this Python: what the script changed is put back when it ends.
+    """
+    PROCESS_STATE.restore_registries()
+    # Bound now, before the script could replace ProcessState.restore.
+    put_back = ProcessState(PROCESS_STATE.objects).restore
+    try:
+        with warnings.catch_warnings():
+            return run_program(code, post, timer, filename, MAX_OUTPUT_CHARACTERS)
+    finally:
+        put_back()
+
+
+def webgpu_report_json():
+    """The newest readings' kernel program run on WebGPU: the kernels pane's WebGPU section, as JSON
+    (raises ``NoReadingsError`` when no run has recorded a tape)."""
     if latest_readings is None:
         raise NoReadingsError("no readings yet: nothing to run on WebGPU (run a script that records a tape first)")
-    return GpuBridge(latest_readings)
+    return report_json(latest_readings)
 
 
 __all__ = [
-    "FILENAME", "MAX_OUTPUT_CHARACTERS", "MODULE_NAME", "PROCESS_STATE", "READINGS", "GpuBridge", "NoReadingsError",
-    "OutputCut", "OutputWriter", "ProcessState", "Readings", "RecordingWatch", "compute_readings", "describe_error",
-    "execute", "finite", "gpu_bridge", "nodes_json", "output_json", "output_text", "run", "run_and_read",
-    "text_reading", "user_line",
+    "FILENAME",
+    "MAX_OUTPUT_CHARACTERS",
+    "MODULE_NAME",
+    "PROCESS_STATE",
+    "READINGS",
+    "KernelsRun",
+    "NoReadingsError",
+    "OutputCut",
+    "OutputStream",
+    "OutputWriter",
+    "ProcessState",
+    "Readings",
+    "RecordingWatch",
+    "compute_readings",
+    "describe_error",
+    "execute",
+    "finite",
+    "status_json",
+    "nodes_json",
+    "output_json",
+    "output_text",
+    "run",
+    "run_and_read",
+    "run_main",
+    "run_program",
+    "text_reading",
+    "user_line",
+    "webgpu_report_json",
 ]
 
 # Last, once every name above is defined: every topos module is imported (so that none

@@ -1,117 +1,125 @@
-"""The playground's WebGPU bridge: the host side of running a kernel program in the browser.
+"""The kernels pane's WebGPU section: the newest readings' kernel program run on WebGPU.
 
-The worker executes the kernel program of the newest readings on the browser's
-WebGPU, step by step, as ``topos.webgpu.runner`` does natively. Python holds the
-host side: the values uploads read, readbacks write and host steps compute, and
-the interpreter's values that each launch is compared against.
-``topos.playground.gpu_bridge()`` hands one out for the newest readings.
+When the page's backend asks for WebGPU, the worker asks, after a run, for
+``report_json(readings)``: the kernels reading's program runs through
+``topos.webgpu``'s runner on the process's device (in the page, the browser's
+WebGPU, reached through ``pyodide.ffi.run_sync``), each launch alone so that it
+can be timed, and the value each launch finishes is read back and held against
+the numpy interpreter's (the largest absolute difference), then each readable's.
+``status_json()`` names the adapter for the page's backend picker, or says why
+there is none.
 """
 
 import json
 
-from ..errors import ArgumentTypeError, ToposError
+import numpy as np
+
+from ..compiler.wgsl.launch import Launch
+from ..errors import ToposError
+from ..ops import lookup
+from ..webgpu import device as device_module
+from ..webgpu.device import NoAdapterError
+from ..webgpu.runner import default_runner
 
 
 class NoReadingsError(ToposError, RuntimeError):
-    """``gpu_bridge()`` before a run that recorded a tape: there is no kernel program to run."""
+    """A WebGPU report before any run recorded a tape: there is no kernel program to run."""
 
 
-def view_json(view):
-    if view is None:
-        return None
-    return {
-        "buffer": view.buffer,
-        "offset": view.offset,
-        "shape": list(view.shape),
-        "strides": list(view.strides),
-        "constant": view.constant,
-    }
+def status():
+    """The WebGPU adapter as the page names it: ``{available, fallback, detail}`` (detail: why there is none)."""
+    try:
+        adapter = device_module.adapter()
+    except NoAdapterError as error:
+        return {"available": False, "fallback": False, "detail": str(error)}
+    detail = f"{adapter.name} (software fallback)" if adapter.fallback else adapter.name
+    return {"available": True, "fallback": adapter.fallback, "detail": detail}
 
 
-def step_json(step):
-    from ..compiler.wgsl.launch import Launch
-    from ..compiler.wgsl.program import HostStep, Readback, Upload, ViewStep
-
-    if isinstance(step, Launch):
-        return {
-            "type": "launch",
-            "kernel": step.kernel,
-            "entry": step.entry,
-            "specialisation": dict(step.specialisation),
-            "workgroups": list(step.workgroups),
-            "bindings": [{"index": b.index, "buffer": b.buffer, "access": b.access} for b in step.bindings],
-            "params": list(step.params),
-            "nodes": list(step.nodes),
-            "out": view_json(dict(step.views).get("out")),
-        }
-    if isinstance(step, Upload):
-        return {"type": "upload", "key": step.key, "buffer": step.buffer, "dtype": step.dtype}
-    if isinstance(step, Readback):
-        return {"type": "readback", "key": step.key, "view": view_json(step.view), "dtype": step.dtype}
-    if isinstance(step, HostStep):
-        return {"type": "host", "key": step.key, "reason": step.reason}
-    if isinstance(step, ViewStep):
-        return {"type": "view", "key": step.key}  # a new view of a buffer: nothing runs
-    raise ArgumentTypeError(
-        f"a program's steps are Launch, Upload, Readback, HostStep or ViewStep, got {type(step).__name__}"
-    )
+def status_json():
+    return json.dumps(status())
 
 
-class GpuBridge:
-    """The host side of one WebGPU run of the newest readings' kernel program."""
+class KernelsRun:
+    """One run of a recording's kernel program on WebGPU, launch by launch, held against the interpreter.
+
+    ``values`` holds what the program's uploads read (the interpreter's source values), and
+    receives what its readbacks and host steps produce; ``expected`` is the interpreter's value
+    of every node; ``launches`` gets one row a launch (``kernel``, ``nodes``, ``ms``, ``maxAbsDiff``).
+    """
 
     def __init__(self, readings):
-        import numpy as np
-
-        self.np = np
         self.plan = readings.plan()
         self.program = readings.kernels().program
         network = readings.network
-        # The interpreter's value of every node: what uploads start from and what launches are held to.
         self.expected = network.forward(network.parameters(), {}).values()
         nodes = self.plan.nodes
         self.values = {i: self.expected[i] for i in self.plan.schedule if nodes[i].is_source}
+        launches = [step for step in self.program.steps if isinstance(step, Launch)]
+        # A launch finishes its nodes' value when no later launch covers the same nodes.
+        self._finishing = {
+            id(launch)
+            for i, launch in enumerate(launches)
+            if not any(later.nodes == launch.nodes for later in launches[i + 1 :])
+        }
+        self.launches = []
 
-    def program_json(self):
-        buffers = [{"id": b.id, "elements": b.elements, "dtype": b.dtype} for b in self.program.buffers]
-        return json.dumps({"buffers": buffers, "steps": [step_json(s) for s in self.program.steps],
-                           "outputs": list(self.plan.outputs)})
+    def run(self, runner=None):
+        (runner or default_runner()).run(self.program, self.values, self.host_step, self.trace)
+        return self
 
-    def upload(self, key, dtype):
-        """The bytes an upload writes: host value ``key`` as a dense array of ``dtype``."""
-        return self.np.ascontiguousarray(self.values[key], dtype=dtype).tobytes()
-
-    def array(self, data, dtype, shape):
-        # The worker hands over a JavaScript Uint8Array (a JsProxy with to_bytes()); tests pass bytes.
-        raw = data.to_bytes() if hasattr(data, "to_bytes") else bytes(data)
-        return self.np.frombuffer(raw, dtype=dtype).reshape(shape)
-
-    def readback(self, key, dtype, shape, data):
-        self.values[key] = self.array(data, dtype, shape)
-
-    def host_step(self, key):
-        """The interpreter computes node ``key`` from the host values (as the native runner's host does)."""
-        from ..ops import lookup
-
+    def host_step(self, key, values):
+        """The interpreter computes node ``key`` from the host values, as the native runner's host does."""
         node = self.plan.nodes[key]
-        inputs = [self.values[j] for j in node.operands]
-        self.values[key] = lookup(node.opcode).forward(inputs, node.attrs)
+        with np.errstate(all="ignore"):
+            return lookup(node.opcode).forward([values[j] for j in node.operands], node.attrs)
 
-    def difference(self, node, dtype, shape, data):
-        """Largest |device - interpreter| for node ``node``; None when the shapes do not match."""
-        return self.gap(self.array(data, dtype, shape), self.expected[node])
+    def trace(self, launch, ms, read):
+        difference = None
+        out = dict(launch.views).get("out")
+        if id(launch) in self._finishing and out is not None:
+            difference = gap(read(out), self.expected[max(launch.nodes)])
+        self.launches.append(
+            {
+                "kernel": f"{launch.kernel}:{launch.entry}",
+                "nodes": list(launch.nodes),
+                "ms": ms,
+                "maxAbsDiff": difference,
+            }
+        )
 
-    def output_differences(self):
-        """After the program ran: each readable's largest |run - interpreter|, as JSON."""
-        return json.dumps([{"node": k, "maxAbsDiff": self.gap(self.values[k], self.expected[k])} for k in self.plan.outputs])
+    def outputs(self):
+        """Each readable's largest |run - interpreter| once the whole program ran."""
+        return [{"node": k, "maxAbsDiff": gap(self.values[k], self.expected[k])} for k in self.plan.outputs]
 
-    def gap(self, actual, expected):
-        np = self.np
-        actual, expected = np.asarray(actual), np.asarray(expected)
-        if actual.size != expected.size:
-            return None
-        actual = actual.reshape(expected.shape).astype(np.float64)
-        expected = expected.astype(np.float64)
-        same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
-        gap = np.where(same, 0.0, np.abs(actual - expected))
-        return float(np.max(gap)) if gap.size else 0.0
+
+def report(readings):
+    """The pane's ``WebGpuReport``: the launches' timings and differences, or why WebGPU did not run."""
+    adapter = status()
+    if not adapter["available"]:
+        return {"ran": False, "detail": f"{adapter['detail']}; the numpy interpreter ran", "launches": []}
+    try:
+        run = KernelsRun(readings).run()
+    except Exception as error:  # noqa: BLE001  (the pane says what failed; the readings stand)
+        return {"ran": False, "detail": f"the kernels failed on WebGPU ({adapter['detail']}): {error}", "launches": []}
+    return {"ran": True, "detail": adapter["detail"], "launches": run.launches, "outputs": run.outputs()}
+
+
+def report_json(readings):
+    return json.dumps(report(readings))
+
+
+def gap(actual, expected):
+    """Largest |actual - expected| (NaN against NaN is no difference); None when the sizes differ.
+
+    An infinite difference (or NaN against a number) is the largest float, which JSON can carry.
+    """
+    actual, expected = np.asarray(actual), np.asarray(expected)
+    if actual.size != expected.size:
+        return None
+    actual = actual.reshape(expected.shape).astype(np.float64)
+    expected = expected.astype(np.float64)
+    same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
+    difference = np.where(same, 0.0, np.abs(actual - expected))
+    largest = float(np.max(difference)) if difference.size else 0.0
+    return largest if np.isfinite(largest) else float(np.finfo(np.float64).max)

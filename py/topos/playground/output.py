@@ -6,6 +6,7 @@ every character left out after it.
 """
 
 import io
+import math
 
 #: The characters of printed output a run keeps, unless told otherwise (``topos.playground.run``
 #: reads ``topos.playground.MAX_OUTPUT_CHARACTERS`` when it starts).
@@ -58,10 +59,7 @@ class OutputCut:
 
     def __str__(self):
         plural = "" if self.characters == 1 else "s"
-        return (
-            f"… output cut here: {self.characters:,} more character{plural} not shown "
-            f"(the limit is {self.limit:,})"
-        )
+        return f"… output cut here: {self.characters:,} more character{plural} not shown (the limit is {self.limit:,})"
 
     def to_json(self):
         return {"kind": "print", "text": str(self) + "\n"}
@@ -92,3 +90,14 @@ def output_json(output):
         else:
             items.append(item.to_json())
     return items
+
+
+def finite(value):
+    """``value`` with every non-finite float replaced by its text (``"nan"``, ``"inf"``)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(item) for item in value]
+    return value

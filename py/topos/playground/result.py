@@ -6,10 +6,9 @@ reading, why it is empty.
 """
 
 import json
-import math
 import time
 
-from .output import output_json, output_text
+from .output import finite, output_json, output_text
 from .readings import READINGS, Readings, compute_readings
 from .sandbox import describe_error, execute
 
@@ -22,8 +21,14 @@ def run_and_read(code, filename, limit):
     started = time.perf_counter()
     output, watch, error = execute(code, filename, limit)
     timings = {"code": milliseconds_since(started)}
-    result = {"output": output_json(output), "output_text": output_text(output), "error": None, "recording": None,
-              "nodes": [], "readings": None}
+    result = {
+        "output": output_json(output),
+        "output_text": output_text(output),
+        "error": None,
+        "recording": None,
+        "nodes": [],
+        "readings": None,
+    }
     readings = None
     if error is not None:
         result["error"] = describe_error(error, filename)
@@ -61,14 +66,3 @@ def nodes_json(network, filename):
         }
         for node in network.nodes()
     ]
-
-
-def finite(value):
-    """``value`` with every non-finite float replaced by its text (``"nan"``, ``"inf"``)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {key: finite(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(item) for item in value]
-    return value

@@ -1,9 +1,10 @@
 """Running the user's code as a fresh module, and its error as the page shows it.
 
-The user's code runs as a module named ``__playground__`` rather than
-``__main__``: a script's ``if __name__ == "__main__":`` block (a long training
-run, say) does not run on every keystroke. Its file name is ``main.py``, which
-tracebacks, shape errors ("recorded at main.py:7") and the page's line marks name.
+For the readings, the user's code runs as a module named ``__playground__`` rather
+than ``__main__``: a script's ``if __name__ == "__main__":`` block (a long training
+run, say) does not run on every keystroke. Run mode (``topos.playground.program``)
+runs it as ``__main__``. Its file name is ``main.py``, which tracebacks, shape
+errors ("recorded at main.py:7") and the page's line marks name.
 """
 
 import contextlib
@@ -28,16 +29,11 @@ def execute(code, filename=FILENAME, limit=MAX_OUTPUT_CHARACTERS):
     """
     output = []
     writer = OutputWriter(output, limit)
-    module = types.ModuleType(MODULE_NAME)
-    module.__file__ = filename
-    previous_module = sys.modules.get(MODULE_NAME)
-    sys.modules[MODULE_NAME] = module  # dataclasses and pickle look a class's module up here
-    # Tracebacks quote the user's lines from linecache, as they would for a file on disk.
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     error = None
     watch = RecordingWatch()
     try:
         with (
+            fresh_module(MODULE_NAME, code, filename) as module,
             observe(watch),
             show.capture(output),
             contextlib.redirect_stdout(writer),
@@ -49,12 +45,30 @@ def execute(code, filename=FILENAME, limit=MAX_OUTPUT_CHARACTERS):
         raise  # the worker restarts Pyodide: its heap is not to be trusted afterwards
     except BaseException as caught:  # noqa: BLE001  (user code may raise anything, SystemExit included)
         error = caught
+    return output, watch, error
+
+
+@contextlib.contextmanager
+def fresh_module(name, code, filename):
+    """An empty module named ``name`` for ``code`` to run in, in ``sys.modules`` until the block ends.
+
+    Inside the block, ``sys.modules[name]`` is the new module (dataclasses and pickle
+    look a class's module up there), and tracebacks quote ``code``'s lines as those
+    of ``filename``; afterwards the module that had the name before has it again.
+    """
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    previous_module = sys.modules.get(name)
+    sys.modules[name] = module
+    # Tracebacks quote the user's lines from linecache, as they would for a file on disk.
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    try:
+        yield module
     finally:
         if previous_module is None:
-            sys.modules.pop(MODULE_NAME, None)
+            sys.modules.pop(name, None)
         else:
-            sys.modules[MODULE_NAME] = previous_module
-    return output, watch, error
+            sys.modules[name] = previous_module
 
 
 def user_line(error, filename):
@@ -77,7 +91,7 @@ def describe_error(error, filename):
     frames = traceback.extract_tb(error.__traceback__)
     # The traceback starts at the first frame of the user's code: the playground's own frames are noise.
     firsts = [number for number, frame in enumerate(frames) if frame.filename == filename]
-    frames = frames[firsts[0]:] if firsts else []
+    frames = frames[firsts[0] :] if firsts else []
     trace = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
     result = {
         "type": type(error).__name__,

@@ -154,8 +154,13 @@ class ProcessState:
             self.module_namespaces.append((namespace, saved, caches))
         self.class_namespaces = [(cls, dict(vars(cls))) for cls in self.objects.classes]
         self.functions = [
-            (function, function.__code__, function.__defaults__, function.__kwdefaults__,
-             tuple((cell, _cell_contents(cell)) for cell in function.__closure__ or ()))
+            (
+                function,
+                function.__code__,
+                function.__defaults__,
+                function.__kwdefaults__,
+                tuple((cell, _cell_contents(cell)) for cell in function.__closure__ or ()),
+            )
             for function in self.objects.functions
         ]
         self.containers = [(container, container.copy()) for container in self.objects.containers]
@@ -176,7 +181,8 @@ class ProcessState:
             # A snapshot is not part of the state it restores (``topos.playground.PROCESS_STATE``
             # is bound after it is taken).
             for key in [
-                key for key in namespace
+                key
+                for key in namespace
                 if key not in saved and key not in left and not isinstance(namespace[key], type(self))
             ]:
                 del namespace[key]

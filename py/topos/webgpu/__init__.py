@@ -1,4 +1,5 @@
-"""WebGPU execution of topos plans through wgpu-py (the optional ``topos-autodiff[wgpu]`` extra).
+"""WebGPU execution of topos plans: through wgpu-py natively (the optional ``topos-autodiff[wgpu]``
+extra), and through the browser's WebGPU in the playground.
 
 The runtime beside the numpy interpreter. What it runs is the compiler's plain
 data (``topos.compiler.wgsl``: views, launches, programs), which it imports and
@@ -6,24 +7,42 @@ re-exports here (``View``, ``Launch``, ``Program``, ...); the compiler never
 imports this package.
 
 - ``sources``: the WGSL files in ``kernels/`` and their specialisation;
-- ``device`` and ``runner``: the wgpu-py device and the program runner;
+- ``device``: what the runner asks of a device, and which one the process gets:
+  ``wgpu_device`` (wgpu-py) natively, ``browser_device`` (the page's WebGPU,
+  through ``pyodide.ffi.run_sync``) in Pyodide;
+- ``runner``: the program runner, one for both devices;
 - ``backend``: ``plan.run(..., backend="webgpu")`` and ``"auto"``, registered with
   the compiler's backends when this package is imported (``import topos`` does);
 - ``trainer``: ``DeviceTrainer``, training steps whose parameters stay on the device.
 
-wgpu-py itself is imported only when a run first needs the device, so the
-package imports (and ``"auto"`` runs on numpy) where wgpu-py is absent.
+wgpu-py (or the page's WebGPU) is reached only when a run first needs the device,
+so the package imports (and ``"auto"`` runs on numpy) where there is none.
 """
 
 from ..compiler.wgsl.launch import Launch
 from ..compiler.wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep
 from ..compiler.wgsl.views import View
 from . import backend  # noqa: F401  (registers the "webgpu" and "auto" backends)
-from .device import NoAdapterError, available
+from .device import Adapter, DeviceError, NoAdapterError, adapter, available
 from .trainer import DeviceTrainer
 
-__all__ = ["Buffer", "DeviceTrainer", "HostStep", "Launch", "NoAdapterError", "Program", "Readback", "Upload", "View",
-           "ViewStep", "available", "run_launches"]
+__all__ = [
+    "Adapter",
+    "Buffer",
+    "DeviceError",
+    "DeviceTrainer",
+    "HostStep",
+    "Launch",
+    "NoAdapterError",
+    "Program",
+    "Readback",
+    "Upload",
+    "View",
+    "ViewStep",
+    "adapter",
+    "available",
+    "run_launches",
+]
 
 
 def run_launches(launches, arrays, sizes=None, outputs=None, runner=None):

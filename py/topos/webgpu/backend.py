@@ -8,7 +8,8 @@ uploaded, readables and gradients read back, and a host step's operands read
 back and its result uploaded only where a launch reads it.
 
 ``"auto"`` is WebGPU where an adapter exists and numpy elsewhere, so the engine's
-correctness never depends on a GPU. A plan with no launches at all (float64)
+correctness never depends on a GPU; in the page it leaves the browser's fallback
+adapter (SwiftShader), which is slower than numpy, to numpy too. A plan with no launches at all (float64)
 runs its host steps without touching a device. Importing this module registers
 both backends (``topos.compiler.backends.register_executor``); it imports wgpu-py
 only when a run first needs the device.
@@ -129,8 +130,8 @@ def webgpu_executor(plan):
 
 
 def auto_executor(plan):
-    """``backend="auto"``: WebGPU where an adapter exists, else the numpy interpreter."""
-    if device_module.available():
+    """``backend="auto"``: WebGPU where an adapter exists (and is no fallback adapter), else the numpy interpreter."""
+    if device_module.suits_auto():
         return WebGPUExecutor(plan)
     return NumpyExecutor(plan)
 

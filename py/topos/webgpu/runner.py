@@ -1,16 +1,18 @@
-"""Executes kernel programs (``topos.compiler.wgsl.program``) on the wgpu-py device.
+"""Executes kernel programs (``topos.compiler.wgsl.program``) on a WebGPU device.
 
-Set-up happens once: the device once per process (``topos.webgpu.device``),
-each pipeline once per kernel, entry point, specialisation and binding layout
-(``PipelineCache``), and each program's buffers, bind groups and parameter
-block once per program (``Prepared``). A run then only writes the uploads,
-records the dispatches and reads the readbacks: consecutive launches share one
-command encoder and one compute pass (WebGPU orders dispatches within a pass
-and makes each one's writes visible to the next), and the encoder is submitted
-only when the host must see or change a buffer.
+One runner for both devices (``topos.webgpu.device``): wgpu-py natively, the
+page's WebGPU in the playground. Set-up happens once: the device once per
+process, each pipeline once per kernel, entry point, specialisation and binding
+layout (``PipelineCache``), and each program's buffers, bind groups and
+parameter block once per program (``Prepared``). A run then only writes the
+uploads, records the dispatches and reads the readbacks: consecutive launches
+are submitted together, in one compute pass (WebGPU orders dispatches within a
+pass and makes each one's writes visible to the next), and only when the host
+must see or change a buffer.
 """
 
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -50,53 +52,34 @@ class PipelineCache:
             return entry
 
     def _compile(self, launch):
-        import wgpu
-
         code = specialise(launch.kernel, launch.specialisation)
-        module = self.device.create_shader_module(label=f"{launch.kernel}.wgsl", code=code)
-        entries = [{"binding": 0, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": "uniform"}}]
+        bindings = [(0, "uniform")]
         for binding in launch.bindings:
-            kind = "storage" if binding.access == "read_write" else "read-only-storage"
-            entries.append({"binding": binding.index, "visibility": wgpu.ShaderStage.COMPUTE, "buffer": {"type": kind}})
-        layout = self.device.create_bind_group_layout(entries=entries)
-        pipeline = self.device.create_compute_pipeline(
-            label=f"{launch.kernel}:{launch.entry}",
-            layout=self.device.create_pipeline_layout(bind_group_layouts=[layout]),
-            compute={"module": module, "entry_point": launch.entry},
-        )
-        return pipeline, layout
+            bindings.append((binding.index, "storage" if binding.access == "read_write" else "read-only-storage"))
+        return self.device.create_pipeline(f"{launch.kernel}.wgsl", code, launch.entry, bindings)
 
 
 class Prepared:
     """One program's device objects: buffers, the parameter block, a bind group a launch."""
 
     def __init__(self, runner, program):
-        import wgpu
-
         device = runner.device
-        usage = wgpu.BufferUsage.STORAGE | wgpu.BufferUsage.COPY_SRC | wgpu.BufferUsage.COPY_DST
-        self.buffers = {
-            buffer.id: device.create_buffer(label=f"b{buffer.id}", size=buffer.bytes, usage=usage)
-            for buffer in program.buffers
-        }
+        self.buffers = {buffer.id: device.create_buffer(f"b{buffer.id}", buffer.bytes) for buffer in program.buffers}
+        sizes = {buffer.id: buffer.bytes for buffer in program.buffers}
         launches = program.launches
         params = np.zeros((max(len(launches), 1), PARAM_STRIDE // 4), dtype=np.uint32)
         for row, launch in enumerate(launches):
             params[row, : len(launch.params)] = launch.params
-        self.params = device.create_buffer_with_data(
-            data=params, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST
-        )
+        self.params = device.create_buffer("params", params.nbytes, uniform=True)
+        device.write_buffer(self.params, 0, params)
         self.rows = {id(launch): row for row, launch in enumerate(launches)}
         self.dispatches = {}
         for row, launch in enumerate(launches):
             pipeline, layout = runner.pipelines.get(launch)
-            entries = [{"binding": 0, "resource": {"buffer": self.params, "offset": row * PARAM_STRIDE,
-                                                   "size": PARAM_BYTES}}]
+            entries = [(0, self.params, row * PARAM_STRIDE, PARAM_BYTES)]
             for binding in launch.bindings:
-                target = self.buffers[binding.buffer]
-                entries.append({"binding": binding.index, "resource": {"buffer": target, "offset": 0,
-                                                                       "size": target.size}})
-            group = device.create_bind_group(layout=layout, entries=entries)
+                entries.append((binding.index, self.buffers[binding.buffer], 0, sizes[binding.buffer]))
+            group = device.create_bind_group(layout, entries)
             self.dispatches[id(launch)] = (pipeline, group, launch.workgroups)
         self.constants_written = set()
         self.resident = {}  # buffer id -> the host array last written there
@@ -122,35 +105,38 @@ class Runner:
                 self._prepared[program] = prepared
             return prepared
 
-    def run(self, program, values, host=None):
+    def run(self, program, values, host=None, trace=None):
         """Execute ``program``'s steps; ``values`` (key -> host array) holds what the uploads
         read and receives what the readbacks and host steps produce. ``host(key, values)``
-        computes a host step's value. Returns ``values``."""
+        computes a host step's value. Returns ``values``.
+
+        ``trace(launch, milliseconds, read)``, when given, is called after every launch, which
+        then runs alone: submitted, waited for and timed; ``read(view, dtype="float32")``
+        reads a view of the program's buffers back at that point (the playground's report).
+        """
         prepared = self.prepare(program)
         with prepared.lock:
-            return self._run(program, prepared, values, host)
+            return self._run(program, prepared, values, host, trace)
 
-    def _run(self, program, prepared, values, host):
-        queue = self.device.queue
-        encoder = None
-        compute = None
+    def _run(self, program, prepared, values, host, trace):
+        batch = []
 
         def flush():
-            nonlocal encoder, compute
-            if encoder is not None:
-                compute.end()
-                queue.submit([encoder.finish()])
-                encoder = compute = None
+            if batch:
+                self.device.submit(list(batch))
+                batch.clear()
+
+        def read(view, dtype="float32"):
+            return self.read(prepared, view, dtype)
 
         for step in program.steps:
             if isinstance(step, Launch):
-                if encoder is None:
-                    encoder = self.device.create_command_encoder()
-                    compute = encoder.begin_compute_pass()
-                pipeline, group, workgroups = prepared.dispatches[id(step)]
-                compute.set_pipeline(pipeline)
-                compute.set_bind_group(0, group)
-                compute.dispatch_workgroups(*workgroups)
+                started = time.perf_counter()
+                batch.append(prepared.dispatches[id(step)])
+                if trace is not None:
+                    flush()
+                    self.device.wait()
+                    trace(step, 1000.0 * (time.perf_counter() - started), read)
             elif isinstance(step, Upload):
                 self._upload(step, prepared, values, flush)
             elif isinstance(step, Readback):
@@ -173,10 +159,10 @@ class Runner:
         if step.resident and prepared.resident.get(step.buffer) is array:
             return
         data = np.ascontiguousarray(array, dtype=_NUMPY_DTYPES[step.dtype])
-        # Writes are ordered with submissions, not with commands still being recorded.
+        # Writes are ordered with submissions, not with dispatches still waiting in the batch.
         flush()
         if data.size:
-            self.device.queue.write_buffer(prepared.buffers[step.buffer], 0, data)
+            self.device.write_buffer(prepared.buffers[step.buffer], 0, data)
             self.uploaded_bytes += data.nbytes
         if step.constant:
             prepared.constants_written.add(step.buffer)
@@ -189,7 +175,7 @@ class Runner:
         block = np.zeros(PARAM_STRIDE // 4, dtype=np.uint32)
         block[: len(words)] = words
         with prepared.lock:
-            self.device.queue.write_buffer(prepared.params, prepared.rows[id(launch)] * PARAM_STRIDE, block)
+            self.device.write_buffer(prepared.params, prepared.rows[id(launch)] * PARAM_STRIDE, block)
 
     def read_view(self, program, view, dtype="float32"):
         """The elements of ``view`` in one of ``program``'s buffers, between runs."""
@@ -205,8 +191,8 @@ class Runner:
         if view.size == 0:
             return np.zeros(view.shape, dtype=numpy_dtype)
         start, stop = view.offset, view.span()
-        raw = self.device.queue.read_buffer(prepared.buffers[view.buffer], 4 * start, 4 * (stop - start))
-        flat = np.frombuffer(raw, dtype=numpy_dtype)
+        raw = self.device.read_buffer(prepared.buffers[view.buffer], 4 * start, 4 * (stop - start))
+        flat = raw.view(numpy_dtype)
         self.read_bytes += flat.nbytes
         strided = np.lib.stride_tricks.as_strided(flat, view.shape, tuple(4 * s for s in view.strides))
         return np.array(strided)

@@ -46,7 +46,7 @@ def kernel_names():
     return sorted(name for name in names if name != COMMON)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kernel_text(kernel):
     """The text of ``kernels/<kernel>.wgsl``."""
     path = os.path.join(kernel_directory(), f"{kernel}.wgsl")

@@ -120,8 +120,16 @@ class DeviceTrainer:
                 bindings.append(Binding(3, new_buffer(count), "read_write"))
             if entry == "adam":
                 bindings.append(Binding(4, new_buffer(count), "read_write"))
-            launch = Launch("optimizer", entry, (), grid(-(-count // 64)), tuple(bindings), pack([count]),
-                            (parameter,), type(self.optimizer).__name__)
+            launch = Launch(
+                "optimizer",
+                entry,
+                (),
+                grid(-(-count // 64)),
+                tuple(bindings),
+                pack([count]),
+                (parameter,),
+                type(self.optimizer).__name__,
+            )
             steps.append(launch)
             updates.append((parameter, launch))
         return Program(tuple(buffers), tuple(steps)), updates
@@ -143,8 +151,17 @@ class DeviceTrainer:
         correction1 = 1.0 - beta1**step
         correction2 = 1.0 - beta2**step
         return [
-            count, 1 if o.decoupled else 0, f32(o.lr), f32(beta1), f32(beta2), f32(o.weight_decay), f32(o.eps),
-            f32(o.lr / correction1), f32(math.sqrt(correction2)), f32(1.0 - beta1), f32(1.0 - beta2),
+            count,
+            1 if o.decoupled else 0,
+            f32(o.lr),
+            f32(beta1),
+            f32(beta2),
+            f32(o.weight_decay),
+            f32(o.eps),
+            f32(o.lr / correction1),
+            f32(math.sqrt(correction2)),
+            f32(1.0 - beta1),
+            f32(1.0 - beta2),
             f32(1.0 - o.lr * o.weight_decay),
         ]
 

@@ -1,10 +1,11 @@
 // The output pane: what the user's code printed and the cards it made (topos.show),
-// in order. Everything is rendered as text or as data handed to uPlot and dagre:
-// nothing the user's code produces is ever parsed as HTML.
+// in order; and Run mode's output pane, which grows while a run goes. Everything is
+// rendered as text or as data handed to uPlot and dagre: nothing the user's code
+// produces is ever parsed as HTML.
 
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import type { OutputItem, PlotCard } from "../../protocol";
+import type { OutputItem, PlotCard, UserError } from "../../protocol";
 import { drawGraph } from "./graph-pane";
 
 const PLOT_COLOURS = ["#2f6fdf", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#0b7285"];
@@ -31,6 +32,8 @@ function drawPlot(card: PlotCard, width: number): HTMLElement {
   const host = document.createElement("figure");
   host.className = "card card-plot";
   const longest = card.layers.reduce((best, layer) => (layer.x.length > best.length ? layer.x : best), [] as number[]);
+  // The canvas does not say how far a line goes; this does (a plot that grows during a run).
+  host.dataset.points = String(longest.length);
   // uPlot wants one shared x column; every line is re-sampled onto it by position.
   const columns: uPlot.AlignedData = [
     longest,
@@ -75,31 +78,120 @@ export class OutputPane {
     this.items = items;
     this.element.replaceChildren();
     const width = this.element.clientWidth - 24;
-    for (const item of items) {
-      switch (item.kind) {
-        case "print":
-          this.element.append(textBlock("card card-print", item.text));
-          break;
-        case "lines":
-          this.element.append(textBlock("card card-lines", item.lines.join("\n")));
-          break;
-        case "spec":
-        case "hlo":
-        case "text":
-          this.element.append(textBlock(`card card-${item.kind}`, item.text));
-          break;
-        case "graph": {
-          const host = document.createElement("div");
-          host.className = "card card-graph";
-          this.element.append(host);
-          void drawGraph(host, item.graph);
-          break;
-        }
-        case "plot":
-          this.element.append(drawPlot(item, width));
-          break;
-      }
-    }
+    for (const item of items) this.element.append(drawItem(item, width));
     if (!items.length) this.element.append(textBlock("card card-empty", "(no output)"));
+  }
+}
+
+function drawItem(item: OutputItem, width: number): HTMLElement {
+  switch (item.kind) {
+    case "print":
+      return textBlock("card card-print", item.text);
+    case "lines":
+      return textBlock("card card-lines", item.lines.join("\n"));
+    case "spec":
+    case "hlo":
+    case "text":
+      return textBlock(`card card-${item.kind}`, item.text);
+    case "graph": {
+      const host = document.createElement("div");
+      host.className = "card card-graph";
+      // dagre lays the graph out in its own worker; the host fills in when it is done.
+      void drawGraph(host, item.graph);
+      return host;
+    }
+    case "plot":
+      return drawPlot(item, width);
+  }
+}
+
+/**
+ * Run mode's output: a run's printed lines and cards as they come. Printed text runs on in
+ * one block until a card comes; a card that changes (a plot that grows) is drawn again in
+ * its place. Its container stays scrolled to the end while it was there.
+ */
+export class RunOutputPane {
+  readonly element: HTMLDivElement;
+  /** The run's cards, by number (their order of arrival), with what each shows now. */
+  private cards: { item: OutputItem; element: HTMLElement }[] = [];
+  /** The block printed text goes on in, while no card has come after it. */
+  private printBlock: HTMLPreElement | null = null;
+
+  constructor() {
+    this.element = document.createElement("div");
+    this.element.className = "reading output-reading run-output";
+    this.element.dataset.runOutput = "";
+    window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
+      for (const number of this.cards.keys()) this.change(number, this.cards[number].item);
+    });
+  }
+
+  /** A new run: nothing shown yet. */
+  clear(): void {
+    this.cards = [];
+    this.printBlock = null;
+    this.element.replaceChildren();
+  }
+
+  append(items: OutputItem[]): void {
+    this.keepingTheEndInView(() => {
+      for (const item of items) {
+        if (item.kind === "print") {
+          if (!this.printBlock) {
+            this.printBlock = textBlock("card card-print", "");
+            this.element.append(this.printBlock);
+          }
+          // A text node of its own: the block's earlier text is not copied again.
+          this.printBlock.append(document.createTextNode(item.text));
+        } else {
+          const element = drawItem(item, this.width());
+          this.cards.push({ item, element });
+          this.element.append(element);
+          this.printBlock = null;
+        }
+      }
+    });
+  }
+
+  /** Card `number` of the run changed: draw it again where it is. */
+  change(number: number, item: OutputItem): void {
+    const card = this.cards[number];
+    if (!card) return;
+    const element = drawItem(item, this.width());
+    card.element.replaceWith(element);
+    this.cards[number] = { item, element };
+  }
+
+  /** The run ended: say so when it printed nothing. */
+  ended(): void {
+    if (!this.element.childElementCount) this.element.append(textBlock("card card-empty", "(no output)"));
+  }
+
+  /** The script's error, after its output: the plain line, and the traceback behind "details". */
+  error(summary: string, failure: UserError | null): void {
+    this.keepingTheEndInView(() => {
+      const block = document.createElement("div");
+      block.className = "card card-error";
+      block.append(Object.assign(document.createElement("p"), { textContent: summary }));
+      if (failure?.traceback) {
+        const details = document.createElement("details");
+        details.append(Object.assign(document.createElement("summary"), { textContent: "details" }), textBlock("", failure.traceback));
+        block.append(details);
+      }
+      this.element.append(block);
+      this.printBlock = null;
+    });
+  }
+
+  private width(): number {
+    return this.element.clientWidth - 24;
+  }
+
+  /** Make `change`; if the pane's scrolling container showed the end before, it shows the end after. */
+  private keepingTheEndInView(change: () => void): void {
+    const scroller = this.element.parentElement ?? this.element;
+    const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 8;
+    change();
+    if (atEnd) scroller.scrollTop = scroller.scrollHeight;
   }
 }

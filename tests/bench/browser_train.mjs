@@ -1,0 +1,118 @@
+// The gallery transformer's training step in four places, the same run (not part of `npm test`):
+//
+//   natively   numpy            tests/bench/train_webgpu.py, one BLAS thread
+//   natively   wgpu-py          the same file's DeviceTrainer run (lavapipe, a CPU, on the project's machines)
+//   in the page numpy-in-Pyodide  the same file's measure(), run in a worker of web/bench/train.html
+//   in the page WebGPU            the same, on the page's WebGPU through run_sync (SwiftShader in headless Chromium)
+//
+// Each side trains one float32 model per backend from the same parameters on the same batches,
+// step for step interleaved; the medians are printed with their ratios to native numpy, and how far
+// each place's WebGPU losses drift from its numpy losses.
+//
+// Usage: node tests/bench/browser_train.mjs   (builds the site with the benchmark's pages into a
+// folder of its own and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to use a
+// server that is already running a build made with TOPOS_BENCH_PAGES=1.
+// STEPS (default 10) and WARMUP (default 2) size the page's run; NATIVE_STEPS (default 30) the native one.
+
+import { execFileSync, execSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startStaticServer } from "../browser/static-server.mjs";
+
+const STEPS = Number(process.env.STEPS ?? 10);
+const WARMUP = Number(process.env.WARMUP ?? 2);
+const NATIVE_STEPS = Number(process.env.NATIVE_STEPS ?? 30);
+const root = new URL("../..", import.meta.url).pathname;
+
+async function serve() {
+  if (process.env.PLAYGROUND_URL) return { url: process.env.PLAYGROUND_URL, stop: () => {} };
+  // The benchmark's pages (web/bench/) are built only when asked for, and never into dist/: they are not part of the site.
+  const outDir = mkdtempSync(join(tmpdir(), "topos-bench-site-"));
+  execSync(`bash web/scripts/setup.sh && npx vite build --logLevel warn --outDir ${outDir} --emptyOutDir`, {
+    cwd: root,
+    stdio: "inherit",
+    env: { ...process.env, TOPOS_BENCH_PAGES: "1" },
+  });
+  const server = await startStaticServer(outDir, { keepLog: false });
+  return {
+    url: server.url,
+    stop: async () => {
+      await server.close();
+      rmSync(outDir, { recursive: true, force: true });
+    },
+  };
+}
+
+function nativeReport() {
+  const python = join(root, ".venv/bin/python");
+  // The same warm-up as the page's, so that both read the same batches at the same timed step.
+  const args = ["tests/bench/train_webgpu.py", "--json", "--steps", String(NATIVE_STEPS), "--warmup", String(WARMUP)];
+  return JSON.parse(execFileSync(python, args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+}
+
+async function pageReport(harness) {
+  const browser = await harness.openBrowser();
+  try {
+    const page = await browser.context.newPage();
+    const errors = [];
+    page.on("pageerror", (error) => errors.push(String(error)));
+    await page.goto(new URL(`bench/train.html?steps=${STEPS}&warmup=${WARMUP}`, process.env.PLAYGROUND_URL).href);
+    // SwiftShader runs every kernel on the CPU: a step takes seconds there.
+    await page.waitForSelector('body[data-state="done"], body[data-state="failed"]', { timeout: 30 * 60_000 });
+    const state = await page.$eval("body", (body) => body.dataset.state);
+    const text = await page.$eval("#result", (element) => element.textContent);
+    if (state !== "done") throw new Error(`the page's run failed:\n${text}\n${errors.join("\n")}`);
+    if (browser.foreign.length) throw new Error(`requests left the origin: ${browser.foreign.join(", ")}`);
+    return JSON.parse(text);
+  } finally {
+    await browser.close();
+  }
+}
+
+function rows(report, where) {
+  const found = [];
+  for (const [backend, result] of Object.entries(report.backends)) {
+    const name = backend === "webgpu" ? `WebGPU (${report.adapter})` : where === "natively" ? "numpy" : "numpy-in-Pyodide";
+    found.push({ where, name, median: result.median_ms, losses: result.losses });
+  }
+  return found;
+}
+
+const native = nativeReport();
+const server = await serve();
+process.env.PLAYGROUND_URL = server.url;
+const harness = await import("../browser/harness.mjs");
+let inPage;
+try {
+  inPage = await pageReport(harness);
+} finally {
+  await server.stop();
+}
+
+const all = [...rows(native, "natively"), ...rows(inPage, "in the page")];
+const baseline = all[0].median;
+console.log(`the gallery transformer's training step (float32, Adam), the same run in each place`);
+console.log(`  natively ${native.steps} timed steps after ${native.warmup}; in the page ${inPage.steps} after ${inPage.warmup}`);
+const width = Math.max(...all.map((row) => row.name.length));
+for (const row of all) {
+  console.log(`  ${row.where.padEnd(12)} ${row.name.padEnd(width)}  median ${row.median.toFixed(1).padStart(9)} ms   ` +
+    `${(row.median / baseline).toFixed(2).padStart(7)} x native numpy`);
+}
+for (const [where, report] of [["natively", native], ["in the page", inPage]]) {
+  if (report.webgpu_refused) console.log(`  ${where}, WebGPU did not run: ${report.webgpu_refused}`);
+  const { numpy, webgpu } = report.backends;
+  if (numpy && webgpu) {
+    console.log(`  ${where}: WebGPU / numpy ${(webgpu.median_ms / numpy.median_ms).toFixed(2)}, ` +
+      `largest |loss difference| ${report.largest_loss_difference.toExponential(2)}`);
+  }
+}
+if (native.backends.webgpu && inPage.backends.webgpu) {
+  console.log(`  page WebGPU / native wgpu-py: ${(inPage.backends.webgpu.median_ms / native.backends.webgpu.median_ms).toFixed(2)}`);
+}
+console.log(`  page numpy / native numpy: ${(inPage.backends.numpy.median_ms / native.backends.numpy.median_ms).toFixed(2)}`);
+// The same run: the page's numpy losses against the native ones, step for step (float32, another numpy build).
+const shared = Math.min(inPage.backends.numpy.losses.length, native.backends.numpy.losses.length);
+const drift = Math.max(...Array.from({ length: shared }, (_, i) =>
+  Math.abs(inPage.backends.numpy.losses[i] - native.backends.numpy.losses[i])));
+console.log(`  largest |loss difference|, page numpy against native numpy over ${shared} steps: ${drift.toExponential(2)}`);

@@ -1,0 +1,153 @@
+"""Benchmark: the gallery transformer's training step on numpy and on WebGPU, the same run.
+
+The model is ``docs/examples/06_char_transformer.py`` at its own sizes, float32
+(the one precision of the WGSL kernels), trained by the example's own trainers
+(``make_trainer``): ``"numpy"`` runs the network and Adam on the host,
+``"webgpu"`` is ``topos.webgpu.DeviceTrainer``, whose parameters stay on the
+device. Both start from the same parameters and read the same batches, step for
+step interleaved so that whatever else the machine does falls on both alike. A
+step is one ``trainer.step(feeds)`` and reading its loss. The medians, their
+ratio and how far the two runs' losses drift apart are printed.
+
+Natively the WebGPU side is wgpu-py, on whatever adapter it finds (lavapipe, a
+CPU, on the project's machines):
+
+    .venv/bin/python tests/bench/train_webgpu.py
+    .venv/bin/python tests/bench/train_webgpu.py --steps 40 --warmup 3
+
+In the page the same ``measure`` runs inside Pyodide, on numpy-in-Pyodide and on
+the browser's WebGPU: ``node tests/bench/browser_train.mjs`` (it loads this file
+into the page and prints the four figures side by side). Keep this file free of
+anything Pyodide lacks (no torch, no threads). Not part of the default test run.
+"""
+
+import os
+
+# One BLAS thread for numpy (the examples target one core, and Pyodide has no threads).
+for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(variable, "1")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import types  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+EXAMPLE = os.path.join(ROOT, "docs", "examples", "06_char_transformer.py")
+
+
+def load_example(source=None):
+    """The gallery transformer as a module (its training does not run: it is not ``__main__``).
+
+    ``source`` is the script's text, which the page hands over; natively it is read from docs/examples/.
+    """
+    if source is None:
+        with open(EXAMPLE, encoding="utf-8") as file:
+            source = file.read()
+    module = types.ModuleType("char_transformer_bench")
+    module.__file__ = EXAMPLE
+    sys.modules[module.__name__] = module  # the example's dataclass looks its module up here
+    exec(compile(source, EXAMPLE, "exec"), module.__dict__)
+    return module
+
+
+def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
+    """Train one float32 model per backend on the same batches; returns a JSON-able report.
+
+    ``{"adapter": ..., "steps": n, "backends": {name: {"median_ms", "mean_ms", "times_ms", "losses"}},
+    "largest_loss_difference": ...}``; the times and losses cover the timed steps only. Where no
+    WebGPU device can be had, numpy runs alone and ``"webgpu_refused"`` says why.
+    """
+    import topos
+    from topos import Tape
+    from topos.model import optim
+
+    refusal = None
+    if "webgpu" in backends:
+        try:
+            adapter = topos.webgpu.adapter().name
+        except topos.webgpu.NoAdapterError as error:  # no device here: time numpy alone, and say why
+            refusal = str(error)
+            backends = tuple(backend for backend in backends if backend != "webgpu")
+    config = example.Config()
+    trainers = {}
+    for backend in backends:
+        network, (tokens, targets, _, loss) = Tape.record(lambda tape: example.build(tape, config), dtype="float32")
+        optimizer = optim.Adam(lr=config.learning_rate)
+        trainer = example.make_trainer(backend, network, loss, network.parameters(), optimizer)
+        trainers[backend] = (trainer, tokens, targets, loss)
+    times = {backend: [] for backend in backends}
+    losses = {backend: [] for backend in backends}
+    rng = np.random.default_rng(config.seed + 1)
+    for step in range(warmup + steps):
+        inputs, expected = example.sample_windows(rng, config)
+        for backend, (trainer, tokens, targets, loss) in trainers.items():
+            started = time.perf_counter()
+            value = trainer.step({tokens: inputs, targets: expected}).of(loss).scalar()
+            seconds = time.perf_counter() - started
+            if step >= warmup:
+                times[backend].append(seconds * 1e3)
+                losses[backend].append(float(value))
+    report = {
+        "adapter": adapter if "webgpu" in backends else None,
+        "webgpu_refused": refusal,
+        "steps": steps,
+        "warmup": warmup,
+        "backends": {
+            backend: {
+                "median_ms": statistics.median(times[backend]),
+                "mean_ms": statistics.fmean(times[backend]),
+                "times_ms": times[backend],
+                "losses": losses[backend],
+            }
+            for backend in backends
+        },
+    }
+    if len(backends) == 2:
+        first, second = (losses[backend] for backend in backends)
+        report["largest_loss_difference"] = max(abs(a - b) for a, b in zip(first, second))
+    return report
+
+
+def describe(report, where):
+    """The report as lines of text; ``where`` names the place ("natively", "in the page")."""
+    rows = [f"gallery transformer, float32, {report['steps']} timed steps after {report['warmup']}, {where}"]
+    if report["adapter"]:
+        rows.append(f"  WebGPU adapter: {report['adapter']}")
+    if report["webgpu_refused"]:
+        rows.append(f"  WebGPU did not run: {report['webgpu_refused']}")
+    for backend, result in report["backends"].items():
+        rows.append(
+            f"  {backend:<7} median step {result['median_ms']:9.2f} ms   (mean {result['mean_ms']:.2f}; "
+            f"loss {result['losses'][0]:.4f} -> {result['losses'][-1]:.4f})"
+        )
+    medians = [result["median_ms"] for result in report["backends"].values()]
+    if len(medians) == 2:
+        names = list(report["backends"])
+        rows.append(f"  ratio {names[1]} / {names[0]}: {medians[1] / medians[0]:.2f}")
+        rows.append(f"  largest |loss difference| over the timed steps: {report['largest_loss_difference']:.2e}")
+    return "\n".join(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=30, help="timed steps for each backend")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (pipelines compile in the first)")
+    parser.add_argument(
+        "--backend", action="append", choices=("numpy", "webgpu"), help="run only these (default: both)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON (browser_train.mjs reads it)")
+    arguments = parser.parse_args()
+    sys.path.insert(0, os.path.join(ROOT, "py"))
+    example = load_example()
+    backends = tuple(arguments.backend or ("numpy", "webgpu"))
+    report = measure(example, backends, arguments.steps, arguments.warmup)
+    print(json.dumps(report) if arguments.json else describe(report, "natively"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+// The gallery trains in the page: each example that trains, run in Run mode (as __main__,
+// in the run worker), prints what the docs show (by the docs' output-agreement rule: the
+// docs are built natively, in float64, so numpy-in-Pyodide prints the same to the last
+// printed digit or so) and draws its loss on one plot card with a point a step. The
+// transformer says where it trained: headless Chromium's adapter is SwiftShader, a
+// software fallback, so "auto" leaves the training to numpy, as the docs show it.
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import ts from "typescript";
+import { openBrowser, openPlayground } from "./harness.mjs";
+
+// The transformer's 300 float64 steps on numpy-in-Pyodide take a while on a busy machine.
+const RUN_TIMEOUT = 300_000;
+
+const source = readFileSync(new URL("../../web/docs-site/output-agreement.ts", import.meta.url), "utf8");
+const { outputText } = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.ES2022, target: ts.ScriptTarget.ES2022 } });
+const agreement = await import(`data:text/javascript;base64,${Buffer.from(outputText).toString("base64")}`);
+
+const gallery = JSON.parse(readFileSync(new URL("../../docs/generated/gallery.json", import.meta.url), "utf8"));
+const built = new Map(
+  gallery.parts.filter((part) => part.example).map((part) => [part.example.replace("examples/", ""), part]),
+);
+
+// Each example that trains, and the points its loss curve ends with (one a step).
+const TRAINING = [
+  ["02_linear_fit.py", 100],
+  ["04_mlp.py", 301],
+  ["05_softmax_regression.py", 201],
+  ["06_char_transformer.py", 300],
+];
+
+describe("the gallery in Run mode", () => {
+  let browser;
+  let page;
+  let pageErrors;
+
+  before(async () => {
+    browser = await openBrowser();
+    ({ page, errors: pageErrors } = await openPlayground(browser.context));
+  });
+
+  after(async () => {
+    await browser?.close();
+  });
+
+  for (const [file, steps] of TRAINING) {
+    test(`${file} trains in the page, plots its loss and prints what the docs show`, async () => {
+      const part = built.get(file);
+      await page.evaluate((code) => window.playground.setCode(code), part.code);
+      await page.click("#run");
+      await page.waitForFunction(() => ["finished", "failed"].includes(document.body.dataset.run), null, { timeout: RUN_TIMEOUT });
+      const printed = await page.$eval("[data-run-output]", (element) => element.textContent);
+      assert.equal(await page.evaluate(() => document.body.dataset.run), "finished", printed.slice(-2000));
+      const cards = await page.$$eval("[data-run-output] .card-plot", (found) => found.map((card) => Number(card.dataset.points)));
+      assert.deepEqual(cards, [steps], "one plot card, with a point a step");
+      assert.match(await page.textContent("#run-progress"), new RegExp(`step ${steps} of ${steps}`));
+      // The printed lines, card text aside: the docs' output is the card's text, then the printed lines.
+      const docsPrinted = part.output.filter((item) => item.kind === "print").map((item) => item.text).join("");
+      const pagePrinted = printed.slice(printed.indexOf(docsPrinted.split("\n")[0]));
+      const problem = agreement.firstDisagreement(docsPrinted.trimEnd(), pagePrinted.trimEnd());
+      assert.equal(problem, null, `${file}: ${problem}`);
+      // The transformer says where it trained: SwiftShader is a software adapter, left to numpy.
+      if (file === "06_char_transformer.py") assert.match(printed, /^training on numpy, float64$/m);
+    });
+  }
+
+  test("nothing left the origin and no script error happened", () => {
+    assert.deepEqual(browser.foreign, []);
+    assert.deepEqual(pageErrors, []);
+  });
+});

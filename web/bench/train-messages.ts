@@ -1,0 +1,16 @@
+// The training benchmark's messages between its page (train.ts) and worker (train-worker.ts). Types only.
+import type { StageMessage } from "../protocol";
+
+export interface TrainBenchRequest {
+  /** Timed steps for each backend, after `warmup` untimed ones. */
+  steps: number;
+  warmup: number;
+  /** "numpy", "webgpu" or both, in the order they take turns. */
+  backends: string[];
+}
+
+export type TrainBenchReply =
+  | StageMessage
+  /** tests/bench/train_webgpu.py's report (measure()), as JSON text. */
+  | { type: "report"; json: string }
+  | { type: "failed"; error: string };

@@ -1,0 +1,35 @@
+// The training benchmark's worker: loads Python as the playground's workers do, then runs
+// tests/bench/train_webgpu.py's measure() on the gallery transformer. Python is entered
+// through runPythonAsync, so that topos.webgpu may wait for the page's WebGPU (run_sync).
+import type { TrainBenchReply, TrainBenchRequest } from "./train-messages";
+import { loadPython } from "../src/python-loader";
+import benchSource from "../../tests/bench/train_webgpu.py?raw";
+import exampleSource from "../../docs/examples/06_char_transformer.py?raw";
+
+function post(message: TrainBenchReply): void {
+  self.postMessage(message);
+}
+
+const pythonReady = loadPython(post, "topos");
+
+self.addEventListener("message", async (event: MessageEvent<TrainBenchRequest>) => {
+  const { steps, warmup, backends } = event.data;
+  try {
+    const pyodide = await pythonReady;
+    pyodide.FS.mkdirTree("/bench");
+    pyodide.FS.writeFile("/bench/train_webgpu.py", benchSource);
+    pyodide.globals.set("EXAMPLE_SOURCE", exampleSource);
+    pyodide.globals.set("REQUEST_JSON", JSON.stringify({ steps, warmup, backends }));
+    const json = (await pyodide.runPythonAsync(`
+import json, sys
+sys.path.insert(0, "/bench")
+import train_webgpu
+request = json.loads(REQUEST_JSON)
+example = train_webgpu.load_example(EXAMPLE_SOURCE)
+json.dumps(train_webgpu.measure(example, tuple(request["backends"]), request["steps"], request["warmup"]))
+`)) as string;
+    post({ type: "report", json });
+  } catch (error) {
+    post({ type: "failed", error: String(error) });
+  }
+});
