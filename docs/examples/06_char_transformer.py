@@ -6,8 +6,13 @@ position embeddings are looked up with ``topos.take``; each block is pre-norm
 reshapes and transposes over one query-key-value matrix product, and a GELU
 MLP, each added back to the residual stream; a final layer norm and a matrix
 product give the logits, and ``topos.cross_entropy`` the loss. Adam
-(``topos.model.optim``) trains it on random windows of the text below, and the
-loss, printed every few steps and plotted at every one, falls within seconds.
+(``topos.model.optim``) trains it on random windows of the sonnet's first twelve
+lines, and the loss, printed every few steps and plotted at every one, falls
+within seconds. The closing couplet is held out: cut into five windows, a batch
+of another size than training's, it is scored by the model recorded again at
+that size, which adopts the trained parameters by name (``network.adopt``).
+Fourteen lines are too few to learn English from: on the couplet the model
+scores worse than on the lines it has read.
 
 It trains on numpy, or on WebGPU through ``topos.webgpu.DeviceTrainer``, whose
 parameters stay on the device (``main(backend=...)``); in the playground's Run
@@ -19,7 +24,7 @@ model and ``Config`` holds its sizes, so tests can rebuild exactly this model.
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -46,6 +51,9 @@ TEXT = (
 )
 VOCABULARY = sorted(set(TEXT))
 ENCODED = np.array([VOCABULARY.index(character) for character in TEXT])
+# The model trains on the first twelve lines; the closing couplet is held out to score it.
+HELD_OUT_FROM = TEXT.index("So long as men")
+TRAINING_TOKENS, HELD_OUT_TOKENS = ENCODED[:HELD_OUT_FROM], ENCODED[HELD_OUT_FROM:]
 
 
 @dataclass(frozen=True)
@@ -156,10 +164,31 @@ def build(tape, config):
 
 
 def sample_windows(rng, config):
-    """``batch`` random windows of the text, and the same windows one character on."""
-    starts = rng.integers(0, len(ENCODED) - config.context, size=config.batch)
-    windows = np.stack([ENCODED[s : s + config.context + 1] for s in starts])
+    """``batch`` random windows of the training lines, and the same windows one character on."""
+    starts = rng.integers(0, len(TRAINING_TOKENS) - config.context, size=config.batch)
+    windows = np.stack([TRAINING_TOKENS[s : s + config.context + 1] for s in starts])
     return windows[:, :-1], windows[:, 1:]
+
+
+def held_out_windows(config):
+    """The held-out couplet cut into windows end to end (as many as fit), and the same windows one character on."""
+    count = (len(HELD_OUT_TOKENS) - 1) // config.context
+    windows = np.stack([HELD_OUT_TOKENS[i * config.context : (i + 1) * config.context + 1] for i in range(count)])
+    return windows[:, :-1], windows[:, 1:]
+
+
+def held_out_loss(parameters, config, dtype):
+    """``(windows, loss)`` of the trained ``parameters`` on the held-out couplet.
+
+    A recording's shapes are fixed, so the model is recorded again with a batch
+    of as many windows as the couplet holds, and that network adopts the trained
+    parameters (matched by name).
+    """
+    inputs, expected = held_out_windows(config)
+    sized = replace(config, batch=len(inputs))
+    network, (tokens, targets, _, loss) = Tape.record(lambda tape: build(tape, sized), dtype=dtype)
+    run = network.forward(network.adopt(parameters), {tokens: inputs, targets: expected})
+    return len(inputs), run.of(loss).scalar()
 
 
 def continue_text(network, parameters, tokens, logits, prompt, length, config):
@@ -284,6 +313,9 @@ def main(config=CONFIG, dtype="float64", backend="numpy"):
         show.progress(step + 1, total=config.steps)
         if step % config.print_every == 0 or step == config.steps - 1:
             print(f"step {step:3d}  loss {losses[-1]:.4f}")
+
+    windows, unseen_loss = held_out_loss(trainer.parameters(), config, dtype)
+    print(f"held out, the closing couplet: {windows} windows, cross-entropy {unseen_loss:.4f}")
 
     prompt = TEXT[: config.context]
     print("the model continues its first line:")

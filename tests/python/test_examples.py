@@ -220,6 +220,20 @@ def test_mlp_loss_falls_and_it_classifies():
     assert accuracies[-1] >= 0.9 > accuracies[0]
     # The optimizer is the library's, with momentum, as the docstring says.
     assert type(namespace["optimizer"]).__module__ == "topos.model.optim"
+    # The held-out points, scored by a second recording that adopted the trained parameters: recomputed with numpy.
+    weights = {name: tensor.numpy() for name, tensor in namespace["parameters"].items()}
+    hidden = np.maximum(namespace["held_out_features"] @ weights["hidden1.weight"] + weights["hidden1.bias"], 0.0)
+    hidden = np.maximum(hidden @ weights["hidden2.weight"] + weights["hidden2.bias"], 0.0)
+    logits = hidden @ weights["output.weight"] + weights["output.bias"]
+    shifted = logits - logits.max(axis=1, keepdims=True)
+    log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    held_out_labels = namespace["held_out_labels"]
+    expected = -np.mean(log_probabilities[np.arange(len(logits)), held_out_labels])
+    assert len(held_out_labels) != len(namespace["labels"]), "a batch of another size"
+    found = re.search(r"^held-out points: (\d+), cross-entropy ([0-9.]+), classified right ([0-9.]+)$", text, re.M)
+    assert found and int(found.group(1)) == len(held_out_labels)
+    assert abs(float(found.group(2)) - expected) < 1e-4
+    assert float(found.group(3)) >= 0.9
 
 
 def test_softmax_regression_loss_falls_and_matches_cross_entropy():
@@ -253,6 +267,26 @@ def test_char_transformer_loss_falls_within_seconds():
     lines = text.splitlines()
     continuation = lines[lines.index("the model continues its first line:") + 1 :]
     assert "\n".join(continuation).startswith(module.TEXT[: config.context])
+    held_out = re.search(r"^held out, the closing couplet: (\d+) windows, cross-entropy ([0-9.]+)$", text, re.M)
+    assert held_out and int(held_out.group(1)) == 5 != config.batch
+
+
+def test_char_transformer_scores_the_held_out_couplet_with_the_parameters_it_is_given():
+    module = load_transformer()
+    config = small_transformer_config(module)
+    network, _ = topos.Tape.record(lambda tape: module.build(tape, config))
+    initial = network.parameters()
+    changed = initial.replace({name: tensor.numpy() * 1.5 for name, tensor in initial.items()})
+    windows, loss = module.held_out_loss(changed, config, "float64")
+    assert windows == (len(module.HELD_OUT_TOKENS) - 1) // config.context != config.batch
+    # The same windows through a recording of their batch size, its parameters replaced by name.
+    sized = module.replace(config, batch=windows)
+    held_out, (tokens, targets, _, held_out_loss) = topos.Tape.record(lambda tape: module.build(tape, sized))
+    inputs, expected = module.held_out_windows(config)
+    parameters = held_out.parameters().replace({name: tensor.numpy() for name, tensor in changed.items()})
+    run = held_out.forward(parameters, {tokens: inputs, targets: expected})
+    np.testing.assert_allclose(loss, run.of(held_out_loss).scalar(), rtol=1e-12)
+    assert abs(loss - module.held_out_loss(initial, config, "float64")[1]) > 1e-3, "the parameters given are used"
 
 
 # Training, watched as the playground's Run mode watches it ------------------------------------

@@ -253,6 +253,40 @@ class Network:
         """Read a safetensors checkpoint into a ``Parameters`` table of this network."""
         return Parameters(self, read_parameters(self, path))
 
+    def adopt(self, parameters):
+        """A ``Parameters`` table of this network holding the arrays of ``parameters``, matched by name.
+
+        ``parameters`` is a table of another recording of the same model (at
+        another batch size, say): every parameter of this network takes the array
+        of the parameter of the same name, cast to its dtype where numpy's
+        ``same_kind`` casting allows. Raises ``FeedError`` naming every parameter
+        that is missing from the table, every one of the table that this network
+        lacks, and every one whose shape or dtype does not fit, in one message.
+        """
+        if not isinstance(parameters, Parameters):
+            raise ArgumentTypeError(f"adopt() takes a Parameters table, got {type(parameters).__name__}")
+        offered = dict(zip(parameters.names(), parameters.slots.values()))
+        wanted = {self._nodes[i].name: self._nodes[i] for i in self._parameter_indices}
+        problems = []
+        for name, node in wanted.items():
+            if name not in offered:
+                problems.append(f"parameter {name!r} (node {node.index}) is missing from the table")
+                continue
+            array = offered[name]
+            if tuple(array.shape) != node.shape:
+                problems.append(
+                    f"parameter {name!r} has shape {format_shape(array.shape)} in the table, "
+                    f"{format_shape(node.shape)} in this network"
+                )
+            elif not np.can_cast(array.dtype, node.dtype, casting="same_kind"):
+                problems.append(f"parameter {name!r} is {array.dtype} in the table, {node.dtype} in this network")
+        for name in offered:
+            if name not in wanted:
+                problems.append(f"the table's parameter {name!r} matches no parameter of this network")
+        if problems:
+            raise FeedError("cannot adopt these parameters into this network: " + "; ".join(problems))
+        return Parameters(self, {node.index: offered[name] for name, node in wanted.items()})
+
 
 def convert_payload(value, node, error_class, what, dtype=None):
     """``value`` as a read-only array of ``node``'s dtype (or ``dtype``) and shape (numpy's same_kind casting).
@@ -383,17 +417,36 @@ class Parameters(SlotTable):
         return f"<Parameters: {', '.join(self.names())}>"
 
     def replace(self, arrays):
-        """A new table with some slots (index -> array) replaced, each checked against its node.
+        """A new table with some slots replaced, each checked against its parameter.
 
-        Raises ``FeedError`` for an index that is not a parameter of this network,
-        or a value that does not fit its parameter; this table is unchanged.
+        ``arrays`` maps parameters to their new values; a parameter is named by its
+        symbol (or a value of its tape), its name (``"w"``, ``"p0"``) or its node
+        index. Raises ``FeedError`` for a key that names no parameter of this
+        network, a parameter named twice, or a value that does not fit its
+        parameter; this table is unchanged.
         """
         if not isinstance(arrays, Mapping):
             raise ArgumentTypeError(f"replace() takes a mapping of slots, got {type(arrays).__name__}")
         slots = dict(self.slots)
-        for index, array in arrays.items():
+        replaced = set()
+        for key, array in arrays.items():
+            index = self._slot_index(key)
+            if index in replaced:
+                raise FeedError(f"replace() names {describe_node(self.network.nodes()[index])} twice")
+            replaced.add(index)
             slots[index] = self._checked(index, array)
         return Parameters._made_here(self.network, slots)
+
+    def _slot_index(self, key):
+        """The node index of the parameter ``key`` names: a symbol, a value, a name or a node index."""
+        if isinstance(key, (Symbol, Value)):
+            return self.network.index_of(key)
+        if isinstance(key, str):
+            for index in self.network._parameter_indices:
+                if self.network.nodes()[index].name == key:
+                    return index
+            raise FeedError(f"this network has no parameter named {key!r}")
+        return key
 
     def step(self, gradients, fn):
         """A new table: ``fn(w, g)`` slot by slot (Tensors in, a Tensor or array out).

@@ -207,7 +207,9 @@ class Tape:
     def record(cls, fn, dtype="float64"):
         """Make a tape, call ``fn(tape)``, seal it; return ``(network, symbols)``.
 
-        ``symbols`` mirrors what ``fn`` returned (a list, a tuple or one value).
+        ``symbols`` mirrors what ``fn`` returned: a list, a tuple, one value, or a
+        dict of named values (``{"loss": loss}`` gives ``{"loss": symbol}``, the
+        keys in the same order).
         """
         if not callable(fn):
             raise ArgumentTypeError(f"Tape.record() takes a function of the tape, got {type(fn).__name__}")
@@ -225,7 +227,10 @@ MAX_NESTING = 100
 
 
 def detach(values):
-    """Turn values (one, or a list or tuple of them, nested) into ``Symbol``s."""
+    """Turn values (one, or a list, tuple or dict of them, nested) into ``Symbol``s.
+
+    A dict comes back as a dict with the same keys, in the same order.
+    """
     return _detach(values, 0)
 
 
@@ -234,10 +239,12 @@ def _detach(values, depth):
         return Symbol(values.tape.lineages[-1], values.index)
     if isinstance(values, Symbol):
         return values
+    if isinstance(values, (list, tuple, dict)) and depth >= MAX_NESTING:
+        raise ArgumentError(f"detach() follows lists, tuples and dicts {MAX_NESTING} levels deep, these nest deeper")
     if isinstance(values, (list, tuple)):
-        if depth >= MAX_NESTING:
-            raise ArgumentError(f"detach() follows lists and tuples {MAX_NESTING} levels deep, these nest deeper")
         return type(values)(_detach(v, depth + 1) for v in values)
+    if isinstance(values, dict):
+        return {key: _detach(value, depth + 1) for key, value in values.items()}
     if values is None:
         return None
     raise ArgumentTypeError(f"detach() takes recorded values, got {type(values).__name__}")

@@ -8,8 +8,8 @@ Which recording the panes read, when a script makes several:
 
 A recording counts as the user's when one of its nodes was recorded by a line
 of the user's code (not by topos itself). The values the readings read (the
-readables) are what the builder returned to ``Tape.record``, less its
-parameters, inputs and leaves; else the last recorded node.
+readables) are what the builder returned to ``Tape.record`` (a dict's values
+in its order), less its parameters, inputs and leaves; else the last recorded node.
 """
 
 from ..model.network import Network
@@ -61,6 +61,9 @@ def flatten_symbols(value):
         yield value
     elif isinstance(value, (list, tuple)):
         for item in value:
+            yield from flatten_symbols(item)
+    elif isinstance(value, dict):
+        for item in value.values():
             yield from flatten_symbols(item)
 
 
