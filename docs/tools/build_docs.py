@@ -9,7 +9,9 @@ For each page in ``PAGES`` (docs/<name>.md) the builder
 1. regenerates docs/api.md from the docstrings (``api_reference.py``) when it builds ``api``;
 2. copies each gallery script into its ``example=`` block;
 3. runs every live block on its own (``run_block.py``): a fresh ``__main__``
-   module, a fresh working directory; a block that raises stops the build;
+   module, a fresh working directory (a ``nobrowser`` block, which needs a
+   runtime the browser lacks, such as jax: a fresh process); a block that
+   raises stops the build;
 4. writes the output into the ```` ```output ```` fence after the block (the
    Markdown stays readable on its own, outputs included);
 5. writes docs/generated/<name>.json (the format is in docs/tools/README.md)
@@ -72,7 +74,7 @@ sys.path.insert(0, os.path.join(ROOT, "py"))
 import api_reference  # noqa: E402
 import output_agreement  # noqa: E402
 from docs_source import Code, DocsSourceError, Prose, fence_text, parse_page, render_page, title_of  # noqa: E402
-from run_block import run_block  # noqa: E402
+from run_block import run_block, run_block_in_fresh_process  # noqa: E402
 
 # The reading order of the site. Pages that other engineers write (extending, kernels,
 # playground) are built the same way once they exist; until then they are skipped.
@@ -88,6 +90,7 @@ PAGES = [
     "playground",
     "embedding",
     "deploy",
+    "scaling",
     "api",
 ]
 FORMAT_VERSION = 1
@@ -170,23 +173,24 @@ def build_page(name, markdown=None):
         if part.example:
             part = _with_example_code(part, filename)
         block_number += 1
-        result = run_block(part.code)
+        result = run_block(part.code) if part.browser else run_block_in_fresh_process(part.code)
         if result.error:
             raise BuildError(f"{filename}:{part.line}: block {block_number} raised:\n{result.error}")
         part = Code(part.language, part.attributes, part.code, part.line, fence_text(result.text))
         built_parts.append(part)
-        json_parts.append(
-            {
-                "kind": "code",
-                "language": "python",
-                "live": True,
-                "id": f"{name}-{block_number}",
-                "example": part.example,
-                "code": part.code,
-                "output": result.items,
-                "output_text": result.text,
-            }
-        )
+        json_part = {
+            "kind": "code",
+            "language": "python",
+            "live": True,
+            "id": f"{name}-{block_number}",
+            "example": part.example,
+            "code": part.code,
+            "output": result.items,
+            "output_text": result.text,
+        }
+        if not part.browser:
+            json_part["browser"] = False  # the site shows its built output, without an embed
+        json_parts.append(json_part)
     page = {
         "format": "topos.docs.page",
         "version": FORMAT_VERSION,

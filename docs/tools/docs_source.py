@@ -48,6 +48,11 @@ class Code:
         return self.language == "python" and not any(name == "static" for name, _ in self.attributes)
 
     @property
+    def browser(self):
+        """Whether the block can run in the browser's Python (not marked ``nobrowser``: it needs jax, say)."""
+        return not any(name == "nobrowser" for name, _ in self.attributes)
+
+    @property
     def example(self):
         """The gallery script (relative to docs/) this block shows, or None."""
         for name, value in self.attributes:
@@ -77,10 +82,12 @@ def _parse_info(info, where):
                 raise DocsSourceError(
                     f"{where}: example= names a gallery script, e.g. example=examples/01_scalar_chain.py"
                 )
-            if name == "static" and value is not None:
-                raise DocsSourceError(f"{where}: static takes no value")
-            if name not in ("example", "static"):
-                raise DocsSourceError(f"{where}: unknown attribute {name!r} on a python block (known: example, static)")
+            if name in ("static", "nobrowser") and value is not None:
+                raise DocsSourceError(f"{where}: {name} takes no value")
+            if name not in ("example", "static", "nobrowser"):
+                raise DocsSourceError(
+                    f"{where}: unknown attribute {name!r} on a python block (known: example, static, nobrowser)"
+                )
     return language, tuple(attributes)
 
 

@@ -18,8 +18,10 @@ one after it must not find the primitive there.
 """
 
 import contextlib
+import json
 import linecache
 import os
+import subprocess
 import sys
 import tempfile
 import traceback
@@ -71,3 +73,19 @@ def run_block(code):
             state.restore()
             linecache.cache.pop(FILENAME, None)
     return BlockRun(output_json(collected), output_text(collected), error)
+
+
+def run_block_in_fresh_process(code):
+    """``run_block(code)`` in a new Python process: for a ``nobrowser`` block, which may set
+    process-wide state before an import (``XLA_FLAGS`` before jax) that no other block may see."""
+    completed = subprocess.run([sys.executable, __file__], input=code, capture_output=True, text=True)
+    if completed.returncode != 0:
+        return BlockRun([], "", f"the block's process exited with {completed.returncode}:\n{completed.stderr}")
+    result = json.loads(completed.stdout)
+    return BlockRun(result["items"], result["text"], result["error"])
+
+
+if __name__ == "__main__":
+    # The block's code on stdin; its BlockRun as JSON on stdout (run_block_in_fresh_process).
+    block_run = run_block(sys.stdin.read())
+    print(json.dumps({"items": block_run.items, "text": block_run.text, "error": block_run.error}))

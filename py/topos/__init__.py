@@ -2,13 +2,14 @@
 
 ``topos.model`` records, runs, differentiates, trains and checkpoints;
 ``topos.compiler`` lowers the same recording into its other readings;
-``topos.webgpu`` runs plans on WebGPU; ``topos.show`` renders them as cards.
+``topos.webgpu`` runs plans on WebGPU, ``topos.xla`` on XLA; ``topos.show`` renders them as cards.
 """
 
 from . import (
     ops,  # noqa: F401  (registers the primitives first)
     show,
     webgpu,  # noqa: F401  (registers the "webgpu" and "auto" backends; wgpu-py is imported only when used)
+    xla,  # noqa: F401  (registers the "xla" backend; jax is imported only when used)
 )
 from .compiler import Graph
 from .errors import (

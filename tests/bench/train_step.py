@@ -19,6 +19,7 @@ numpy's loops, so the overhead's share is an upper bound.
     .venv/bin/python tests/bench/train_step.py --embeds 64 --context 32     # other sizes
     .venv/bin/python tests/bench/train_step.py --profile 50 --detail        # and cProfile's tables
     .venv/bin/python tests/bench/train_step.py --keep-freed-memory
+    .venv/bin/python tests/bench/train_step.py --xla                        # and the one-program step on XLA
 
 A network prepares its forward and backward plans on their second run
 (``topos.compiler.program``): values go into an arena allocated once and
@@ -35,6 +36,8 @@ import os
 # One BLAS thread for numpy, set before numpy is imported.
 for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(variable, "1")
+# XLA's CPU runtime on one thread too (read when jax is first imported, by --xla).
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
@@ -88,6 +91,21 @@ class ToposTrainer:
         gradients = run.backward(self.loss).parameters(self.parameters)
         self.parameters, self.state = self.optimizer.step(self.parameters, gradients, self.state)
         return run.of(self.loss).scalar()
+
+
+class XLAStepTrainer:
+    """The same recording's whole training step (forward, backward, Adam) as one XLA program (``topos.xla``)."""
+
+    def __init__(self, topos_trainer, learning_rate):
+        from topos.xla import XLATrainer
+
+        network, loss = topos_trainer.network, topos_trainer.loss
+        plan = network.entry([loss]).backward(loss).lower()
+        self.tokens, self.targets, self.loss = topos_trainer.tokens, topos_trainer.targets, loss
+        self.trainer = XLATrainer(plan, network.parameters(), optim.Adam(lr=learning_rate))
+
+    def step(self, tokens, targets):
+        return self.trainer.step({self.tokens: tokens, self.targets: targets}).of(self.loss).scalar()
 
 
 class TorchTrainer:
@@ -148,16 +166,21 @@ def measure(config, arguments):
     learning_rate = config.learning_rate
     topos_trainer = ToposTrainer(config, learning_rate)
     torch_trainer = TorchTrainer(config, topos_trainer.initial_weights(), learning_rate)
+    xla_trainer = XLAStepTrainer(topos_trainer, learning_rate) if arguments.xla else None
     rng = np.random.default_rng(0)
-    topos_times, torch_times = [], []
+    topos_times, torch_times, xla_times = [], [], []
     losses = []
     for repetition in range(arguments.warmup + arguments.repetitions):
         tokens, targets = (a.astype(np.int64) for a in example.sample_windows(rng, config))
         topos_seconds, topos_loss = timed(topos_trainer.step, tokens, targets)
         torch_seconds, torch_loss = timed(torch_trainer.step, tokens, targets)
+        if xla_trainer is not None:
+            xla_seconds, xla_loss = timed(xla_trainer.step, tokens, targets)
         if repetition >= arguments.warmup:
             topos_times.append(topos_seconds)
             torch_times.append(torch_seconds)
+            if xla_trainer is not None:
+                xla_times.append(xla_seconds)
         losses.append((topos_loss, torch_loss))
 
     topos_median = statistics.median(topos_times)
@@ -175,6 +198,13 @@ def measure(config, arguments):
     print(f"  topos  median step {topos_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
     print(f"  torch  median step {torch_median * 1e3:8.3f} ms  ({arguments.repetitions} steps)")
     print(f"  ratio topos / torch: {topos_median / torch_median:.2f}")
+    if xla_trainer is not None:
+        xla_median = statistics.median(xla_times)
+        print(
+            f"  xla    median step {xla_median * 1e3:8.3f} ms  ({arguments.repetitions} steps; one program, "
+            f"compiled in {xla_trainer.trainer.compile_ms:.0f} ms; last loss {xla_loss:.5f})"
+        )
+        print(f"  ratio xla / torch: {xla_median / torch_median:.2f}")
     return topos_trainer, rng
 
 
@@ -222,6 +252,7 @@ def main():
     parser.add_argument("--embeds", default="32,256", help="residual stream widths to run, comma-separated")
     parser.add_argument("--profile", type=int, default=20, metavar="STEPS", help="topos steps to profile (0: none)")
     parser.add_argument("--detail", action="store_true", help="print cProfile's tables too")
+    parser.add_argument("--xla", action="store_true", help="also the one-program step on XLA (topos-autodiff[xla])")
     parser.add_argument("--keep-freed-memory", action="store_true", help="glibc keeps freed memory (see above)")
     for field in ("batch", "context", "heads", "layers"):
         parser.add_argument(f"--{field}", type=int, default=getattr(example.Config(), field))

@@ -47,6 +47,7 @@ describe("the docs", () => {
     // The embeds are kept out here (their requests fail): this reads the page as built, before any run.
     await page.route("**/embed.html?*", (route) => route.abort("blockedbyclient"));
     let blocks = 0;
+    let withoutEmbed = 0;
     for (const entry of PAGES) {
       const built = pageJson(entry);
       await page.goto(docsUrl(entry.name));
@@ -61,12 +62,17 @@ describe("the docs", () => {
         static: [...document.querySelectorAll("pre.docs-static")].map((pre) => pre.textContent),
         pageLinks: [...document.querySelectorAll("main a[href]")].map((a) => a.getAttribute("href")).filter((href) => !/^[a-z]+:/.test(href)),
         playground: document.querySelector("a.docs-playground").href,
-        embeds: [...document.querySelectorAll("figure.docs-live")].map((figure) => new URL(figure.dataset.embed, location.href).href),
+        embeds: [...document.querySelectorAll("figure.docs-live[data-embed]")].map((figure) => new URL(figure.dataset.embed, location.href).href),
+        withoutEmbed: [...document.querySelectorAll("figure.docs-live:not([data-embed])")].map((figure) => figure.dataset.block),
       }));
       // The playground and the embeds are the site's own, wherever it is served (here, under a sub-path).
       assert.equal(shown.playground, BASE_URL, `${entry.name}: the playground link`);
       for (const embed of shown.embeds) assert.ok(embed.startsWith(`${BASE_URL}embed.html?`), embed);
       const live = built.parts.filter((part) => part.kind === "code" && part.live);
+      // A block marked nobrowser (it needs jax) has no embed; every other live block has one.
+      const noBrowser = live.filter((part) => part.browser === false).map((part) => part.id);
+      assert.deepEqual(shown.withoutEmbed, noBrowser, `${entry.name}: the blocks without an embed`);
+      assert.equal(shown.embeds.length, live.length - noBrowser.length, `${entry.name}: the embeds`);
       assert.equal(shown.title, built.title, entry.name);
       assert.deepEqual(shown.live.map((block) => block.id), live.map((part) => part.id), `${entry.name}: the live blocks`);
       live.forEach((part, i) => {
@@ -82,8 +88,10 @@ describe("the docs", () => {
         assert.ok(target && PAGES.some((other) => other.name === target[1]), `${entry.name}: link ${href}`);
       }
       blocks += live.length;
+      withoutEmbed += noBrowser.length;
     }
     assert.ok(blocks > 30, `only ${blocks} live blocks`);
+    assert.ok(withoutEmbed > 0, "no nobrowser block was checked (docs/scaling.md has some)");
     await page.unroute("**/embed.html?*");
   });
 

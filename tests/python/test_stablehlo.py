@@ -14,7 +14,6 @@ import pytest
 import topos
 from topos import LoweringError, Tape, detach
 from topos.compiler import Primitive, primitives, register, unregister
-from topos.compiler.xla import execute_plan
 from topos.ops import Meta
 
 SEED_STABLEHLO = """\
@@ -58,7 +57,7 @@ def check_against_xla(network, readables, target=None, feeds=None):
         plans.append(network.entry(readables).backward(target).lower())
     for plan in plans:
         numpy_outputs = plan.run(parameters, feeds).outputs()
-        xla_outputs = execute_plan(plan, parameters, feeds)
+        xla_outputs = plan.run(parameters, feeds, backend="xla").outputs()
         assert_outputs_agree(numpy_outputs, xla_outputs, network.dtype, plan.summary())
     return plans
 
@@ -74,7 +73,7 @@ def test_seed_stablehlo_is_exactly_api_md():
     network, (w, x, y, loss) = Tape.record(build)
     plan = network.entry([loss]).lower()
     assert plan.emit_stablehlo() == SEED_STABLEHLO
-    assert execute_plan(plan, network.parameters(), {x: 3.0}) == [(0.5 * 3.0 - 4.0) ** 2]
+    assert plan.run(network.parameters(), {x: 3.0}, backend="xla").outputs() == [(0.5 * 3.0 - 4.0) ** 2]
 
 
 # One case per primitive ------------------------------------------------------------------------
@@ -348,6 +347,6 @@ def test_constants_reach_xla_bit_for_bit(dtype):
     values = build(tape)
     network = tape.seal()
     plan = network.entry(detach(values)).lower()
-    results = execute_plan(plan, network.parameters())
+    results = plan.run(network.parameters(), backend="xla").outputs()
     for value, result in zip(values, results):
         assert result.tobytes() == np.asarray(value.node.payload).tobytes()

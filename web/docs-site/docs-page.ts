@@ -76,7 +76,8 @@ const observer = new IntersectionObserver(
   },
   { rootMargin: PRELOAD_MARGIN },
 );
-for (const block of blocks.values()) observer.observe(block.figure);
+// A figure without an embed (a nobrowser block) keeps its code and the builder's output.
+for (const block of blocks.values()) if (block.figure.dataset.embed) observer.observe(block.figure);
 
 // The embeds' messages ---------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ interface PagesJson {
 type Part =
   | { kind: "markdown"; text: string }
   | { kind: "code"; language: string; live: false; code: string }
-  | { kind: "code"; language: string; live: true; id: string; example: string | null; code: string; output_text: string };
+  | { kind: "code"; language: string; live: true; id: string; example: string | null; code: string; output_text: string; browser?: false };
 
 interface PageJson {
   name: string;
@@ -82,8 +82,10 @@ function renderPart(part: Part, marked: Marked): string {
     return `<pre class="docs-static"><code class="language-${escapeHtml(part.language)}">${escapeHtml(part.code)}</code></pre>\n`;
   }
   const output = part.output_text;
+  // A block marked nobrowser needs a runtime the browser lacks (jax): no embed, the builder's output stays.
+  const embed = part.browser === false ? "" : ` data-embed="${escapeHtml(embedUrl(part.id, part.code))}"`;
   return [
-    `<figure class="docs-live" id="${escapeHtml(part.id)}" data-block="${escapeHtml(part.id)}" data-embed="${escapeHtml(embedUrl(part.id, part.code))}">`,
+    `<figure class="docs-live" id="${escapeHtml(part.id)}" data-block="${escapeHtml(part.id)}"${embed}>`,
     `<div class="docs-code-host"><pre class="docs-code"><code class="language-python">${escapeHtml(part.code)}</code></pre></div>`,
     `<div class="docs-output" data-output-of="${escapeHtml(part.id)}"${output ? "" : " hidden"}>`,
     `<div class="docs-output-caption">Output</div>`,

@@ -259,21 +259,39 @@ def emit_plan(plan):
     return "\n".join(line for line, _ in emit_plan_rows(plan))
 
 
-def emit_plan_rows(plan):
-    """The lines of ``emit_plan(plan)``, each with the nodes it is about: every line a node's
-    lowering wrote names that node, ``(line, (index,))``; the module's frame, ``(line, ())``."""
+def lower_plan(plan):
+    """A ``Lowering`` holding every scheduled node's lines (the body of ``emit_plan``)."""
     ctx = Lowering(plan)
     for index in plan.schedule:
         ctx.lower(plan.nodes[index])
-    results = [ctx.names[i] for i in plan.outputs]
-    result_types = ", ".join(ctx.type(plan.nodes[i]) for i in plan.outputs)
-    arguments = ", ".join(f"{name}: {type_}" for name, type_ in ctx.arguments)
+    return ctx
+
+
+def emit_plan_rows(plan):
+    """The lines of ``emit_plan(plan)``, each with the nodes it is about: every line a node's
+    lowering wrote names that node, ``(line, (index,))``; the module's frame, ``(line, ())``."""
+    ctx = lower_plan(plan)
+    results = [(ctx.names[i], ctx.type(plan.nodes[i])) for i in plan.outputs]
+    return module_rows(ctx, results)
+
+
+def module_rows(ctx, results, argument_attributes=None):
+    """The module around a ``Lowering``'s lines: ``@main`` of its arguments returning ``results``
+    ((name, type) pairs). ``argument_attributes`` maps an argument's name to the attribute text
+    written after its type (``{tf.aliasing_output = 2 : i32}``). A line written for no node
+    (index None: an optimizer's update) is about no node, as the frame is."""
+    attributes = argument_attributes or {}
+    arguments = ", ".join(
+        f"{name}: {type_}" + (f" {attributes[name]}" if name in attributes else "") for name, type_ in ctx.arguments
+    )
+    result_types = ", ".join(type_ for _, type_ in results)
     rows = [("module @topos {", ()), (f"  func.func @main({arguments}) -> ({result_types}) {{", ())]
     for name, text, index in ctx.lines:
         # A region (the body of a reduce or a scatter) spans several lines: each is the node's.
-        rows.extend((line, (index,)) for line in f"    {name} = {text}".split("\n"))
+        about = () if index is None else (index,)
+        rows.extend((line, about) for line in f"    {name} = {text}".split("\n"))
     if results:
-        rows.append((f"    return {', '.join(results)} : {result_types}", ()))
+        rows.append((f"    return {', '.join(name for name, _ in results)} : {result_types}", ()))
     else:
         rows.append(("    return", ()))
     rows.append(("  }", ()))

@@ -1,8 +1,9 @@
-"""Running emitted StableHLO on XLA's CPU backend through jax/jaxlib (optional).
+"""Running emitted StableHLO on XLA's CPU backend through jax/jaxlib (optional): a test helper.
 
-topos needs only numpy; this module imports jax when it is first used. It is
-how the tests hold every lowering to an independent compiler, and how a user
-hands a plan to XLA::
+topos needs only numpy; this module imports jax when it is first used. The
+runtime a user runs plans with is ``topos.xla`` (``plan.run(..., backend="xla")``,
+``XLATrainer``), above the compiler; this helper, inside it, stays for tests that
+run text on XLA without the backend::
 
     from topos.compiler.xla import execute_plan
     readables_then_gradients = execute_plan(plan, network.parameters(), feeds)
