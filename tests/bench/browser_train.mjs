@@ -14,35 +14,16 @@
 // server that is already running a build made with TOPOS_BENCH_PAGES=1.
 // STEPS (default 10) and WARMUP (default 2) size the page's run; NATIVE_STEPS (default 30) the native one.
 
-import { execFileSync, execSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { startStaticServer } from "../browser/static-server.mjs";
+import { serveBenchSite } from "./bench-site.mjs";
 
 const STEPS = Number(process.env.STEPS ?? 10);
 const WARMUP = Number(process.env.WARMUP ?? 2);
 const NATIVE_STEPS = Number(process.env.NATIVE_STEPS ?? 30);
 const root = new URL("../..", import.meta.url).pathname;
 
-async function serve() {
-  if (process.env.PLAYGROUND_URL) return { url: process.env.PLAYGROUND_URL, stop: () => {} };
-  // The benchmark's pages (web/bench/) are built only when asked for, and never into dist/: they are not part of the site.
-  const outDir = mkdtempSync(join(tmpdir(), "topos-bench-site-"));
-  execSync(`bash web/scripts/setup.sh && npx vite build --logLevel warn --outDir ${outDir} --emptyOutDir`, {
-    cwd: root,
-    stdio: "inherit",
-    env: { ...process.env, TOPOS_BENCH_PAGES: "1" },
-  });
-  const server = await startStaticServer(outDir, { keepLog: false });
-  return {
-    url: server.url,
-    stop: async () => {
-      await server.close();
-      rmSync(outDir, { recursive: true, force: true });
-    },
-  };
-}
+const serve = serveBenchSite;
 
 function nativeReport() {
   const python = join(root, ".venv/bin/python");

@@ -13,11 +13,9 @@
 // of its own, and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to measure a server
 // that is already running a build made with TOPOS_BENCH_PAGES=1. SIZES=256,1024 ROUNDS=5 TARGET_MS=1500.
 
-import { execFileSync, execSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
-import { startStaticServer } from "../browser/static-server.mjs";
+import { serveBenchSite } from "./bench-site.mjs";
 
 const SIZES = (process.env.SIZES ?? "256,1024").split(",").map(Number);
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
@@ -45,24 +43,7 @@ for size in json.loads(sys.argv[1]):
 print(json.dumps(problems))
 `;
 
-async function serve() {
-  if (process.env.PLAYGROUND_URL) return { url: process.env.PLAYGROUND_URL, stop: () => {} };
-  // The benchmark pages (web/bench/) are built only when asked for, and never into dist/: they are not part of the site.
-  const outDir = mkdtempSync(join(tmpdir(), "topos-bench-site-"));
-  execSync(`bash web/scripts/setup.sh && npx vite build --logLevel warn --outDir ${outDir} --emptyOutDir`, {
-    cwd: root,
-    stdio: "inherit",
-    env: { ...process.env, TOPOS_BENCH_PAGES: "1" },
-  });
-  const server = await startStaticServer(outDir, { keepLog: false });
-  return {
-    url: server.url,
-    stop: async () => {
-      await server.close();
-      rmSync(outDir, { recursive: true, force: true });
-    },
-  };
-}
+const serve = serveBenchSite;
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);

@@ -17,34 +17,13 @@
 // folder of its own, and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to
 // measure a server that is already running a build made with TOPOS_BENCH_PAGES=1.
 
-import { execSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startStaticServer } from "../browser/static-server.mjs";
+import { readFileSync } from "node:fs";
+import { serveBenchSite } from "./bench-site.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const EDITS = Number(process.env.EDITS ?? 20);
-const root = new URL("../..", import.meta.url).pathname;
 
-async function serve() {
-  if (process.env.PLAYGROUND_URL) return { url: process.env.PLAYGROUND_URL, stop: () => {} };
-  // The bare page (web/bench/) is built only when asked for, and never into dist/: it is not part of the site.
-  const outDir = mkdtempSync(join(tmpdir(), "topos-bench-site-"));
-  execSync(`bash web/scripts/setup.sh && npx vite build --logLevel warn --outDir ${outDir} --emptyOutDir`, {
-    cwd: root,
-    stdio: "inherit",
-    env: { ...process.env, TOPOS_BENCH_PAGES: "1" },
-  });
-  const server = await startStaticServer(outDir, { keepLog: false });
-  return {
-    url: server.url,
-    stop: async () => {
-      await server.close();
-      rmSync(outDir, { recursive: true, force: true });
-    },
-  };
-}
+const serve = serveBenchSite;
 
 const median = (values) => quantile(values, 0.5);
 function quantile(values, q) {

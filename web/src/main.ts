@@ -1,5 +1,5 @@
 // The playground page: the editor on the left, the six readings and the output on
-// the right, a Python worker behind them. Readings update while typing (debounced);
+// the right, a Python worker behind them. Readings update while typing (at once after a pause, else debounced);
 // a broken edit keeps the last good readings and marks the user's line. Run (Ctrl+Enter)
 // runs the script as a program in a second worker, its output shown as it comes, while
 // the readings keep following the edits.
@@ -18,7 +18,10 @@ import { PythonSession, STAGE_TITLES } from "./session";
 import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
 
-// Short, because only one run is ever in flight: edits made meanwhile wait as one pending run.
+// An edit after a quiet spell (a paste, one keystroke) runs at once; edits coming faster than this
+// (typing a word) wait until they pause, as does an edit that empties the editor (select all and
+// delete: the new code is on its way). Only one run is ever in flight: edits made meanwhile wait
+// as one pending run.
 const DEBOUNCE_MS = 75;
 const params = new URLSearchParams(window.location.search);
 const TIME_LIMIT_MS = Number(params.get("timeLimit") ?? 10_000);
@@ -202,11 +205,16 @@ showPane("spec");
 // The editor ---------------------------------------------------------------------------------
 
 let debounce: ReturnType<typeof setTimeout> | undefined;
+let lastEditAt = -Infinity;
 const editor = new CodeInput(element("editor"), initialCode(), {
   change(code) {
     keepEdit(code);
     clearTimeout(debounce);
-    debounce = setTimeout(runNow, DEBOUNCE_MS);
+    const now = performance.now();
+    const afterAPause = now - lastEditAt >= DEBOUNCE_MS;
+    lastEditAt = now;
+    if (afterAPause && code.trim()) runNow();
+    else debounce = setTimeout(runNow, DEBOUNCE_MS);
   },
   cursorLine: (line) => links.selectLine(line),
   runNow: () => runProgram(),

@@ -3,7 +3,7 @@
 // content: "k Opcode shape".
 
 import type { GraphJson, Reading } from "../../protocol";
-import { graphLabel, layOut, type LayoutResult } from "./graph-layout";
+import { graphLabel, layOut, layoutKey, USE_CACHE, type LayoutResult } from "./graph-layout";
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -12,6 +12,8 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Record<st
   for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
   return element;
 }
+
+type Position = { x: number; y: number };
 
 /** Draw a laid-out graph into `host`; returns the node groups by index. */
 function draw(host: Element, graph: GraphJson, layout: LayoutResult["layout"]): Map<number, SVGGElement> {
@@ -30,14 +32,9 @@ function draw(host: Element, graph: GraphJson, layout: LayoutResult["layout"]): 
   const positions = new Map(layout.nodes.map((node) => [node.index, node]));
   const groups = new Map<number, SVGGElement>();
   for (const node of graph.nodes) {
-    const label = graphLabel(node);
-    const { x, y } = positions.get(node.index)!;
-    const width = label.length * 7.2 + 16;
-    const group = svg("g", { class: `node op-${node.opcode.toLowerCase()}`, "data-nodes": node.index, transform: `translate(${x - width / 2},${y - 17})` });
-    group.append(svg("rect", { width, height: 34, rx: 5 }));
-    const text = svg("text", { x: width / 2, y: 21, "text-anchor": "middle" });
-    text.textContent = label;
-    group.append(text);
+    const group = svg("g", { "data-nodes": node.index });
+    group.append(svg("rect", { height: 34, rx: 5 }), svg("text", { y: 21, "text-anchor": "middle" }));
+    labelNode(group, node, positions.get(node.index)!);
     // A newline between nodes makes the pane's text content read one label a line.
     if (groups.size) root.append("\n");
     root.append(group);
@@ -45,6 +42,22 @@ function draw(host: Element, graph: GraphJson, layout: LayoutResult["layout"]): 
   }
   host.replaceChildren(root);
   return groups;
+}
+
+/**
+ * Write a node's label into its group (drawn by `draw`): the box sized to the label and centred on
+ * the node's place. A group that already shows the label is left alone.
+ */
+function labelNode(group: SVGGElement, node: GraphJson["nodes"][number], { x, y }: Position): void {
+  const label = graphLabel(node);
+  const text = group.lastElementChild!;
+  if (text.textContent === label) return;
+  const width = label.length * 7.2 + 16;
+  group.setAttribute("class", `node op-${node.opcode.toLowerCase()}`); // the selection's class is put back by highlight()
+  group.setAttribute("transform", `translate(${x - width / 2},${y - 17})`);
+  group.firstElementChild!.setAttribute("width", String(width));
+  text.setAttribute("x", String(width / 2));
+  text.textContent = label;
 }
 
 /** Lay out and draw `graph` into `host` (the output pane's graph cards). */
@@ -57,6 +70,9 @@ export class GraphPane {
   private groups = new Map<number, SVGGElement>();
   private generation = 0;
   private selected = new Set<number>();
+  /** The layout key (graph-layout.ts) of the graph drawn now; null when none is drawn. */
+  private drawnKey: string | null = null;
+  private positions = new Map<number, Position>();
 
   constructor(private readonly onSelect: (nodes: number[]) => void) {
     this.element = document.createElement("div");
@@ -75,13 +91,24 @@ export class GraphPane {
     this.element.classList.toggle("reading-error", Boolean(reading.error));
     if (!reading.graph) {
       this.groups.clear();
+      this.drawnKey = null;
       this.element.textContent = reading.error ?? reading.empty ?? "";
       return;
     }
+    const key = layoutKey(reading.graph);
+    if (USE_CACHE && key === this.drawnKey) {
+      // The same layout as the graph drawn now: every node keeps its place, and only changed labels are written.
+      for (const node of reading.graph.nodes) labelNode(this.groups.get(node.index)!, node, this.positions.get(node.index)!);
+      this.highlight(this.selected);
+      return;
+    }
     this.element.ariaBusy = "true";
+    this.drawnKey = null; // until the new layout is drawn
     const layout = await layOut(reading.graph);
     if (generation !== this.generation) return;
     this.groups = draw(this.element, reading.graph, layout);
+    this.positions = new Map(layout.nodes.map((node) => [node.index, node]));
+    this.drawnKey = key;
     this.element.ariaBusy = "false";
     this.highlight(this.selected);
   }

@@ -32,21 +32,39 @@ export class TextPane {
     this.renderRows(reading.rows);
   }
 
-  /** Show rows as they are (the kernels pane adds rows of its own after the reading's). */
+  /**
+   * Show rows as they are (the kernels pane adds rows of its own after the reading's). The rows
+   * shown before are kept where they read the same, so that an edit that changes a few rows
+   * touches only those.
+   */
   renderRows(rows: ReadingRow[]): void {
-    this.element.replaceChildren();
-    this.rowElements = [];
+    if (!this.rowElements.length) this.element.replaceChildren(); // an error or an empty reading was shown
+    const kept = Math.min(rows.length, this.rowElements.length);
+    for (let index = 0; index < kept; index++) this.updateRow(this.rowElements[index], rows[index]);
+    for (const row of this.rowElements.splice(rows.length)) {
+      row.element.previousSibling?.remove(); // the newline before the row (none before the first)
+      row.element.remove();
+    }
     const fragment = document.createDocumentFragment();
-    rows.forEach((row, index) => {
+    for (let index = kept; index < rows.length; index++) {
       if (index > 0) fragment.append("\n");
       const span = document.createElement("span");
       span.className = "line";
-      span.textContent = row.text;
-      if (row.nodes.length) span.dataset.nodes = row.nodes.join(" ");
+      const row = { element: span, nodes: [] as number[] };
+      this.updateRow(row, rows[index]);
       fragment.append(span);
-      this.rowElements.push({ element: span, nodes: row.nodes });
-    });
+      this.rowElements.push(row);
+    }
     this.element.append(fragment);
+  }
+
+  private updateRow(row: { element: HTMLElement; nodes: number[] }, next: ReadingRow): void {
+    if (row.element.textContent !== next.text) row.element.textContent = next.text;
+    const nodes = next.nodes.join(" ");
+    if (row.nodes.join(" ") === nodes) return; // the element's data-nodes says the same
+    if (nodes) row.element.dataset.nodes = nodes;
+    else delete row.element.dataset.nodes;
+    row.nodes = next.nodes;
   }
 
   highlight(selected: Set<number>): void {
