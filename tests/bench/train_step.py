@@ -20,6 +20,15 @@ numpy's loops, so the overhead's share is an upper bound.
     .venv/bin/python tests/bench/train_step.py --profile 50 --detail        # and cProfile's tables
     .venv/bin/python tests/bench/train_step.py --keep-freed-memory
     .venv/bin/python tests/bench/train_step.py --xla                        # and the one-program step on XLA
+                                                                            # and JAX jit of the same model
+
+With ``--xla`` two more contenders join the interleaved steps: the whole
+topos step (forward, backward, Adam) as one XLA program (``topos.xla``), and
+the same model written in plain JAX (``jax_transformer.py``), its whole step
+(Adam written in ``jnp``) under ``jax.jit`` with donated arguments, from the
+same initial weights (by name) and with the same Adam. Both run on XLA's CPU
+runtime on one thread. Before any step is timed the bench asserts that JAX's
+loss and gradients on the first batch equal topos's (within float32 rounding).
 
 A network prepares its forward and backward plans on their second run
 (``topos.compiler.program``): values go into an arena allocated once and
@@ -36,7 +45,7 @@ import os
 # One BLAS thread for numpy, set before numpy is imported.
 for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(variable, "1")
-# XLA's CPU runtime on one thread too (read when jax is first imported, by --xla).
+# XLA's CPU runtime on one thread too, for topos.xla and JAX jit alike (read when jax is first imported, by --xla).
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1")
 
 import argparse  # noqa: E402
@@ -161,26 +170,69 @@ def timed(fn, *args):
     return time.perf_counter() - started, result
 
 
+def jax_trainer(topos_trainer, config, learning_rate):
+    """The same model in plain JAX under ``jax.jit`` (``jax_transformer.py``), from topos's initial weights."""
+    from jax_transformer import JaxTrainer
+
+    optimizer = topos_trainer.optimizer
+    return JaxTrainer(config, topos_trainer.initial_weights(), learning_rate, optimizer.betas, optimizer.eps)
+
+
+def check_same_model(topos_trainer, jax_jit_trainer, tokens, targets):
+    """JAX's model must be topos's: the same loss and gradients on one batch, within float32 rounding.
+
+    At initialisation the loss is close to ln(vocabulary) for any small weights
+    (a GELU of another form moves it by less than 1e-6), so the gradients are
+    compared too: each parameter's within 1e-5 of its largest magnitude (they
+    agree to about 1e-6; the erf GELU for the tanh one differs by 2e-5 at d 32).
+    """
+    run = topos_trainer.network.forward(
+        topos_trainer.parameters, {topos_trainer.tokens: tokens, topos_trainer.targets: targets}
+    )
+    topos_loss = run.of(topos_trainer.loss).scalar()
+    topos_gradients = run.backward(topos_trainer.loss).parameters(topos_trainer.parameters)
+    jax_loss, jax_gradients = jax_jit_trainer.loss_and_gradients(tokens, targets)
+    if not abs(jax_loss - topos_loss) <= 1e-5:
+        raise AssertionError(
+            f"JAX's model is not topos's: on the first batch its loss is {jax_loss!r}, topos's {topos_loss!r}"
+        )
+    for name, gradient in topos_gradients.items():
+        gradient = np.asarray(gradient)
+        difference = np.max(np.abs(jax_gradients[name] - gradient))
+        if not difference <= 1e-5 * np.max(np.abs(gradient)):
+            raise AssertionError(
+                f"JAX's model is not topos's: on the first batch the gradients of {name} differ by {difference:.3g} "
+                f"(largest {np.max(np.abs(gradient)):.3g})"
+            )
+
+
 def measure(config, arguments):
-    """Interleaved steps of both frameworks at one size: prints the medians and their ratio, returns the topos trainer."""
+    """Interleaved steps of every framework at one size: prints the medians and ratios, returns the topos trainer."""
     learning_rate = config.learning_rate
     topos_trainer = ToposTrainer(config, learning_rate)
     torch_trainer = TorchTrainer(config, topos_trainer.initial_weights(), learning_rate)
     xla_trainer = XLAStepTrainer(topos_trainer, learning_rate) if arguments.xla else None
+    jax_jit_trainer = jax_trainer(topos_trainer, config, learning_rate) if arguments.xla else None
+    if jax_jit_trainer is not None:
+        first_batch = example.sample_windows(np.random.default_rng(0), config)  # the loop's first batch
+        check_same_model(topos_trainer, jax_jit_trainer, *(a.astype(np.int64) for a in first_batch))
     rng = np.random.default_rng(0)
-    topos_times, torch_times, xla_times = [], [], []
-    losses = []
+    topos_times, torch_times, xla_times, jax_times = [], [], [], []
+    losses, jax_losses = [], []
     for repetition in range(arguments.warmup + arguments.repetitions):
         tokens, targets = (a.astype(np.int64) for a in example.sample_windows(rng, config))
         topos_seconds, topos_loss = timed(topos_trainer.step, tokens, targets)
         torch_seconds, torch_loss = timed(torch_trainer.step, tokens, targets)
         if xla_trainer is not None:
             xla_seconds, xla_loss = timed(xla_trainer.step, tokens, targets)
+            jax_seconds, jax_loss = timed(jax_jit_trainer.step, tokens, targets)
+            jax_losses.append(jax_loss)
         if repetition >= arguments.warmup:
             topos_times.append(topos_seconds)
             torch_times.append(torch_seconds)
             if xla_trainer is not None:
                 xla_times.append(xla_seconds)
+                jax_times.append(jax_seconds)
         losses.append((topos_loss, torch_loss))
 
     topos_median = statistics.median(topos_times)
@@ -205,6 +257,12 @@ def measure(config, arguments):
             f"compiled in {xla_trainer.trainer.compile_ms:.0f} ms; last loss {xla_loss:.5f})"
         )
         print(f"  ratio xla / torch: {xla_median / torch_median:.2f}")
+        jax_median = statistics.median(jax_times)
+        print(
+            f"  jax    median step {jax_median * 1e3:8.3f} ms  ({arguments.repetitions} steps; jax.jit, donated; "
+            f"losses, first step {jax_losses[0]:.5f}, last {jax_losses[-1]:.5f})"
+        )
+        print(f"  ratio xla / jax jit: {xla_median / jax_median:.2f}")
     return topos_trainer, rng
 
 
