@@ -172,6 +172,11 @@ export interface Reading {
   error?: string;
   empty?: string;
   graph?: GraphJson;
+  /**
+   * The HLO reading's second module: a whole training step, the gradient reading's plan followed
+   * by Adam's update (`emit_training_step`), or why there is none (its `error`).
+   */
+  step?: Reading;
 }
 
 /** One line of a reading and the nodes it is about (none for a summary line), as Python wrote them. */

@@ -4,7 +4,10 @@
 - **gradient**: ``entry.backward(target, parameters).lower()``, where the target
   is the last rank-0 floating readable (the loss) and ``parameters`` are all of
   the network's parameters;
-- **spec**, **graph**, **HLO** and **kernels** read the same network and plan.
+- **spec**, **graph**, **HLO** and **kernels** read the same network and plan;
+  the HLO reading also carries, as its ``step``, the module of a whole training
+  step (``emit_training_step``): the gradient reading's plan followed by the
+  update of ``STEP_OPTIMIZER``, or the error that says why there is none.
 
 A text reading comes as its text and its rows: ``{"text", "rows": [{"text",
 "nodes"}]}``, where the rows' texts joined with newlines are the text, and each
@@ -30,12 +33,18 @@ import numpy as np
 from .. import show
 from ..compiler.graph import Graph
 from ..compiler.stablehlo import emit_plan_rows
+from ..compiler.training_step import emit_training_step
 from ..errors import ArgumentError
+from ..model import optim
 from ..ops import registry as primitive_registry
 from ..text import format_shape
 
 #: The readings, in the page's order (``ReadingName`` in web/protocol.ts names the same).
 READINGS = ("spec", "graph", "plan", "gradient", "hlo", "kernels")
+
+#: The optimizer of the HLO reading's training step. The page cannot see which optimizer the
+#: script builds (it may build none, or several), so the step shows this one's update.
+STEP_OPTIMIZER = optim.Adam(lr=1e-3)
 
 
 def text_reading(rows):
@@ -57,6 +66,7 @@ class Readings:
         self.readables = readables
         self.filename = filename
         self._plan = None
+        self._gradient_plan = None
         self._kernels = None
 
     def symbols(self, indices):
@@ -69,6 +79,18 @@ class Readings:
         if self._plan is None:
             self._plan = self.entry().lower()
         return self._plan
+
+    def gradient_plan(self):
+        """The forward+backward plan of the gradient reading: the loss with respect to every parameter."""
+        if self._gradient_plan is None:
+            parameters = self.network.parameter_symbols()
+            if not parameters:
+                raise ArgumentError(
+                    "the gradient reading differentiates with respect to parameters; this network has none"
+                )
+            target = self.network.symbol(self.gradient_target())
+            self._gradient_plan = self.entry().backward(target, parameters).lower()
+        return self._gradient_plan
 
     def kernels(self):
         if self._kernels is None:
@@ -100,15 +122,17 @@ class Readings:
         return text_reading(self.plan().describe_rows())
 
     def read_gradient(self):
-        parameters = self.network.parameter_symbols()
-        if not parameters:
-            raise ArgumentError("the gradient reading differentiates with respect to parameters; this network has none")
-        target = self.network.symbol(self.gradient_target())
-        plan = self.entry().backward(target, parameters).lower()
-        return text_reading(plan.describe_rows())
+        return text_reading(self.gradient_plan().describe_rows())
 
     def read_hlo(self):
-        return text_reading(emit_plan_rows(self.plan()))
+        reading = text_reading(emit_plan_rows(self.plan()))
+        try:
+            reading["step"] = text_reading(emit_training_step(self.gradient_plan(), STEP_OPTIMIZER).rows)
+        except MemoryError:
+            raise
+        except Exception as error:  # noqa: BLE001  (no training step: the forward module still shows)
+            reading["step"] = {"error": f"{type(error).__name__}: {error}"}
+        return reading
 
     def read_kernels(self):
         return text_reading(self.kernels().describe_rows())

@@ -5,6 +5,7 @@
 
 import type { ReadingName, Reading, RunResult } from "../../protocol";
 import { GraphPane } from "./graph-pane";
+import { HloPane } from "./hlo-pane";
 import { kernelsRows } from "./kernels";
 import { OutputPane } from "./output-pane";
 import { TextPane } from "./text-pane";
@@ -20,6 +21,12 @@ export interface ReadingPane {
 
 function textPane(name: ReadingName, onSelect: (nodes: number[]) => void): ReadingPane {
   const pane = new TextPane(name, onSelect);
+  return { element: pane.element, render: (reading) => pane.render(reading), highlight: (s) => pane.highlight(s) };
+}
+
+/** The HLO reading: the plan's module, or the training step's (see hlo-pane.ts). */
+function hloPane(onSelect: (nodes: number[]) => void): ReadingPane {
+  const pane = new HloPane(onSelect);
   return { element: pane.element, render: (reading) => pane.render(reading), highlight: (s) => pane.highlight(s) };
 }
 
@@ -43,7 +50,7 @@ export function createPanes(onSelect: (nodes: number[]) => void) {
     graph: { element: graph.element, render: (reading) => graph.render(reading), highlight: (s) => graph.highlight(s) },
     plan: textPane("plan", onSelect),
     gradient: textPane("gradient", onSelect),
-    hlo: textPane("hlo", onSelect),
+    hlo: hloPane(onSelect),
     kernels: kernelsPane(onSelect),
   };
   return { readings, output: new OutputPane() };
