@@ -4,8 +4,9 @@
 // bindings of its own; it reads the including file's `params` (binding 0).
 //
 //   word(i)         u32 word i of the parameter block
-//   element(...)    the flat index of an invocation of a 64-lane workgroup in a
-//                   (gx, gy, 1) grid, workgroups numbered gx * wy + wx
+//   workgroup_index(group, groups)
+//                   a workgroup's number in a (gx, gy, 1) grid: gx * wy + wx
+//   element(...)    the flat index of an invocation of a 64-lane workgroup in that grid
 //   decode(i, rank, shape_at, strides_at)
 //                   the offset of flat index i in a shape of `rank` axes whose extents
 //                   are the words from shape_at, its strides the words from strides_at
@@ -17,6 +18,11 @@
 //                   64-lane workgroup's invocations, through the workgroup array
 //                   `partial`; every invocation gets the result
 //   infinity(), not_a_number()   f32 constants WGSL cannot write as literals
+//   row_start(r), second_start(r), third_start(r)
+//                   the row kernels' layout (softmax, layer_norm): the first element of
+//                   row r of the first, second and third view, whose offsets are words
+//                   3, 20 and 28, their outer strides from words 14, 22 and 30, over the
+//                   outer shape at words 8.. of rank word 2
 //
 // `partial` costs nothing in a file that never reads it: WGSL gives an entry point
 // only the workgroup memory it uses.
@@ -36,8 +42,12 @@ fn not_a_number() -> f32 {
     return bitcast<f32>(nan_bits);
 }
 
+fn workgroup_index(group: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return group.y * groups.x + group.x;
+}
+
 fn element(group: vec3<u32>, groups: vec3<u32>, lane: u32) -> u32 {
-    return (group.y * groups.x + group.x) * 64u + lane;
+    return workgroup_index(group, groups) * 64u + lane;
 }
 
 fn decode(i: u32, rank: u32, shape_at: u32, strides_at: u32) -> u32 {
@@ -75,4 +85,16 @@ fn fold(lane: u32, value: f32, maximum: bool) -> f32 {
     let result = partial[0];
     workgroupBarrier();
     return result;
+}
+
+fn row_start(row: u32) -> u32 {
+    return word(3u) + decode(row, word(2u), 8u, 14u);
+}
+
+fn second_start(row: u32) -> u32 {
+    return word(20u) + decode(row, word(2u), 8u, 22u);
+}
+
+fn third_start(row: u32) -> u32 {
+    return word(28u) + decode(row, word(2u), 8u, 30u);
 }

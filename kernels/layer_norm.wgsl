@@ -17,7 +17,8 @@
 // offset + outer(r) + j * stride, outer() decoding r through the outer shape and that
 // view's outer strides. The output is contiguous: out[r * length + j].
 //
-// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, decode, fold).
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, fold, workgroup_index
+// and the row layout: row_start, second_start, third_start).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -42,27 +43,13 @@
 
 {{COMMON}}
 
-// Row r's first element: the offset (word 3) plus r decoded through the outer shape and strides.
-fn row_start(row: u32) -> u32 {
-    return word(3u) + decode(row, word(2u), 8u, 14u);
-}
-
-// The same for the second and third views: offsets at words 20 and 28, outer strides from 22 and 30.
-fn second_start(row: u32) -> u32 {
-    return word(20u) + decode(row, word(2u), 8u, 22u);
-}
-
-fn third_start(row: u32) -> u32 {
-    return word(28u) + decode(row, word(2u), 8u, 30u);
-}
-
 @compute @workgroup_size(64)
 fn layer_norm(
     @builtin(workgroup_id) group: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let row = group.y * groups.x + group.x;
+    let row = workgroup_index(group, groups);
     if (row >= word(0u)) {
         return;
     }
@@ -93,7 +80,7 @@ fn layer_norm_grad(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let row = group.y * groups.x + group.x;
+    let row = workgroup_index(group, groups);
     if (row >= word(0u)) {
         return;
     }

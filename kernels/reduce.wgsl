@@ -68,7 +68,7 @@ fn reduce_workgroup(
     @builtin(local_invocation_index) lane: u32,
 ) {
     let chunks = word(6u);
-    let slot = group.y * groups.x + group.x;
+    let slot = workgroup_index(group, groups);
     // `slot` is the same for the whole workgroup, so every invocation returns or none does.
     if (slot >= word(0u) * chunks) {
         return;

@@ -18,7 +18,8 @@
 // offset + outer(r) + j * stride, where outer() decodes r through the outer shape and
 // that view's outer strides. The output is contiguous: out[r * length + j].
 //
-// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, decode, fold, infinity).
+// The line after the bindings takes the shared helpers of kernels/common.wgsl (word, fold, infinity,
+// workgroup_index and the row layout: row_start, second_start).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -39,16 +40,6 @@
 @group(0) @binding(3) var<storage, read> second: array<f32>;
 
 {{COMMON}}
-
-// Row r's first element: the offset (word 3) plus r decoded through the outer shape and strides.
-fn row_start(row: u32) -> u32 {
-    return word(3u) + decode(row, word(2u), 8u, 14u);
-}
-
-// The same for the second view: its offset (word 20) and outer strides (from word 22).
-fn second_start(row: u32) -> u32 {
-    return word(20u) + decode(row, word(2u), 8u, 22u);
-}
 
 struct RowStatistics {
     maximum: f32,
@@ -77,7 +68,7 @@ fn softmax(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let row = group.y * groups.x + group.x;
+    let row = workgroup_index(group, groups);
     if (row >= word(0u)) {
         return;
     }
@@ -96,7 +87,7 @@ fn log_softmax(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let row = group.y * groups.x + group.x;
+    let row = workgroup_index(group, groups);
     if (row >= word(0u)) {
         return;
     }
@@ -116,7 +107,7 @@ fn softmax_grad(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let row = group.y * groups.x + group.x;
+    let row = workgroup_index(group, groups);
     if (row >= word(0u)) {
         return;
     }
@@ -141,7 +132,7 @@ fn log_softmax_grad(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lane: u32,
 ) {
-    let row = group.y * groups.x + group.x;
+    let row = workgroup_index(group, groups);
     if (row >= word(0u)) {
         return;
     }
