@@ -6,28 +6,16 @@
 // parent whose origin is not on its list. Both embeds share one Python.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 import LZString from "lz-string";
-import { BASE_URL, openBrowser } from "./harness.mjs";
+import { BASE_URL, cpythonRun, openBrowser } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_RECORDING } from "./seed.mjs";
 
 const ROOT = new URL("../../", import.meta.url);
 const MATMUL = readFileSync(new URL("docs/examples/03_matmul.py", ROOT), "utf8");
 const TEXT_READINGS = ["spec", "plan", "gradient", "hlo", "kernels"];
-
-/** The oracle: CPython's topos.playground.run on the same code (the browser runs the same package in Pyodide). */
-function cpythonRun(code) {
-  const script = "import json, sys\nfrom topos import playground\nprint(playground.run(sys.stdin.read()))";
-  const text = execFileSync(new URL(".venv/bin/python", ROOT).pathname, ["-c", script], {
-    input: code,
-    env: { ...process.env, PYTHONPATH: new URL("py", ROOT).pathname },
-    cwd: "/tmp",
-  });
-  return JSON.parse(text);
-}
 
 function embedSrc(id, params, origins) {
   const query = new URLSearchParams({ id, ...params, origins });

@@ -1,6 +1,7 @@
 // Shared set-up of the browser tests and the benchmark: Debian's Chromium driven by
 // playwright-core, with WebGPU on and no way to reach anything but the local server.
 
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -99,4 +100,17 @@ export async function waitForPane(page, name, predicate, timeout = 30_000) {
     await page.waitForTimeout(50);
   }
   throw new Error(`pane ${name} did not reach the expected text within ${timeout} ms; it shows:\n${text}`);
+}
+
+const ROOT = new URL("../../", import.meta.url);
+
+/** The oracle: CPython's topos.playground.run on the same code (the page runs the same package in Pyodide). */
+export function cpythonRun(code) {
+  const script = "import json, sys\nfrom topos import playground\nprint(playground.run(sys.stdin.read()))";
+  const text = execFileSync(new URL(".venv/bin/python", ROOT).pathname, ["-c", script], {
+    input: code,
+    env: { ...process.env, PYTHONPATH: new URL("py", ROOT).pathname },
+    cwd: "/tmp",
+  });
+  return JSON.parse(text);
 }

@@ -2,23 +2,9 @@
 // of a whole training step, as CPython's topos.playground makes it, with lines that select nodes.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { after, before, describe, test } from "node:test";
-import { openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
+import { cpythonRun, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_HLO, SEED_RECORDING } from "./seed.mjs";
-
-const ROOT = new URL("../../", import.meta.url);
-
-/** The oracle: CPython's topos.playground.run on the same code. */
-function cpythonRun(code) {
-  const script = "import json, sys\nfrom topos import playground\nprint(playground.run(sys.stdin.read()))";
-  const text = execFileSync(new URL(".venv/bin/python", ROOT).pathname, ["-c", script], {
-    input: code,
-    env: { ...process.env, PYTHONPATH: new URL("py", ROOT).pathname },
-    cwd: "/tmp",
-  });
-  return JSON.parse(text);
-}
 
 describe("the HLO pane's training step", () => {
   let browser;

@@ -3,27 +3,14 @@
 // user output shown as text. (WebGPU has its own file: webgpu.test.mjs.)
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
-import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
+import { BASE_URL, cpythonRun, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_HLO, SEED_PLAN, SEED_RECORDING, SEED_SEALED } from "./seed.mjs";
 
 const READINGS = ["spec", "graph", "plan", "gradient", "hlo", "kernels", "output"];
 const MARKUP = '<img src=x onerror="window.__owned = 1">';
 const FIRST_EXAMPLE = readFileSync(new URL("../../docs/examples/01_scalar_chain.py", import.meta.url), "utf8");
-const ROOT = new URL("../../", import.meta.url);
-
-/** The oracle: CPython's topos.playground.run on the same code (the page runs the same package in Pyodide). */
-function cpythonRun(code) {
-  const script = "import json, sys\nfrom topos import playground\nprint(playground.run(sys.stdin.read()))";
-  const text = execFileSync(new URL(".venv/bin/python", ROOT).pathname, ["-c", script], {
-    input: code,
-    env: { ...process.env, PYTHONPATH: new URL("py", ROOT).pathname },
-    cwd: "/tmp",
-  });
-  return JSON.parse(text);
-}
 
 describe("the playground", () => {
   let browser;
