@@ -17,6 +17,7 @@ import { Links } from "../src/links";
 import { RunOutputPane } from "../src/panes/output-pane";
 import { createPanes } from "../src/panes/registry";
 import { ReadingTabs } from "../src/reading-tabs";
+import { RunDisplay } from "../src/run-display";
 import { ProgressLine } from "../src/run-progress";
 import { RunSession } from "../src/run-session";
 import { STAGE_TITLES } from "../src/session";
@@ -246,40 +247,12 @@ element<HTMLDivElement>("embed-run-output").append(runOutput.element);
 const progress = new ProgressLine(element("embed-run-progress"));
 let runs: RunSession | null = null;
 
-/** "starting", "running", "finished", "failed" or "stopped": the body's data-run says it. */
-function setRunState(state: string): void {
-  document.body.dataset.run = state;
-  stopButton.disabled = state !== "starting" && state !== "running";
-}
+const display = new RunDisplay(runOutput, progress, stopButton);
 
 function runProgram(): void {
-  runs ??= new RunSession({
-    stage: (message) => progress.stage(message),
-    started: () => {
-      setRunState("running");
-      progress.started();
-    },
-    output: (batch) => {
-      runOutput.append(batch.append);
-      for (const [number, card] of batch.changed) runOutput.change(number, card);
-      if (batch.progress) progress.report(batch.progress);
-    },
-    ended: (_id, error, seconds) => {
-      progress.ended(error, seconds);
-      setRunState(error ? "failed" : "finished");
-      if (error) runOutput.error(`${error.type}${error.line === null ? "" : ` on line ${error.line}`}: ${error.message}`, error);
-      else runOutput.ended();
-    },
-    stopped: (_id, stop) => {
-      progress.stopped(stop.reason);
-      setRunState("stopped");
-      if (stop.failure) runOutput.error(stop.reason, stop.failure);
-    },
-  });
-  runOutput.clear();
+  runs ??= new RunSession(display);
+  display.begin();
   element("embed-run-area").hidden = false;
-  setRunState("starting");
-  progress.waiting();
   runs.run(code.code);
 }
 

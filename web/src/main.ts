@@ -12,6 +12,7 @@ import { Links } from "./links";
 import { RunOutputPane } from "./panes/output-pane";
 import { createPanes, READING_NAMES } from "./panes/registry";
 import { ReadingTabs } from "./reading-tabs";
+import { errorSummary, RunDisplay, stopSummary } from "./run-display";
 import { ProgressLine } from "./run-progress";
 import { RunSession } from "./run-session";
 import { PythonSession, STAGE_TITLES } from "./session";
@@ -130,17 +131,6 @@ function showStop(reason: string, failure: UserError | null): void {
   showError(stopSummary(reason, failure), failure?.traceback || null);
 }
 
-function stopSummary(reason: string, failure: UserError | null): string {
-  const cause = failure?.message ? `\n${failure.type}: ${failure.message}` : "";
-  return `${reason[0].toUpperCase()}${reason.slice(1)}.${cause}`;
-}
-
-/** The script's own error as the error panel's first line says it: "Type on line N: message". */
-function errorSummary(error: UserError): string {
-  const where = error.line === null ? "" : ` on line ${error.line}`;
-  return `${error.type}${where}: ${error.message}`;
-}
-
 // Which code to show: this history entry's own (its edits survive a reload, Back and Forward),
 // else a share link's, else the autosave (the last code edited), else the gallery's first example.
 
@@ -244,52 +234,21 @@ const runOutput = new RunOutputPane();
 element<HTMLDivElement>("run-output").append(runOutput.element);
 const progress = new ProgressLine(element("run-progress"));
 
-const runs = new RunSession({
-  stage: (message) => progress.stage(message),
-  started: () => {
-    setRunState("running");
-    progress.started();
+const display = new RunDisplay(runOutput, progress, stopButton, {
+  failed: (error) => {
+    editor.markError(error.line, error.column, `${error.type}: ${error.message}`);
+    showError(errorSummary(error), error.traceback);
   },
-  output: (batch) => {
-    runOutput.append(batch.append);
-    for (const [number, card] of batch.changed) runOutput.change(number, card);
-    if (batch.progress) progress.report(batch.progress);
-  },
-  ended: (_id, error, seconds) => {
-    progress.ended(error, seconds);
-    if (error) {
-      setRunState("failed");
-      editor.markError(error.line, error.column, `${error.type}: ${error.message}`);
-      showError(errorSummary(error), error.traceback);
-      runOutput.error(errorSummary(error), error);
-    } else {
-      setRunState("finished");
-      runOutput.ended();
-    }
-  },
-  stopped: (_id, stop) => {
-    progress.stopped(stop.reason);
-    setRunState("stopped");
-    if (stop.failure) {
-      showStop(stop.reason, stop.failure);
-      runOutput.error(stopSummary(stop.reason, stop.failure), stop.failure);
-    }
+  stopped: (stop) => {
+    if (stop.failure) showStop(stop.reason, stop.failure);
   },
 });
-
-/** "starting", "running", "finished", "failed" or "stopped": the body's data-run says it (the tests read it). */
-function setRunState(state: string): void {
-  document.body.dataset.run = state;
-  const going = state === "starting" || state === "running";
-  stopButton.disabled = !going;
-}
+const runs = new RunSession(display);
 
 function runProgram(): void {
-  runOutput.clear();
+  display.begin();
   showOutput("run");
   element("output-choice").hidden = false;
-  setRunState("starting");
-  progress.waiting();
   runs.run(editor.code);
 }
 
