@@ -67,10 +67,7 @@ class Node:
     @property
     def size(self):
         """The number of elements: the product of ``shape`` (1 for rank 0)."""
-        size = 1
-        for extent in self.shape:
-            size *= extent
-        return size
+        return self.meta.size
 
     @property
     def is_source(self):
