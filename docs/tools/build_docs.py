@@ -91,6 +91,7 @@ PAGES = [
     "embedding",
     "deploy",
     "scaling",
+    "notebooks",
     "api",
 ]
 FORMAT_VERSION = 1

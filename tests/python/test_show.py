@@ -67,7 +67,10 @@ def test_graph_card_reads_the_compilers_graph():
     tape = seed_tape()
     graph = Graph.from_nodes(tape.nodes())
     card = show.graph(graph)
-    assert card.to_json() == {"kind": "graph", "graph": graph.to_json()}
+    data = card.to_json()
+    assert data["kind"] == "graph" and data["graph"] == graph.to_json()
+    # Each line of the text is a row about its node, as the playground's readings give them.
+    assert data["rows"] == [{"text": line, "nodes": [index]} for index, line in enumerate(str(card).splitlines())]
     assert str(card).splitlines() == [
         "   0  Parameter []",
         "   1  Input []",

@@ -17,8 +17,9 @@ data: ``stablehlo`` (``emit_stablehlo``), ``backends`` (``run``), ``cost``
 same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 """
 
+from ..display import bundle, table_html, text_card
 from ..model.nodes import source_value
-from ..text import plural
+from ..text import format_shape, plural
 
 
 class Plan:
@@ -143,6 +144,25 @@ class Plan:
 
     def __repr__(self):
         return f"<Plan: {self.summary()}>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """The plan reading for Jupyter: its text, an HTML table (the peak's row marked) and the plan card."""
+        rows = self.describe_rows()
+        cells = []
+        for index in self.schedule:
+            node = self.nodes[index]
+            peak = "peak" if index == self.peak_node else ""
+            reads = ", ".join(str(i) for i in node.operands)
+            attributes = node.attrs_text() if node.attrs and not node.is_source else ""
+            fate = self.fate(index)
+            cells.append(
+                (index, node.opcode, reads, format_shape(node.shape), fate, attributes, self.live[index], peak)
+            )
+        columns = ["node", "opcode", "reads", "shape", "fate", "attributes", "live elements", ""]
+        marked = {self.schedule.index(self.peak_node)} if self.peak_node is not None else set()
+        caption = [line for line, nodes in rows if not nodes]
+        card = text_card("plan", rows)
+        return bundle(card["text"], table_html("plan", columns, cells, caption=caption, marked=marked), card)
 
     # The other readings -------------------------------------------------------------
     def costs(self):

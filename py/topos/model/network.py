@@ -19,16 +19,17 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..display import bundle, table_html, text_table, values_text
 from ..dtypes import FLOAT_DTYPES
 from ..errors import ArgumentError, ArgumentTypeError, FeedError, IndexingError, ShapeError, located
 from ..ops import lookup
 from ..tensor import Tensor, freeze, frozen, immutable, int32_problem, numeric_array
-from ..text import format_shape
+from ..text import format_shape, plural
 from .autodiff import EagerEmitter, ancestors, check_backward, needed_nodes, reverse_scan
 from .checkpoint import read_network, read_parameters, save_network, save_parameters
 from .composites import inner_nodes, network_composites
 from .nodes import Symbol, describe_node, describe_node_rows, describe_nodes, source_value
-from .tape import Tape, register_network_class
+from .tape import Tape, register_network_class, spec_bundle
 from .value import Value
 
 # What ``Network.entry`` makes ---------------------------------------------------------------
@@ -86,6 +87,9 @@ class Network:
 
     def __repr__(self):
         return f"<Network: {len(self._nodes)} nodes, {self.dtype}>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return spec_bundle(self._nodes)
 
     def index_of(self, symbol):
         """The node index a symbol (or a value of this network's tape) names; raises otherwise."""
@@ -416,6 +420,15 @@ class Parameters(SlotTable):
     def __repr__(self):
         return f"<Parameters: {', '.join(self.names())}>"
 
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        nodes = self.network.nodes()
+        cells = [
+            (nodes[i].name, format_shape(array.shape), array.dtype.name, values_text(array))
+            for i, array in self.slots.items()
+        ]
+        summary = f"Parameters: {plural(len(cells), 'slot')}"
+        return values_bundle("parameters", summary, ["name", "shape", "dtype", "values"], cells)
+
     def replace(self, arrays):
         """A new table with some slots replaced, each checked against its parameter.
 
@@ -499,6 +512,17 @@ class Gradients(SlotTable):
         return Gradients._made_here(self.network, {i: freeze(a * a.dtype.type(factor)) for i, a in self.slots.items()})
 
 
+#: How many nodes the display of a run or a field lists (the rest are counted, not shown).
+SHOWN_NODES = 12
+
+
+def values_bundle(kind, summary, columns, cells, hidden=0):
+    """A table of values for Jupyter: the summary and aligned rows as text, an HTML table, no card."""
+    footer = [f"... and {plural(hidden, 'more node')}"] if hidden else []
+    lines = [summary] + ["  " + line for line in text_table(cells)] + footer
+    return bundle("\n".join(lines), table_html(kind, columns, cells, caption=[summary] + footer))
+
+
 class Run:
     """The values of one forward evaluation.
 
@@ -541,6 +565,19 @@ class Run:
         index = self.network.index_of(target)
         check_backward(self.network.nodes(), index)
         return Field(self, index)
+
+    def __repr__(self):
+        return f"<Run: {plural(len(self._values), 'value')}, one per node of a {self.network.dtype} network>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        nodes = self.network.nodes()
+        cells = []
+        for node in nodes[:SHOWN_NODES]:
+            value = self._readable(node.index)
+            cells.append((node.index, node.opcode, format_shape(node.shape), value.dtype.name, values_text(value)))
+        summary = f"Run: the value of each of the network's {plural(len(nodes), 'node')}"
+        columns = ["node", "opcode", "shape", "dtype", "values"]
+        return values_bundle("run", summary, columns, cells, hidden=len(nodes) - len(cells))
 
 
 class Field:
@@ -611,6 +648,21 @@ class Field:
         of the network's dtype). Raises ``FeedError`` for a symbol of another network.
         """
         return Tensor(self._array(self.run.network.index_of(symbol)))
+
+    def __repr__(self):
+        return f"<Field: d node {self.target} / d each of {plural(len(self.run.network), 'node')}>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        nodes = self.run.network.nodes()
+        sources = [node for node in nodes if node.opcode in ("Parameter", "Input")]
+        cells = []
+        for node in sources[:SHOWN_NODES]:
+            gradient = self._array(node.index)
+            cells.append((node.index, node.opcode, node.name or "", format_shape(node.shape), values_text(gradient)))
+        target = nodes[self.target]
+        summary = f"Field: d node {self.target} ({target.opcode}) / d each node, shown for the parameters and inputs"
+        columns = ["node", "opcode", "name", "shape", "gradient"]
+        return values_bundle("field", summary, columns, cells, hidden=len(sources) - len(cells))
 
     def parameters(self, parameters=None):
         """The gradients of the parameter slots, as a ``Gradients`` table."""

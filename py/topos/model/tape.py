@@ -19,11 +19,13 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ..display import bundle, table_html, text_card
 from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from ..errors import ArgumentError, ArgumentTypeError, FeedError, RecordingError, SealedTapeError, ShapeError
 from ..ops import lookup
 from ..tensor import freeze, int32_problem, numeric_array
-from .nodes import Node, Symbol, describe_nodes, user_source
+from ..text import format_shape, plural
+from .nodes import Node, Symbol, describe_node_rows, describe_nodes, user_source
 from .value import Value
 
 _LINEAGE_IDS = itertools.count(1)
@@ -193,6 +195,17 @@ class Tape:
         """One line a node, then a summary (the spec reading)."""
         return describe_nodes(self._nodes)
 
+    def describe_rows(self):
+        """The lines of ``describe()``, each with the nodes it is about: ``(line, (index,))``, ``(summary, ())``."""
+        return describe_node_rows(self._nodes)
+
+    def __repr__(self):
+        state = "sealed" if self._sealed else "open"
+        return f"<Tape: {plural(len(self._nodes), 'node')}, {self.dtype}, {state}>"
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return spec_bundle(self._nodes)
+
     # Sealing --------------------------------------------------------------
     def seal(self):
         """Seal the tape into an immutable ``Network``; the tape records no more."""
@@ -220,6 +233,26 @@ class Tape:
         for observer in _observers:
             observer.recorded(network, symbols)
         return network, symbols
+
+
+def spec_bundle(nodes):
+    """The spec reading of ``nodes`` for Jupyter: its text, an HTML table a node, and the spec card."""
+    rows = describe_node_rows(nodes)
+    cells = [
+        (
+            node.index,
+            node.opcode,
+            node.name or "",
+            ", ".join(str(i) for i in node.operands),
+            format_shape(node.shape),
+            node.dtype,
+            node.attrs_text() if node.attrs and not node.is_source else "",
+        )
+        for node in nodes
+    ]
+    columns = ["node", "opcode", "name", "reads", "shape", "dtype", "attributes"]
+    card = text_card("spec", rows)
+    return bundle(card["text"], table_html("spec", columns, cells, caption=[rows[-1][0]]), card)
 
 
 #: How deeply ``detach`` follows nested lists and tuples (a deeper nesting is a mistake, not a model).

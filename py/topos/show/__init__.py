@@ -3,8 +3,11 @@
 Each ``show.*`` call returns a ``Card``. A card has three faces:
 
 - ``str(card)``: plain text, for a terminal;
-- ``card._repr_mimebundle_()``: rich output for Jupyter (escaped HTML, the plain
-  text, and the card's JSON under ``application/vnd.topos.card+json``);
+- ``card._repr_mimebundle_()``: rich output for Jupyter: the plain text, the
+  card's JSON under ``application/vnd.topos.card+json`` (drawn by the topos
+  JupyterLab extension) and a static HTML fallback for places without it: the
+  graph as SVG (laid out by grandalf, ``svg_graph``), the plot as SVG
+  (``svg_plot``), any other card as escaped ``<pre>`` text;
 - ``card.to_json()``: a JSON-able dict that the playground renders.
 
 Cards carry text and numbers only, never markup: whatever a user prints or
@@ -26,7 +29,6 @@ The plot builder is immutable: every method returns a new builder::
     show.plot(Plot().layer(Line.y(losses).label("loss")).title("training").log_y())
 """
 
-import html
 import math
 import operator
 from contextlib import contextmanager
@@ -34,9 +36,15 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .errors import ArgumentError, ArgumentTypeError, ShapeError
+from ..display import MIME_TYPE, escape, pre_html, rows_json
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError
+from .svg_plot import plot_svg
 
-MIME_TYPE = "application/vnd.topos.card+json"
+#: What the graph card's HTML says where grandalf, which lays out its SVG, is not installed.
+INSTALL_HINT = "pip install topos-autodiff[notebook] draws this graph."
+#: The most nodes the graph card's HTML draws: the layout's time grows faster than the graph
+#: (a second for 500 nodes, seven for 1200), and a drawing that large is not read anyway.
+MAX_DRAWN_NODES = 500
 
 _captures = []
 _watchers = []
@@ -109,11 +117,15 @@ class Card:
         return f"<{self.kind} card>\n{self._text}"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {
-            "text/plain": self._text,
-            "text/html": f'<pre class="topos-{self.kind}">{html.escape(self._text)}</pre>',
-            MIME_TYPE: self.to_json(),
-        }
+        return {"text/plain": self._text, "text/html": self._html(), MIME_TYPE: self.to_json()}
+
+    def _html(self):
+        """The static HTML: a drawing for a graph or a plot, the text in a ``<pre>`` for the rest."""
+        if self.kind == "plot":
+            return plot_svg(self.data)
+        if self.kind == "graph":
+            return graph_html(self.data["graph"], self._text)
+        return pre_html(self._text, self.kind)
 
 
 # Text cards -------------------------------------------------------------------
@@ -124,13 +136,16 @@ class Card:
 
 
 def spec(text):
-    """The spec reading (``tape.describe()`` or ``network.describe()``)."""
+    """The spec reading: ``tape.describe()`` or ``network.describe()``, or the tape or network itself.
+
+    Given a tape or a network, the card also holds its rows (each line with the node it is about).
+    """
     return Card("spec", *_described_faces(text))
 
 
 def hlo(text):
-    """StableHLO text (``plan.emit_stablehlo()``)."""
-    return Card("hlo", *_described_faces(text))
+    """StableHLO text (``plan.emit_stablehlo()``), or the plan itself (the card then also holds its rows)."""
+    return Card("hlo", *_hlo_faces(text))
 
 
 def lines(items):
@@ -144,8 +159,26 @@ def text(value):
 
 
 def _described_faces(value):
+    describe_rows = getattr(value, "describe_rows", None)
+    if not isinstance(value, str) and callable(describe_rows):
+        return _rows_faces(describe_rows())
     text = _text_of(value)
     return {"text": text}, text
+
+
+def _hlo_faces(value):
+    from ..compiler.plan import Plan
+    from ..compiler.stablehlo import emit_plan_rows
+
+    if isinstance(value, Plan):
+        return _rows_faces(emit_plan_rows(value))
+    return _described_faces(value)
+
+
+def _rows_faces(rows):
+    """A text card's faces from ``(line, node indices)`` rows: the text and the rows as JSON."""
+    text = "\n".join(line for line, _ in rows)
+    return {"text": text, "rows": rows_json(rows)}, text
 
 
 def _lines_faces(items):
@@ -186,7 +219,8 @@ def graph(value):
 
 def _graph_faces(value):
     data = graph_json(value)
-    return {"graph": data}, graph_text(data)
+    rows = graph_rows(data)
+    return {"graph": data, "rows": rows_json(rows)}, "\n".join(line for line, _ in rows)
 
 
 def graph_json(value):
@@ -208,8 +242,8 @@ def graph_json(value):
 
 def nodes_json(nodes):
     """Graph JSON straight from recorded nodes (the same fields the compiler's graph has)."""
-    from .model.nodes import Node
-    from .text import format_shape
+    from ..model.nodes import Node
+    from ..text import format_shape
 
     for node in nodes:
         if not isinstance(node, Node):
@@ -246,6 +280,21 @@ def graph_rows(data):
     return rows
 
 
+def graph_html(data, text):
+    """The graph card's HTML: an SVG drawing, or where grandalf is missing, the text and how to draw it."""
+    count = len(data.get("nodes", []))
+    if count > MAX_DRAWN_NODES:
+        note = f"{count} nodes: too many to draw here (at most {MAX_DRAWN_NODES})."
+        return pre_html(text, "graph") + f'<p class="topos-hint">{escape(note)}</p>'
+    try:
+        import grandalf  # noqa: F401  (an optional extra: the engine runs without it)
+    except ImportError:
+        return pre_html(text, "graph") + f'<p class="topos-hint">{escape(INSTALL_HINT)}</p>'
+    from .svg_graph import graph_svg
+
+    return graph_svg(data)
+
+
 # Plots ------------------------------------------------------------------------
 
 
@@ -255,8 +304,8 @@ def _numbers(values, what):
     Anything but numbers (text, a ragged list, a recorded value that has not run)
     raises ``ArgumentError`` naming ``what`` took it.
     """
-    from .model.value import Value
-    from .tensor import numeric_array
+    from ..model.value import Value
+    from ..tensor import numeric_array
 
     if isinstance(values, Value):
         raise ArgumentTypeError(f"{what} takes numbers; a recorded value has none until it runs (use run.of(value))")
@@ -371,7 +420,7 @@ def plot_text(value):
 
 _FACES = {
     "spec": _described_faces,
-    "hlo": _described_faces,
+    "hlo": _hlo_faces,
     "lines": _lines_faces,
     "text": _text_faces,
     "graph": _graph_faces,
