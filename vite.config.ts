@@ -3,20 +3,34 @@
 //
 // Every URL in the built site is relative (base "./"), so one build works wherever it is
 // copied: at the root of a domain or under any sub-path (docs/deploy.md).
+import { readdirSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { defineConfig } from "vite";
+import { defineConfig, type Plugin } from "vite";
 import { docsPageInputs } from "./web/docs-site/render-pages.ts";
 import { playgroundPwa } from "./web/pwa.config.ts";
 
 const root = fileURLToPath(new URL(".", import.meta.url));
+
+/** The docs' notebooks (docs/notebooks/*.ipynb), as downloads beside the pages that link them. */
+function docsNotebooks(): Plugin {
+  const folder = resolve(root, "docs/notebooks");
+  return {
+    name: "topos-docs-notebooks",
+    generateBundle() {
+      for (const name of readdirSync(folder).filter((file) => file.endsWith(".ipynb"))) {
+        this.emitFile({ type: "asset", fileName: `docs/notebooks/${name}`, source: readFileSync(resolve(folder, name)) });
+      }
+    },
+  };
+}
 
 export default defineConfig({
   root: resolve(root, "web"),
   publicDir: resolve(root, "public"),
   base: "./",
   // The offline app: service worker, manifest, build id (web/pwa.config.ts).
-  plugins: [playgroundPwa(root)],
+  plugins: [playgroundPwa(root), docsNotebooks()],
   resolve: {
     // monaco-editor's export map appends ".js" to every path, which hides its CSS files; this alias does not.
     alias: { "monaco-esm": resolve(root, "node_modules/monaco-editor/esm/vs") },

@@ -8,6 +8,8 @@ cd "$root"
 bash web/scripts/setup.sh
 # The oracles the tests compare with (CPython's topos, the docs builder's --check) need the full environment.
 bash py/scripts/setup-venv.sh test
+# The JupyterLab extension, linked into .venv's JupyterLab (tests/browser/jupyterlab.test.mjs).
+bash web/scripts/build-labextension.sh
 npx tsc -p tsconfig.json
 npx vite build --logLevel warn
 

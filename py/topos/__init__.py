@@ -157,3 +157,8 @@ __all__ = [
     "var",
     "where",
 ]
+
+
+def _jupyter_labextension_paths():
+    """The JupyterLab extension that draws the cards, for `jupyter labextension develop` (see web/jupyter)."""
+    return [{"src": "labextension", "dest": "topos-cards"}]

@@ -30,8 +30,12 @@ if [ ! -f "$wheel_stamp" ] || ! grep -q "\"sources\": \"$want_wheel\"" "$wheel_s
   # The distribution is topos-autodiff (py/pyproject.toml); a wheel's file name spells it topos_autodiff.
   rm -f public/pyodide/topos_autodiff-*.whl public/pyodide/topos-*.whl
   out="$(mktemp -d)"
+  # From a copy of py/ without the JupyterLab extension (topos/labextension, where it was built): the page has no use for it.
+  mkdir "$out/py"
+  cp -RL py/pyproject.toml py/README.md py/LICENSE py/topos "$out/py/"
+  rm -rf "$out/py/topos/labextension"
   # Without build isolation: .venv has the build tools, so no network is needed.
-  "$python" -m pip wheel --quiet --no-deps --no-build-isolation -w "$out" ./py
+  "$python" -m pip wheel --quiet --no-deps --no-build-isolation -w "$out" "$out/py"
   wheel="$(basename "$(ls "$out"/topos_autodiff-*.whl)")"
   mv "$out/$wheel" public/pyodide/
   rm -rf "$out" py/build

@@ -1,66 +1,9 @@
 // The output pane: what the user's code printed and the cards it made (topos.show),
-// in order; and Run mode's output pane, which grows while a run goes. Everything is
-// rendered as text or as data handed to uPlot and dagre: nothing the user's code
-// produces is ever parsed as HTML.
+// in order; and Run mode's output pane, which grows while a run goes. The cards are drawn
+// by web/src/cards/draw-card.ts, as the JupyterLab extension draws them.
 
-import uPlot from "uplot";
-import "uplot/dist/uPlot.min.css";
-import type { OutputItem, PlotCard, UserError } from "../../protocol";
-import { drawGraph } from "./graph-pane";
-
-const PLOT_COLOURS = ["#2f6fdf", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#0b7285"];
-
-function textBlock(className: string, text: string): HTMLPreElement {
-  const block = document.createElement("pre");
-  block.className = className;
-  block.textContent = text;
-  return block;
-}
-
-/** Tick labels that stay readable on a log axis (uPlot's default shows 0.001 as "0"). */
-function tickLabel(value: number): string {
-  if (value === 0) return "0";
-  const size = Math.abs(value);
-  return size >= 1e-3 && size < 1e5 ? String(Number(value.toPrecision(3))) : value.toExponential(0);
-}
-
-function drawPlot(card: PlotCard, width: number): HTMLElement {
-  // Axes take the page's colours, so that a plot reads in the dark theme too.
-  const style = getComputedStyle(document.documentElement);
-  const ink = style.getPropertyValue("--fg").trim() || "#1f2328";
-  const grid = { stroke: "rgba(127, 127, 127, 0.18)", width: 1 };
-  const host = document.createElement("figure");
-  host.className = "card card-plot";
-  const longest = card.layers.reduce((best, layer) => (layer.x.length > best.length ? layer.x : best), [] as number[]);
-  // The canvas does not say how far a line goes; this does (a plot that grows during a run).
-  host.dataset.points = String(longest.length);
-  // uPlot wants one shared x column; every line is re-sampled onto it by position.
-  const columns: uPlot.AlignedData = [
-    longest,
-    ...card.layers.map((layer) => longest.map((_, i) => (i < layer.y.length ? layer.y[i] : null))),
-  ];
-  const options: uPlot.Options = {
-    title: card.title || undefined,
-    width: Math.max(260, width),
-    height: 220,
-    scales: { x: { time: false }, y: card.log_y ? { distr: 3 } : {} },
-    axes: [
-      { label: card.x_label || undefined, stroke: ink, grid, ticks: grid },
-      { label: card.y_label || undefined, stroke: ink, grid, ticks: grid, values: (_plot, splits) => splits.map((v) => (v === null ? "" : tickLabel(v))), size: 60 },
-    ],
-    series: [
-      { label: card.x_label || "x" },
-      ...card.layers.map((layer, i) => ({
-        label: layer.label || `line ${i + 1}`,
-        stroke: PLOT_COLOURS[i % PLOT_COLOURS.length],
-        width: 1.5,
-        spanGaps: false,
-      })),
-    ],
-  };
-  new uPlot(options, columns, host);
-  return host;
-}
+import type { OutputItem, UserError } from "../../protocol";
+import { drawCard, textBlock } from "../cards/draw-card";
 
 export class OutputPane {
   readonly element: HTMLDivElement;
@@ -84,25 +27,7 @@ export class OutputPane {
 }
 
 function drawItem(item: OutputItem, width: number): HTMLElement {
-  switch (item.kind) {
-    case "print":
-      return textBlock("card card-print", item.text);
-    case "lines":
-      return textBlock("card card-lines", item.lines.join("\n"));
-    case "spec":
-    case "hlo":
-    case "text":
-      return textBlock(`card card-${item.kind}`, item.text);
-    case "graph": {
-      const host = document.createElement("div");
-      host.className = "card card-graph";
-      // dagre lays the graph out in its own worker; the host fills in when it is done.
-      void drawGraph(host, item.graph);
-      return host;
-    }
-    case "plot":
-      return drawPlot(item, width);
-  }
+  return item.kind === "print" ? textBlock("card card-print", item.text) : drawCard(item, width);
 }
 
 /**

@@ -1,0 +1,116 @@
+// A card of topos.show (Card.to_json(), MIME type application/vnd.topos.card+json) drawn as
+// elements: the one drawing that the playground's output pane and the JupyterLab extension
+// (web/jupyter) share. Everything is rendered as text or as data handed to uPlot and dagre:
+// nothing a card holds is ever parsed as HTML.
+
+import uPlot from "uplot";
+import "uplot/dist/uPlot.min.css";
+import type { GraphCard, LinesCard, PlotCard, ReadingRow, TextCard } from "../../protocol";
+import { drawGraph } from "../panes/graph-pane";
+import { TextPane } from "../panes/text-pane";
+
+export const CARD_MIME_TYPE = "application/vnd.topos.card+json";
+
+/** The cards this drawing knows, each of which may come with its text's rows (the readings' row JSON). */
+export type Card = (TextCard | LinesCard | GraphCard | PlotCard) & { rows?: ReadingRow[] };
+
+/** Any card, also of a kind this drawing does not know (from a newer engine): shown as its text. */
+export interface AnyCard {
+  kind: string;
+  text?: string;
+  rows?: ReadingRow[];
+}
+
+const PLOT_COLOURS = ["#2f6fdf", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#0b7285"];
+
+export function textBlock(className: string, text: string): HTMLPreElement {
+  const block = document.createElement("pre");
+  block.className = className;
+  block.textContent = text;
+  return block;
+}
+
+/**
+ * Draw `card`; `width` is the room a plot gets. A card with rows (a reading's text, each row
+ * knowing its nodes) reads as the playground's text panes do: a click on a row highlights
+ * every row about the same nodes. A graph card draws its graph whether or not it has rows.
+ */
+export function drawCard(card: AnyCard, width: number): HTMLElement {
+  const known = card as Card;
+  if (known.kind === "graph") return drawGraphCard(known);
+  if (card.rows) return drawRows(card.kind, card.rows);
+  switch (known.kind) {
+    case "lines":
+      return textBlock("card card-lines", known.lines.join("\n"));
+    case "spec":
+    case "hlo":
+    case "text":
+      return textBlock(`card card-${known.kind}`, known.text);
+    case "plot":
+      return drawPlot(known, width);
+    default:
+      return textBlock(`card card-${card.kind}`, card.text ?? "");
+  }
+}
+
+function drawGraphCard(card: GraphCard): HTMLElement {
+  const host = document.createElement("div");
+  host.className = "card card-graph";
+  // dagre lays the graph out in its own worker; the host fills in when it is done.
+  void drawGraph(host, card.graph);
+  return host;
+}
+
+function drawRows(kind: string, rows: ReadingRow[]): HTMLElement {
+  const pane: TextPane = new TextPane(kind, (nodes) => pane.highlight(new Set(nodes)));
+  // A card, not one of the playground's reading panes: data-reading names those alone.
+  pane.element.className = `card card-${kind} text-reading`;
+  delete pane.element.dataset.reading;
+  pane.renderRows(rows);
+  return pane.element;
+}
+
+/** Tick labels that stay readable on a log axis (uPlot's default shows 0.001 as "0"). */
+function tickLabel(value: number): string {
+  if (value === 0) return "0";
+  const size = Math.abs(value);
+  return size >= 1e-3 && size < 1e5 ? String(Number(value.toPrecision(3))) : value.toExponential(0);
+}
+
+export function drawPlot(card: PlotCard, width: number): HTMLElement {
+  // Axes take the page's colours (the playground's, or JupyterLab's theme), so that a plot reads in a dark theme too.
+  const style = getComputedStyle(document.documentElement);
+  const ink = style.getPropertyValue("--fg").trim() || style.getPropertyValue("--jp-content-font-color1").trim() || "#1f2328";
+  const grid = { stroke: "rgba(127, 127, 127, 0.18)", width: 1 };
+  const host = document.createElement("figure");
+  host.className = "card card-plot";
+  const longest = card.layers.reduce((best, layer) => (layer.x.length > best.length ? layer.x : best), [] as number[]);
+  // The canvas does not say how far a line goes; this does (a plot that grows during a run).
+  host.dataset.points = String(longest.length);
+  // uPlot wants one shared x column; every line is re-sampled onto it by position.
+  const columns: uPlot.AlignedData = [
+    longest,
+    ...card.layers.map((layer) => longest.map((_, i) => (i < layer.y.length ? layer.y[i] : null))),
+  ];
+  const options: uPlot.Options = {
+    title: card.title || undefined,
+    width: Math.max(260, width),
+    height: 220,
+    scales: { x: { time: false }, y: card.log_y ? { distr: 3 } : {} },
+    axes: [
+      { label: card.x_label || undefined, stroke: ink, grid, ticks: grid },
+      { label: card.y_label || undefined, stroke: ink, grid, ticks: grid, values: (_plot, splits) => splits.map((v) => (v === null ? "" : tickLabel(v))), size: 60 },
+    ],
+    series: [
+      { label: card.x_label || "x" },
+      ...card.layers.map((layer, i) => ({
+        label: layer.label || `line ${i + 1}`,
+        stroke: PLOT_COLOURS[i % PLOT_COLOURS.length],
+        width: 1.5,
+        spanGaps: false,
+      })),
+    ],
+  };
+  new uPlot(options, columns, host);
+  return host;
+}
