@@ -24,9 +24,17 @@ export interface RunRequest {
   id: number;
   code: string;
   backend: Backend;
+  /** The reading whose pane is in view: it is made and sent first (then the graph, then the rest). */
+  first?: ReadingName;
 }
 
-export type HostToWorker = RunRequest;
+/** A newer request will follow the run `id`: the worker sends no more of its readings, and ends it. */
+export interface SupersedeRequest {
+  type: "supersede";
+  id: number;
+}
+
+export type HostToWorker = RunRequest | SupersedeRequest;
 
 // Worker -> page -------------------------------------------------------------------------
 
@@ -44,10 +52,30 @@ export interface ReadyMessage {
   webgpu: WebGpuStatus;
 }
 
-export interface ResultMessage {
-  type: "result";
+// A run's result comes in parts, as each is ready: "ran" (the code ran: its output, its error or
+// its recording; no readings yet), then one "reading" a reading (none after an error), then "done".
+
+export interface RanMessage {
+  type: "ran";
   id: number;
+  /** The result so far: `readings` is null, and `timings` has the code's alone. */
   result: RunResult;
+}
+
+export interface ReadingMessage {
+  type: "reading";
+  id: number;
+  name: ReadingName;
+  reading: Reading;
+}
+
+export interface DoneMessage {
+  type: "done";
+  id: number;
+  /** False when a newer request superseded the run before every reading was sent. */
+  complete: boolean;
+  timings: Record<string, number>;
+  webgpu?: WebGpuReport;
   /** Milliseconds the worker spent on the request (Python and WebGPU). */
   ms: number;
 }
@@ -60,7 +88,7 @@ export interface CrashedMessage {
   message: string;
 }
 
-export type WorkerToHost = StageMessage | ReadyMessage | ResultMessage | CrashedMessage;
+export type WorkerToHost = StageMessage | ReadyMessage | RanMessage | ReadingMessage | DoneMessage | CrashedMessage;
 
 export interface WebGpuStatus {
   available: boolean;

@@ -13,6 +13,8 @@
 //      their sizes keeps its layout);
 //    - edits that keep the model (a comment changes): the readings are all recomputed.
 //
+// SERIES picks what to measure (a comma list of cold, off, on, keep; all four unless given).
+//
 // Usage: npm run bench:playground   (builds the site with the benchmark's bare page into a
 // folder of its own, and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to
 // measure a server that is already running a build made with TOPOS_BENCH_PAGES=1.
@@ -22,6 +24,7 @@ import { serveBenchSite } from "./bench-site.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const EDITS = Number(process.env.EDITS ?? 20);
+const SERIES = (process.env.SERIES ?? "cold,off,on,keep").split(",");
 
 const serve = serveBenchSite;
 
@@ -91,22 +94,23 @@ const harness = await import("../browser/harness.mjs");
 try {
   const bare = [];
   const playground = [];
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let round = 0; round < (SERIES.includes("cold") ? ROUNDS : 0); round++) {
     bare.push(await coldStart(harness, "bench/bare.html"));
     playground.push(await coldStart(harness, ""));
   }
   const ratio = median(playground) / median(bare);
-  console.log(`cold start, ${ROUNDS} rounds, fresh profile each (ms from navigation):`);
-  console.log(`  bare Pyodide + numpy   median ${median(bare).toFixed(0)}  [${bare.map((t) => t.toFixed(0)).join(", ")}]`);
-  console.log(`  playground (readings)  median ${median(playground).toFixed(0)}  [${playground.map((t) => t.toFixed(0)).join(", ")}]`);
-  console.log(`  ratio ${ratio.toFixed(3)} (aim: at most 1.2)`);
+  if (SERIES.includes("cold")) console.log(`cold start, ${ROUNDS} rounds, fresh profile each (ms from navigation):`);
+  if (SERIES.includes("cold")) console.log(`  bare Pyodide + numpy   median ${median(bare).toFixed(0)}  [${bare.map((t) => t.toFixed(0)).join(", ")}]`);
+  if (SERIES.includes("cold")) console.log(`  playground (readings)  median ${median(playground).toFixed(0)}  [${playground.map((t) => t.toFixed(0)).join(", ")}]`);
+  if (SERIES.includes("cold")) console.log(`  ratio ${ratio.toFixed(3)} (aim: at most 1.2)`);
 
   const series = [
-    ["edits that change the model, every graph laid out again", changingTheModel, "?layoutCache=0"],
-    ["edits that change the model, layout cache on", changingTheModel, ""],
-    ["edits that keep the model", keepingTheModel, ""],
+    ["off", "edits that change the model, every graph laid out again", changingTheModel, "?layoutCache=0"],
+    ["on", "edits that change the model, layout cache on", changingTheModel, ""],
+    ["keep", "edits that keep the model", keepingTheModel, ""],
   ];
-  for (const [title, makeEdit, query] of series) {
+  for (const [name, title, makeEdit, query] of series) {
+    if (!SERIES.includes(name)) continue;
     const { times, status } = await editToReadings(harness, makeEdit, query);
     console.log(`edit to all readings updated, transformer example, ${times.length} ${title} (ms):`);
     console.log(`  median ${median(times).toFixed(1)}  p95 ${quantile(times, 0.95).toFixed(1)}  (aim: median under 150)`);

@@ -5,7 +5,7 @@
 // the readings keep following the edits.
 
 import "./style.css";
-import type { Backend, ReadingName, RunResult, StageMessage, UserError } from "../protocol";
+import type { Backend, Reading, ReadingName, RunResult, StageMessage, UserError } from "../protocol";
 import { CodeInput } from "./code-input";
 import { examples } from "./gallery";
 import { Links } from "./links";
@@ -99,7 +99,6 @@ function showReadingsStage(state: "started" | "failed"): void {
 }
 
 let firstReadingsShown = false;
-let shownGeneration = 0;
 
 // Python starts first; Monaco, the largest part of the page, loads after the first
 // readings (see code-input.ts), so that the two do not compete for the processor.
@@ -112,7 +111,9 @@ const session = new PythonSession(
       // The service worker registers now, so that its downloads never compete with the first start.
       startOfflineApp();
     },
-    result: (result, _id, ms) => void showResult(result, ms),
+    ran: showRan,
+    reading: showReading,
+    result: (result, id, ms) => void showResult(result, id, ms),
     busy: () => setStatus("running…"),
     stopped: (reason, _id, failure) => {
       void editor.load();
@@ -223,7 +224,7 @@ function keepEdit(code: string): void {
 
 function runNow(): void {
   clearTimeout(debounce);
-  session.run(editor.code, backendPicker.value as Backend);
+  session.run(editor.code, backendPicker.value as Backend, activePane);
 }
 
 // Run mode: the script as a program, in a worker of its own ----------------------------------------
@@ -267,9 +268,23 @@ element("show-run-output").addEventListener("click", () => showOutput("run"));
 
 // Results ----------------------------------------------------------------------------------------
 
-async function showResult(result: RunResult, ms: number): Promise<void> {
-  const generation = ++shownGeneration;
+// A result comes in parts (session.ts): the code's output or error, then each reading as soon as
+// Python has made it (the pane in view first), each shown at once, then the end of the run.
+
+/** The edit whose readings are coming in: its request id, its result so far and the panes' renders. */
+let streaming: { id: number; result: RunResult; renders: Promise<void>[] } | null = null;
+/** The edit each pane was last asked to show: a pane says (data-edit) which edit its reading is of. */
+const requested = new Map<ReadingName, number>();
+/** The panes still drawing a reading (the graph, while its layout is made). */
+const drawing = new Set<ReadingName>();
+/** The readings in the order they arrived ("edit name"), the newest 60: the browser tests read it. */
+const arrivals: string[] = [];
+
+function showRan(result: RunResult, id: number): void {
+  streaming = null;
   if (result.error) {
+    // No readings follow: a pane that waited for some keeps what it shows, and waits no more.
+    for (const name of READING_NAMES) if (!drawing.has(name)) panes.readings[name].element.ariaBusy = "false";
     const { type, message, line, column, traceback } = result.error;
     const where = line === null ? "" : ` on line ${line}`;
     editor.markError(line, column, `${type}: ${message}`);
@@ -285,12 +300,39 @@ async function showResult(result: RunResult, ms: number): Promise<void> {
   hideError();
   links.setNodes(result.nodes);
   panes.output.render(result.output);
-  await Promise.all(READING_NAMES.map((name) => panes.readings[name].render(result.readings![name], result)));
-  if (generation !== shownGeneration) return; // newer readings arrived while the graph was laid out
+  streaming = { id, result, renders: [] };
+  // Until its new reading is shown, a pane is busy: what it shows is an older edit's (its data-edit says which).
+  for (const name of READING_NAMES) panes.readings[name].element.ariaBusy = "true";
+}
+
+function showReading(name: ReadingName, reading: Reading, id: number): void {
+  if (streaming?.id !== id) return;
+  arrivals.push(`${id} ${name}`);
+  arrivals.splice(0, arrivals.length - 60);
+  streaming.result.readings = { ...streaming.result.readings!, [name]: reading };
+  requested.set(name, id);
+  drawing.add(name);
+  const pane = panes.readings[name];
+  const shown = Promise.resolve(pane.render(reading, streaming.result)).then(() => {
+    if (requested.get(name) !== id) return; // a newer edit's reading is on its way to this pane
+    drawing.delete(name);
+    pane.element.dataset.edit = String(id);
+    pane.element.ariaBusy = "false";
+  });
+  streaming.renders.push(shown);
+}
+
+async function showResult(result: RunResult, id: number, ms: number): Promise<void> {
+  if (result.error || streaming?.id !== id) return; // an error was shown when the code ran
+  const { renders } = streaming;
+  // The kernels pane adds what WebGPU made of the launches, which comes with the end of the run.
+  if (result.webgpu) renders.push(Promise.resolve(panes.readings.kernels.render(result.readings!.kernels, result)));
+  await Promise.all(renders);
+  if (streaming?.id !== id) return; // a newer edit's readings arrived while the graph was laid out
   links.refresh();
   const gpu = result.webgpu ? ` · kernels: ${result.webgpu.ran ? "WebGPU" : result.webgpu.detail}` : "";
   setStatus(`readings in ${ms} ms (Python ${result.timings.total?.toFixed(0) ?? "?"} ms)${gpu}`);
-  // When (since navigation) and how many times the readings were shown: the benchmark reads these.
+  // When (since navigation) every reading of the edit was shown, and how many times: the benchmark reads these.
   document.body.dataset.readingsAt = performance.now().toFixed(1);
   document.body.dataset.readingsShown = String(Number(document.body.dataset.readingsShown ?? 0) + 1);
   if (!firstReadingsShown) {
@@ -364,5 +406,6 @@ Object.assign(window, {
       runNow();
     },
     select: (nodes: number[]) => links.select(nodes),
+    arrivals: () => [...arrivals],
   },
 });

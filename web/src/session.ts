@@ -4,13 +4,26 @@
 //
 // - One run is in flight at a time, for all clients together.
 // - Each client has at most one pending request: a newer one replaces it, so a newer edit
-//   cancels an older one and the worker never builds up a queue of stale runs. When a run
-//   answers, its result is dropped if its client has asked again meanwhile. Clients take
-//   turns, so one embed typing fast cannot starve the others.
+//   cancels an older one and the worker never builds up a queue of stale runs. A run's
+//   result comes in parts (the code's output, then each reading, then its end; see
+//   protocol.ts): a client that asks again while its run is in flight supersedes it (the
+//   worker sends no more of its readings), and every part of it that still comes is
+//   dropped. Clients take turns, so one embed typing fast cannot starve the others.
 // - A run past its time limit, or a worker that failed, is stopped by terminating the
 //   worker and starting a fresh one; the pending requests run on the fresh worker.
 
-import type { Backend, RunResult, StageMessage, StageName, UserError, WebGpuStatus, WorkerToHost } from "../protocol";
+import type {
+  Backend,
+  HostToWorker,
+  Reading,
+  ReadingName,
+  RunResult,
+  StageMessage,
+  StageName,
+  UserError,
+  WebGpuStatus,
+  WorkerToHost,
+} from "../protocol";
 import { describeCrash, timeLimitStop, workerErrorStop, type Stop } from "./python-failure";
 import WorkerScript from "./worker?worker";
 
@@ -26,7 +39,17 @@ export const STAGE_TITLES: Record<StageName, string> = {
 export interface PythonClient {
   /** The client's run was sent to the worker. */
   busy(id: number): void;
-  /** The client's run answered (not told when the client has asked again meanwhile: the result is stale). */
+  /**
+   * The client's code ran: its output and its error or recording, no readings yet (`readings` is null).
+   * Like `reading`, told only while the run is the client's newest request.
+   */
+  ran?(result: RunResult, id: number): void;
+  /** One reading of the client's run, as soon as it is made. */
+  reading?(name: ReadingName, reading: Reading, id: number): void;
+  /**
+   * The client's run answered: the whole result, every reading in it (not told when the client has
+   * asked again meanwhile: the result is stale).
+   */
   result(result: RunResult, id: number, ms: number): void;
   /** The client's run was stopped (its time limit, or Python failed during it); the worker has been restarted. */
   stopped(stop: Stop, id: number): void;
@@ -50,9 +73,16 @@ export interface PythonRequest {
   backend: Backend;
   /** How long the run may take, in milliseconds, before the worker is stopped and restarted. */
   timeLimitMs: number;
+  /** The reading whose pane is in view: the worker makes it first. */
+  first?: ReadingName;
 }
 
-type InFlight = PythonRequest & { workerId: number };
+type InFlight = PythonRequest & {
+  workerId: number;
+  /** The result so far: set when the code has run, its readings filled in as they come. */
+  result: RunResult | null;
+  superseded: boolean;
+};
 
 export class PythonWorker {
   private worker!: Worker;
@@ -87,6 +117,11 @@ export class PythonWorker {
     // Deleting first moves a client that asks again to the back of the turn order.
     this.pending.delete(request.client);
     this.pending.set(request.client, request);
+    const running = this.inFlight;
+    if (running && running.client === request.client && !running.superseded) {
+      running.superseded = true;
+      this.worker.postMessage({ type: "supersede", id: running.workerId } satisfies HostToWorker);
+    }
     this.pump();
   }
 
@@ -114,10 +149,29 @@ export class PythonWorker {
         this.events.ready(message.webgpu);
         this.pump();
         break;
-      case "result": {
-        const request = this.finish();
-        const current = request !== null && request.workerId === message.id && !this.pending.has(request.client);
-        if (current) this.clients.get(request.client)?.result(message.result, request.id, message.ms);
+      case "ran": {
+        const request = this.current(message.id);
+        if (!request) break;
+        request.result = { ...message.result }; // a copy of the client's own: the readings are filled in below
+        this.clients.get(request.client)?.ran?.(message.result, request.id);
+        break;
+      }
+      case "reading": {
+        const request = this.current(message.id);
+        if (!request?.result) break;
+        request.result.readings ??= {} as Record<ReadingName, Reading>;
+        request.result.readings[message.name] = message.reading;
+        this.clients.get(request.client)?.reading?.(message.name, message.reading, request.id);
+        break;
+      }
+      case "done": {
+        const request = this.current(message.id);
+        this.finish();
+        if (request?.result && message.complete) {
+          const { result } = request;
+          const whole: RunResult = { ...result, timings: message.timings, ...(message.webgpu ? { webgpu: message.webgpu } : {}) };
+          this.clients.get(request.client)?.result(whole, request.id, message.ms);
+        }
         this.pump();
         break;
       }
@@ -134,6 +188,12 @@ export class PythonWorker {
     }
   }
 
+  /** The run in flight if the message with this worker id is about it and its client has not asked again since. */
+  private current(workerId: number): InFlight | null {
+    const request = this.inFlight;
+    return request !== null && request.workerId === workerId && !this.pending.has(request.client) ? request : null;
+  }
+
   private pump(): void {
     if (!this.started || this.inFlight) return;
     const next = this.pending.values().next();
@@ -142,8 +202,9 @@ export class PythonWorker {
     this.pending.delete(request.client);
     // The worker's ids are this class's own, because ids from different clients may coincide.
     const workerId = this.nextWorkerId++;
-    this.inFlight = { ...request, workerId };
-    this.worker.postMessage({ type: "run", id: workerId, code: request.code, backend: request.backend });
+    this.inFlight = { ...request, workerId, result: null, superseded: false };
+    const message: HostToWorker = { type: "run", id: workerId, code: request.code, backend: request.backend, first: request.first };
+    this.worker.postMessage(message);
     this.clients.get(request.client)?.busy(request.id);
     this.timer = setTimeout(() => this.restart(timeLimitStop(request.timeLimitMs)), request.timeLimitMs);
   }
@@ -171,6 +232,9 @@ export class PythonWorker {
 export interface SessionEvents {
   stage(message: StageMessage): void;
   ready(webgpu: WebGpuStatus): void;
+  /** The code ran (see PythonClient.ran); its readings follow one by one, then the whole result. */
+  ran?(result: RunResult, id: number): void;
+  reading?(name: ReadingName, reading: Reading, id: number): void;
   result(result: RunResult, id: number, ms: number): void;
   /**
    * A run was stopped, or the worker failed. `reason` is one plain sentence for the user;
@@ -201,15 +265,17 @@ export class PythonSession {
     });
     this.worker.join(PAGE, {
       busy: (id) => events.busy(id),
+      ran: (result, id) => events.ran?.(result, id),
+      reading: (name, reading, id) => events.reading?.(name, reading, id),
       result: (result, id, ms) => events.result(result, id, ms),
       stopped,
     });
   }
 
-  /** Queue `code` to run; returns the request id. */
-  run(code: string, backend: Backend): number {
+  /** Queue `code` to run, the reading `first` made first; returns the request id. */
+  run(code: string, backend: Backend, first?: ReadingName): number {
     const id = this.nextId++;
-    this.worker.run({ client: PAGE, id, code, backend, timeLimitMs: this.timeLimitMs });
+    this.worker.run({ client: PAGE, id, code, backend, first, timeLimitMs: this.timeLimitMs });
     return id;
   }
 

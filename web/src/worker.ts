@@ -1,18 +1,26 @@
 // The Python worker: loads Pyodide, numpy and topos in awaited stages that report
-// progress (python-loader.ts), then answers run requests one at a time with all readings at once.
+// progress (python-loader.ts), then answers run requests one at a time. A run's result is
+// streamed: the code's output (or error) first, then each reading as soon as Python has made
+// it (the pane in view first, then the graph, so that the page lays the graph out while
+// Python makes the rest), then the end of the run. A newer request supersedes a run: it
+// sends no more readings and ends.
 // Python is entered so that it may wait for WebGPU (webgpu.ts): the kernels pane's WebGPU
 // section and a script's own WebGPU runs go through topos.webgpu's runner on the page's WebGPU.
 
+import type { PyCallable } from "pyodide/ffi";
 import type {
   Backend,
   HostToWorker,
+  Reading,
+  ReadingName,
+  RunRequest,
   RunResult,
   WebGpuReport,
   WebGpuStatus,
   WorkerToHost,
 } from "../protocol";
 import { loadPython, stage } from "./python-loader";
-import { callPythonJson, webGpuStatus } from "./webgpu";
+import { callPython, callPythonJson, webGpuStatus } from "./webgpu";
 
 function post(message: WorkerToHost): void {
   self.postMessage(message);
@@ -38,17 +46,66 @@ function wantsGpu(backend: Backend, status: WebGpuStatus): boolean {
   return backend === "webgpu" || (backend === "auto" && status.available && !status.fallback);
 }
 
-async function run(id: number, code: string, backend: Backend): Promise<void> {
+/** The readings in the page's order (topos.playground.READINGS). */
+const READINGS: ReadingName[] = ["spec", "graph", "plan", "gradient", "hlo", "kernels"];
+
+/** The order a run's readings are made and sent in: the pane in view, the graph (its layout takes longest), the rest. */
+function readingOrder(first: ReadingName | undefined): ReadingName[] {
+  return [...new Set<ReadingName>([...(first ? [first] : []), "graph", ...READINGS])];
+}
+
+// The streamed run's Python functions, taken once: a script cannot rebind what the worker calls.
+const streamed = pythonReady.then((pyodide) => {
+  const playground = pyodide.pyimport("topos.playground");
+  return {
+    start: playground.start_run as PyCallable,
+    read: playground.read_reading as PyCallable,
+    finish: playground.finish_run as PyCallable,
+  };
+});
+streamed.catch(() => undefined); // start() reports a Python that failed to load
+
+async function callJson<T>(fn: PyCallable, ...args: unknown[]): Promise<T> {
+  return JSON.parse((await callPython(await pythonReady, fn, ...args)) as string) as T;
+}
+
+/** Resolves once the messages that came meanwhile (a "supersede") have been handled. */
+function nextTask(): Promise<void> {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => resolve();
+    channel.port2.postMessage(null);
+  });
+}
+
+/** The newest run a newer request superseded (the page's ids increase with every request). */
+let supersededUpTo = 0;
+
+async function run({ id, code, backend, first }: RunRequest): Promise<void> {
   const pyodide = await pythonReady;
   const status = await gpuReady;
+  const python = await streamed;
   const begun = performance.now();
-  let result: RunResult;
   try {
     // Entered so that the script's own plan.run(backend="webgpu") and DeviceTrainer can wait for WebGPU.
-    result = await callPythonJson<RunResult>(pyodide, "topos.playground", "run", code);
-    if (result.recording && wantsGpu(backend, status)) {
-      result.webgpu = await callPythonJson<WebGpuReport>(pyodide, "topos.playground", "webgpu_report_json");
+    const head = await callJson<RunResult>(python.start, code);
+    post({ type: "ran", id, result: head });
+    let complete = true;
+    for (const name of head.error ? [] : readingOrder(first)) {
+      await nextTask();
+      if (id <= supersededUpTo) {
+        complete = false;
+        break;
+      }
+      const { reading } = await callJson<{ reading: Reading }>(python.read, name);
+      post({ type: "reading", id, name, reading });
     }
+    const { timings } = await callJson<{ timings: Record<string, number> }>(python.finish);
+    let webgpu: WebGpuReport | undefined;
+    if (complete && head.recording && wantsGpu(backend, status)) {
+      webgpu = await callPythonJson<WebGpuReport>(pyodide, "topos.playground", "webgpu_report_json");
+    }
+    post({ type: "done", id, complete, timings, webgpu, ms: Math.round(performance.now() - begun) });
   } catch (error) {
     // A Python MemoryError (or a subclass: numpy's _ArrayMemoryError), or WebAssembly failing to grow its heap:
     // either way Python's state is not to be trusted.
@@ -56,16 +113,15 @@ async function run(id: number, code: string, backend: Backend): Promise<void> {
     const outOfMemory = type.endsWith("MemoryError") || /out of memory|\bOOM\b|allocation failed/i.test(String(error));
     const reason = outOfMemory ? "memory" : "fatal";
     post({ type: "crashed", id, reason, message: String(error) });
-    return;
   }
-  post({ type: "result", id, result, ms: Math.round(performance.now() - begun) });
 }
 
 // Requests run one after another: a run is never interleaved with another one.
 let queue: Promise<void> = Promise.resolve();
 self.addEventListener("message", (event: MessageEvent<HostToWorker>) => {
   const request = event.data;
-  if (request.type === "run") queue = queue.then(() => run(request.id, request.code, request.backend));
+  if (request.type === "run") queue = queue.then(() => run(request));
+  else if (request.type === "supersede") supersededUpTo = Math.max(supersededUpTo, request.id);
 });
 
 void start();

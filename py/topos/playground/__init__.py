@@ -2,14 +2,16 @@
 
 The worker calls ``run(code)`` after every (debounced) edit. It executes the
 user's code in a fresh module, captures what it prints and every card it makes,
-picks the recording the panes read, and returns all readings as one JSON text.
+picks the recording the panes read, and returns all readings as one JSON text
+(or, for the page, ``start_run``, then ``read_reading`` per reading as each pane
+wants it, then ``finish_run``: the readings are streamed).
 Each job has its module:
 
 - ``watch``: what the user's code records, and which recording the panes read;
 - ``sandbox``: running the code as a fresh module, and its error as the page shows it;
 - ``output``: printed output and cards, in order, cut at the limit;
 - ``readings``: the six readings, each as its text and its rows;
-- ``result``: one run's result as JSON;
+- ``result``: one run's result as JSON, its readings made all at once or one at a time;
 - ``state``: what a run may change in this Python, and putting it back;
 - ``gpu``: the kernels reading's program run on WebGPU (the browser's, in the page), for the kernels pane.
 - ``program``: Run mode: the code run as ``__main__``, its output streamed while it runs.
@@ -26,14 +28,16 @@ import warnings
 from .gpu import KernelsRun, NoReadingsError, report_json, status_json
 from .output import MAX_OUTPUT_CHARACTERS, OutputCut, OutputWriter, finite, output_json, output_text
 from .program import OutputStream, run_program
-from .readings import READINGS, Readings, compute_readings, text_reading
-from .result import nodes_json, run_and_read
+from .readings import READINGS, Readings, compute_reading, compute_readings, text_reading
+from .result import ReadRun, json_text, milliseconds_since, nodes_json, run_and_read
 from .sandbox import FILENAME, MODULE_NAME, describe_error, execute, user_line
 from .state import ProcessState, import_every_topos_module
 from .watch import RecordingWatch
 
 #: The readings of the newest run that had some; the WebGPU report runs their kernel program.
 latest_readings = None
+#: The run whose readings the page is reading (``start_run``), until ``finish_run``.
+current_run = None
 
 
 def run(code, filename=FILENAME):
@@ -41,22 +45,66 @@ def run(code, filename=FILENAME):
 
     A run leaves no trace in this Python (see ``topos.playground.state``): what the
     script changed is put back when it ends, and the next run sees what this one
-    saw. The primitive and backend registries are the exception in timing only: they
-    go back to ``PROCESS_STATE``'s when the next run starts, because the WebGPU
-    report after a run may still need the primitives its script registered.
+    saw. The readings are made after that, by topos as it was before the script ran.
+    The primitive and backend registries are the exception in timing only: they
+    go back to ``PROCESS_STATE``'s when the next run starts, because the readings and
+    the WebGPU report after a run may still need the primitives its script registered.
     """
-    global latest_readings
-    latest_readings = None
+    this_run = _start(code, filename)
+    try:
+        with warnings.catch_warnings():
+            return this_run.result_json()
+    finally:
+        _finish()
+
+
+def start_run(code, filename=FILENAME):
+    """Execute ``code`` as ``run`` does, and return its result without the readings, as JSON text.
+
+    The page's worker streams the readings: it asks for them one at a time with
+    ``read_reading`` (the pane in view first), in any order, and may stop asking when
+    a newer edit comes; ``finish_run`` ends the run. ``run`` is the three at once.
+    """
+    return _start(code, filename).head_json()
+
+
+def read_reading(name):
+    """The reading ``name`` of the run ``start_run`` began, and the milliseconds it took, as JSON text."""
+    if current_run is None:
+        raise NoReadingsError(f"no run to read the {name} reading of (start_run comes first)")
+    with warnings.catch_warnings():
+        reading = current_run.read(name)
+    return json_text({"reading": reading, "ms": current_run.timings.get(name, 0.0)})
+
+
+def finish_run():
+    """End the run ``start_run`` began: its timings (each reading's, and the total), as JSON text."""
+    current = _finish()
+    return json_text({"timings": current.timings if current else {}})
+
+
+def _start(code, filename):
+    global latest_readings, current_run
+    latest_readings = current_run = None
     PROCESS_STATE.restore_registries()
     # Bound now, before the script could replace ProcessState.restore.
     put_back = ProcessState(PROCESS_STATE.objects).restore
     try:
         with warnings.catch_warnings():
-            text, readings = run_and_read(code, filename, MAX_OUTPUT_CHARACTERS)
+            this_run = ReadRun(code, filename, MAX_OUTPUT_CHARACTERS)
     finally:
         put_back(registries=False)
-    latest_readings = readings
-    return text
+    current_run = this_run
+    return this_run
+
+
+def _finish():
+    global latest_readings, current_run
+    finished, current_run = current_run, None
+    if finished is not None:
+        finished.timings["total"] = milliseconds_since(finished.started)
+        latest_readings = finished.readings
+    return finished
 
 
 def run_main(code, post, timer=None, filename=FILENAME):
@@ -96,20 +144,25 @@ __all__ = [
     "OutputStream",
     "OutputWriter",
     "ProcessState",
+    "ReadRun",
     "Readings",
     "RecordingWatch",
+    "compute_reading",
     "compute_readings",
     "describe_error",
     "execute",
+    "finish_run",
     "finite",
     "status_json",
     "nodes_json",
     "output_json",
     "output_text",
+    "read_reading",
     "run",
     "run_and_read",
     "run_main",
     "run_program",
+    "start_run",
     "text_reading",
     "user_line",
     "webgpu_report_json",

@@ -19,10 +19,11 @@ Each reading is computed on its own: one that raises carries its error and the
 others still show.
 
 The page asks for the readings after every edit, and most edits do not change what
-the script records (a comment, a print, a name): ``compute_readings`` keeps the
+the script records (a comment, a print, a name): ``compute_reading`` keeps the
 readings of the last few recordings by everything they are made of (see
 ``recording_key``), and a recording seen before gets its readings back without
-lowering anything again.
+lowering anything again. The page takes the readings one at a time, as each is
+made (the pane in view first), so ``compute_reading`` makes one by name.
 """
 
 import hashlib
@@ -68,6 +69,8 @@ class Readings:
         self._plan = None
         self._gradient_plan = None
         self._kernels = None
+        #: The readings cache's key for this recording (``readings_key``), once worked out.
+        self.key = None
 
     def symbols(self, indices):
         return [self.network.symbol(i) for i in indices]
@@ -138,31 +141,43 @@ class Readings:
         return text_reading(self.kernels().describe_rows())
 
 
-def compute_readings(readings, cache=None):
-    """Every reading (or its error) by name, and the milliseconds each took.
+def compute_reading(readings, name, cache=None):
+    """One reading (or its error) by name, and the milliseconds it took.
 
-    ``cache`` (``READINGS_CACHE`` unless given) answers a recording it has seen before
-    with the same readings, which then take no time to make.
+    ``cache`` (``READINGS_CACHE`` unless given) answers a reading it has made before for
+    the same recording, which then takes no time to make. Readings may be asked for in
+    any order, and a run that is cut short leaves the ones it made for the next.
     """
     cache = READINGS_CACHE if cache is None else cache
-    # The functions that make the readings are part of the key: one replaced (a test's stand-in) makes new readings.
-    producers = tuple(getattr(type(readings), f"read_{name}") for name in READINGS)
-    key = (producers, recording_key(readings.network, readings.readables, readings.filename))
-    known = cache.get(key)
-    if known is not None:
-        return dict(known), dict.fromkeys(READINGS, 0.0)
+    known = cache.results(readings_key(readings))
+    if name in known:
+        return known[name], 0.0
+    started = time.perf_counter()
+    try:
+        reading = getattr(readings, f"read_{name}")()
+    except MemoryError:
+        raise
+    except Exception as error:  # noqa: BLE001  (a reading that raises shows its error; the others still show)
+        reading = {"error": f"{type(error).__name__}: {error}"}
+    known[name] = reading
+    return reading, round((time.perf_counter() - started) * 1000, 2)
+
+
+def compute_readings(readings, cache=None):
+    """Every reading (or its error) by name, and the milliseconds each took (see ``compute_reading``)."""
     results, timings = {}, {}
     for name in READINGS:
-        started = time.perf_counter()
-        try:
-            results[name] = getattr(readings, f"read_{name}")()
-        except MemoryError:
-            raise
-        except Exception as error:  # noqa: BLE001  (a reading that raises shows its error; the others still show)
-            results[name] = {"error": f"{type(error).__name__}: {error}"}
-        timings[name] = round((time.perf_counter() - started) * 1000, 2)
-    cache.put(key, results)
+        results[name], timings[name] = compute_reading(readings, name, cache)
     return results, timings
+
+
+def readings_key(readings):
+    """The cache's key for ``readings``: its recording (``recording_key``), worked out once."""
+    if readings.key is None:
+        # The functions that make the readings are part of the key: one replaced (a test's stand-in) makes new readings.
+        producers = tuple(getattr(type(readings), f"read_{name}") for name in READINGS)
+        readings.key = (producers, recording_key(readings.network, readings.readables, readings.filename))
+    return readings.key
 
 
 class ReadingsCache:
@@ -177,6 +192,14 @@ class ReadingsCache:
     def __init__(self, size=4):
         self.size = size
         self._entries = {}
+
+    def results(self, key):
+        """The readings made so far for ``key``, by name: a dict to add the readings made next to."""
+        results = self.get(key)
+        if results is None:
+            results = {}
+            self.put(key, results)
+        return results
 
     def get(self, key):
         entry = self._entries.pop(key, None)
@@ -226,5 +249,5 @@ def value_key(value):
     return (type(value).__qualname__, repr(value))
 
 
-#: The cache ``compute_readings`` uses unless given another.
+#: The cache ``compute_reading`` uses unless given another.
 READINGS_CACHE = ReadingsCache()

@@ -8,8 +8,9 @@ reading, why it is empty.
 import json
 import time
 
+from .gpu import NoReadingsError
 from .output import finite, output_json, output_text
-from .readings import READINGS, Readings, compute_readings
+from .readings import READINGS, Readings, compute_reading
 from .sandbox import describe_error, execute
 
 
@@ -18,38 +19,71 @@ def run_and_read(code, filename, limit):
 
     Returns ``(the result's JSON text, the readings or None)``.
     """
-    started = time.perf_counter()
-    output, watch, error = execute(code, filename, limit)
-    timings = {"code": milliseconds_since(started)}
-    result = {
-        "output": output_json(output),
-        "output_text": output_text(output),
-        "error": None,
-        "recording": None,
-        "nodes": [],
-        "readings": None,
-    }
-    readings = None
-    if error is not None:
-        result["error"] = describe_error(error, filename)
-    else:
+    run = ReadRun(code, filename, limit)
+    return run.result_json(), run.readings
+
+
+class ReadRun:
+    """``code`` run, its printed output kept up to ``limit`` characters; its readings are made as asked for.
+
+    ``result`` is the run's result without its readings (``"readings": None``) until
+    ``result_json`` reads them all; the page takes them one at a time (``read``).
+    ``readings`` is None when the code raised or recorded nothing.
+    """
+
+    def __init__(self, code, filename, limit):
+        self.started = time.perf_counter()
+        output, watch, error = execute(code, filename, limit)
+        self.timings = {"code": milliseconds_since(self.started)}
+        self.result = {
+            "output": output_json(output),
+            "output_text": output_text(output),
+            "error": None,
+            "recording": None,
+            "nodes": [],
+            "readings": None,
+        }
+        self.readings = None
+        if error is not None:
+            self.result["error"] = describe_error(error, filename)
+            return
         picked = watch.pick(filename)
-        if picked is None:
-            result["readings"] = {name: {"empty": "this script recorded no tape"} for name in READINGS}
-        else:
+        if picked is not None:
             network, readables, kind = picked
-            result["recording"] = {"kind": kind, "nodes": len(network), "readables": readables}
-            result["nodes"] = nodes_json(network, filename)
-            readings = Readings(network, readables, filename)
-            result["readings"], reading_timings = compute_readings(readings)
-            timings.update(reading_timings)
-    timings["total"] = milliseconds_since(started)
-    result["timings"] = timings
+            self.result["recording"] = {"kind": kind, "nodes": len(network), "readables": readables}
+            self.result["nodes"] = nodes_json(network, filename)
+            self.readings = Readings(network, readables, filename)
+
+    def read(self, name):
+        """The reading ``name`` (one of ``READINGS``); the code must not have raised."""
+        if self.result["error"] is not None:
+            raise NoReadingsError(f"the code raised, so there is no {name} reading")
+        if self.readings is None:
+            return {"empty": "this script recorded no tape"}
+        reading, self.timings[name] = compute_reading(self.readings, name)
+        return reading
+
+    def head_json(self):
+        """The result without its readings, as JSON text."""
+        return json_text({**self.result, "timings": self.timings})
+
+    def result_json(self):
+        """The whole result, every reading read, as JSON text."""
+        result = dict(self.result)
+        if result["error"] is None:
+            result["readings"] = {name: self.read(name) for name in READINGS}
+        self.timings["total"] = milliseconds_since(self.started)
+        result["timings"] = self.timings
+        return json_text(result)
+
+
+def json_text(value):
+    """``value`` as JSON text; NaN and infinity (JSON has neither) spelled as text where they occur."""
     try:
-        return json.dumps(result, allow_nan=False, default=str), readings
+        return json.dumps(value, allow_nan=False, default=str)
     except ValueError:
-        # JSON has no NaN or infinity (an attribute such as a clip bound may hold one): spell them as text.
-        return json.dumps(finite(result), allow_nan=False, default=str), readings
+        # An attribute such as a clip bound may hold one.
+        return json.dumps(finite(value), allow_nan=False, default=str)
 
 
 def milliseconds_since(started):
