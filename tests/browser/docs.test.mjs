@@ -48,6 +48,7 @@ describe("the docs", () => {
     await page.route("**/embed.html?*", (route) => route.abort("blockedbyclient"));
     let blocks = 0;
     let withoutEmbed = 0;
+    let notebookLinks = 0;
     for (const entry of PAGES) {
       const built = pageJson(entry);
       await page.goto(docsUrl(entry.name));
@@ -82,8 +83,16 @@ describe("the docs", () => {
       });
       const fixed = built.parts.filter((part) => part.kind === "code" && !part.live).map((part) => part.code);
       assert.deepEqual(shown.static, fixed, `${entry.name}: the code shown as it is`);
-      // Links between pages point at built pages.
+      // Links between pages point at built pages; a link to a notebook (docs/notebooks.md) at the file the site serves.
       for (const href of shown.pageLinks) {
+        if (/^notebooks\/[\w-]+\.ipynb$/.test(href)) {
+          const response = await fetch(new URL(href, docsUrl(entry.name)));
+          assert.equal(response.status, 200, `${entry.name}: link ${href}`);
+          const notebook = await response.json();
+          assert.equal(notebook.nbformat, 4, `${entry.name}: ${href} is a notebook`);
+          notebookLinks += 1;
+          continue;
+        }
         const target = /^\.\/([\w-]+)\.html(#[\w-]*)?$/.exec(href);
         assert.ok(target && PAGES.some((other) => other.name === target[1]), `${entry.name}: link ${href}`);
       }
@@ -92,6 +101,7 @@ describe("the docs", () => {
     }
     assert.ok(blocks > 30, `only ${blocks} live blocks`);
     assert.ok(withoutEmbed > 0, "no nobrowser block was checked (docs/scaling.md has some)");
+    assert.ok(notebookLinks > 0, "no link to a notebook was checked (docs/notebooks.md has one)");
     await page.unroute("**/embed.html?*");
   });
 
