@@ -66,7 +66,8 @@ def graph_svg(data):
     for part in graph.C:
         layout = SugiyamaLayout(part)
         layout.xspace, layout.yspace = 20, 30
-        layout.init_all()
+        # optimize: each node moves down to just above its first reader (a parameter beside the matmul that reads it).
+        layout.init_all(optimize=True)
         layout.draw()
         part_vertices = part.sV
         low = min(v.view.xy[0] - v.view.w / 2 for v in part_vertices)
