@@ -5,10 +5,12 @@
 // contiguous: batch b, row i, column j at (b * m + i) * n + j.
 //
 // Entry points:
-//   matmul_tiled   register-blocked tiles: a 16 x 16 workgroup computes a 64 x 64 block of
-//                  the output, each invocation a 4 x 4 block held in four vec4 accumulators;
-//                  the k axis is walked 16 at a time through tiles of a and b in workgroup
-//                  memory. Dispatch (ceil(n / 64), ceil(m / 64), batch).
+//   matmul_tiled   register-blocked tiles: an 8 x 8 workgroup computes a 64 x 64 tile of the
+//                  output, each invocation an 8 x 8 block of it in sixteen vec4 accumulators,
+//                  reading its 8 rows of a and 8 columns of b straight from storage (no
+//                  workgroup memory and no barrier: on the CPU adapters the caches do what
+//                  workgroup memory does on a GPU, and a barrier costs a switch of coroutines).
+//                  Dispatch (ceil(n / 64), ceil(m / 64), batch).
 //   matmul_simple  one invocation per output element, a plain loop over k: the simplest
 //                  correct kernel, and the better one for small products.
 //                  Dispatch: workgroups of 64 over batch * m * n elements, as a grid
@@ -37,14 +39,50 @@
 {{COMMON}}
 
 const TILE: u32 = 64u;
-const DEPTH: u32 = 16u;
+const BLOCK: u32 = 8u;
+// The most iterations one loop may run (docs/kernels.md): lavapipe leaves a loop after a limit
+// counted over all its runs in one invocation, so a longer contraction takes UNROLLED steps an
+// iteration (launch.py's LOOP_LIMIT and MATMUL_UNROLLED).
+const LOOP_LIMIT: u32 = 32767u;
+const UNROLLED: u32 = 16u;
 
-// One vec4 holds four neighbouring rows of a (or columns of b) at one depth, so that an
-// invocation reads its four rows (columns) at one depth from a tile in one load, and its
-// 4 x 4 block is four vec4 accumulators with fixed names: an indexed per-invocation array
-// would live in memory, not in registers, on the CPU adapters (lavapipe, SwiftShader).
-var<workgroup> tile_a: array<vec4<f32>, 256>;  // [DEPTH][TILE / 4]: rows 4q..4q+3 at depth kk in tile_a[kk * 16 + q]
-var<workgroup> tile_b: array<vec4<f32>, 256>;  // [DEPTH][TILE / 4]: columns 4q..4q+3 at depth kk in tile_b[kk * 16 + q]
+// An invocation of matmul_tiled: the offsets of its block's 8 rows of a and 8 columns of b in
+// the batch it works on, and its 8 x 8 block of sums, row r in sum<r>_left (the block's columns
+// 0..3) and sum<r>_right (4..7), which start at zero as every private variable does. They are
+// private rather than local so that `accumulate` can take a step along k; named rather than
+// indexed, because an indexed array would live in memory, not in registers, on the CPU adapters.
+var<private> a_row0: u32;
+var<private> a_row1: u32;
+var<private> a_row2: u32;
+var<private> a_row3: u32;
+var<private> a_row4: u32;
+var<private> a_row5: u32;
+var<private> a_row6: u32;
+var<private> a_row7: u32;
+var<private> b_column0: u32;
+var<private> b_column1: u32;
+var<private> b_column2: u32;
+var<private> b_column3: u32;
+var<private> b_column4: u32;
+var<private> b_column5: u32;
+var<private> b_column6: u32;
+var<private> b_column7: u32;
+var<private> sum0_left: vec4<f32>;
+var<private> sum0_right: vec4<f32>;
+var<private> sum1_left: vec4<f32>;
+var<private> sum1_right: vec4<f32>;
+var<private> sum2_left: vec4<f32>;
+var<private> sum2_right: vec4<f32>;
+var<private> sum3_left: vec4<f32>;
+var<private> sum3_right: vec4<f32>;
+var<private> sum4_left: vec4<f32>;
+var<private> sum4_right: vec4<f32>;
+var<private> sum5_left: vec4<f32>;
+var<private> sum5_right: vec4<f32>;
+var<private> sum6_left: vec4<f32>;
+var<private> sum6_right: vec4<f32>;
+var<private> sum7_left: vec4<f32>;
+var<private> sum7_right: vec4<f32>;
 
 // The offset of batch `index` in the operand whose offset is word `base`
 // and whose batch strides follow it.
@@ -62,23 +100,6 @@ fn batch_offset(index: u32, base: u32) -> u32 {
         axis -= 1;
     }
     return offset;
-}
-
-// Element (row, column) of a, or 0 outside its m x k. The read is clamped inside rather than
-// branched around: a branch costs more than the read on the CPU adapters, and a tile is mostly inside.
-fn a_or_zero(base: u32, row: u32, column: u32) -> f32 {
-    let m = word(0u);
-    let k = word(2u);
-    let value = a[base + min(row, m - 1u) * word(13u) + min(column, k - 1u) * word(14u)];
-    return select(0.0, value, row < m && column < k);
-}
-
-// Element (row, column) of b, or 0 outside its k x n (clamped, as a_or_zero).
-fn b_or_zero(base: u32, row: u32, column: u32) -> f32 {
-    let k = word(2u);
-    let n = word(1u);
-    let value = b[base + min(row, k - 1u) * word(20u) + min(column, n - 1u) * word(21u)];
-    return select(0.0, value, row < k && column < n);
 }
 
 // Four neighbouring elements of one output row, those inside the n columns.
@@ -102,7 +123,39 @@ fn store_row(at: u32, column: u32, values: vec4<f32>) {
     }
 }
 
-@compute @workgroup_size(16, 16)
+// One step along k: the block's sums gain a[row, depth] * b[depth, column].
+fn accumulate(depth: u32) {
+    let a_at = depth * word(14u);
+    let b_at = depth * word(20u);
+    let b_left = vec4<f32>(b[b_column0 + b_at], b[b_column1 + b_at], b[b_column2 + b_at], b[b_column3 + b_at]);
+    let b_right = vec4<f32>(b[b_column4 + b_at], b[b_column5 + b_at], b[b_column6 + b_at], b[b_column7 + b_at]);
+    let a0 = vec4<f32>(a[a_row0 + a_at]);
+    sum0_left = fma(a0, b_left, sum0_left);
+    sum0_right = fma(a0, b_right, sum0_right);
+    let a1 = vec4<f32>(a[a_row1 + a_at]);
+    sum1_left = fma(a1, b_left, sum1_left);
+    sum1_right = fma(a1, b_right, sum1_right);
+    let a2 = vec4<f32>(a[a_row2 + a_at]);
+    sum2_left = fma(a2, b_left, sum2_left);
+    sum2_right = fma(a2, b_right, sum2_right);
+    let a3 = vec4<f32>(a[a_row3 + a_at]);
+    sum3_left = fma(a3, b_left, sum3_left);
+    sum3_right = fma(a3, b_right, sum3_right);
+    let a4 = vec4<f32>(a[a_row4 + a_at]);
+    sum4_left = fma(a4, b_left, sum4_left);
+    sum4_right = fma(a4, b_right, sum4_right);
+    let a5 = vec4<f32>(a[a_row5 + a_at]);
+    sum5_left = fma(a5, b_left, sum5_left);
+    sum5_right = fma(a5, b_right, sum5_right);
+    let a6 = vec4<f32>(a[a_row6 + a_at]);
+    sum6_left = fma(a6, b_left, sum6_left);
+    sum6_right = fma(a6, b_right, sum6_right);
+    let a7 = vec4<f32>(a[a_row7 + a_at]);
+    sum7_left = fma(a7, b_left, sum7_left);
+    sum7_right = fma(a7, b_right, sum7_right);
+}
+
+@compute @workgroup_size(8, 8)
 fn matmul_tiled(
     @builtin(workgroup_id) group: vec3<u32>,
     @builtin(local_invocation_id) local: vec3<u32>,
@@ -110,63 +163,93 @@ fn matmul_tiled(
     let m = word(0u);
     let n = word(1u);
     let k = word(2u);
+    // The invocation's 8 x 8 block of the output: rows row .. row + 7, columns column .. column + 7.
+    let row = group.y * TILE + BLOCK * local.y;
+    let column = group.x * TILE + BLOCK * local.x;
+    if (row >= m || column >= n) {
+        return;
+    }
+    // A row or column of the block past the product's edge is read as the last one (clamped, so
+    // that every read is inside the operand) and never stored.
     let a_base = batch_offset(group.z, 8u);
     let b_base = batch_offset(group.z, 15u);
-    let row0 = group.y * TILE;
-    let column0 = group.x * TILE;
-    // The vec4 of each tile this invocation loads in a step: rows load_row .. + 3 of a and
-    // columns load_column .. + 3 of b, at depth local.y of the step.
-    let slot = local.y * 16u + local.x;
-    let load_row = row0 + 4u * local.x;
-    let load_column = column0 + 4u * local.x;
+    a_row0 = a_base + row * word(13u);
+    a_row1 = a_base + min(row + 1u, m - 1u) * word(13u);
+    a_row2 = a_base + min(row + 2u, m - 1u) * word(13u);
+    a_row3 = a_base + min(row + 3u, m - 1u) * word(13u);
+    a_row4 = a_base + min(row + 4u, m - 1u) * word(13u);
+    a_row5 = a_base + min(row + 5u, m - 1u) * word(13u);
+    a_row6 = a_base + min(row + 6u, m - 1u) * word(13u);
+    a_row7 = a_base + min(row + 7u, m - 1u) * word(13u);
+    b_column0 = b_base + column * word(21u);
+    b_column1 = b_base + min(column + 1u, n - 1u) * word(21u);
+    b_column2 = b_base + min(column + 2u, n - 1u) * word(21u);
+    b_column3 = b_base + min(column + 3u, n - 1u) * word(21u);
+    b_column4 = b_base + min(column + 4u, n - 1u) * word(21u);
+    b_column5 = b_base + min(column + 5u, n - 1u) * word(21u);
+    b_column6 = b_base + min(column + 6u, n - 1u) * word(21u);
+    b_column7 = b_base + min(column + 7u, n - 1u) * word(21u);
 
-    // The invocation's 4 x 4 block of the output: rows 4 * local.y + 0..3 (sum0..sum3),
-    // each a vec4 of columns 4 * local.x + 0..3.
-    var sum0 = vec4<f32>(0.0);
-    var sum1 = vec4<f32>(0.0);
-    var sum2 = vec4<f32>(0.0);
-    var sum3 = vec4<f32>(0.0);
-
-    for (var k0 = 0u; k0 < k; k0 += DEPTH) {
-        let depth = k0 + local.y;
-        tile_a[slot] = vec4<f32>(
-            a_or_zero(a_base, load_row, depth),
-            a_or_zero(a_base, load_row + 1u, depth),
-            a_or_zero(a_base, load_row + 2u, depth),
-            a_or_zero(a_base, load_row + 3u, depth),
-        );
-        tile_b[slot] = vec4<f32>(
-            b_or_zero(b_base, depth, load_column),
-            b_or_zero(b_base, depth, load_column + 1u),
-            b_or_zero(b_base, depth, load_column + 2u),
-            b_or_zero(b_base, depth, load_column + 3u),
-        );
-        workgroupBarrier();
-        for (var kk = 0u; kk < DEPTH; kk += 1u) {
-            let a4 = tile_a[kk * 16u + local.y];
-            let b4 = tile_b[kk * 16u + local.x];
-            sum0 = fma(vec4<f32>(a4.x), b4, sum0);
-            sum1 = fma(vec4<f32>(a4.y), b4, sum1);
-            sum2 = fma(vec4<f32>(a4.z), b4, sum2);
-            sum3 = fma(vec4<f32>(a4.w), b4, sum3);
+    if (k <= LOOP_LIMIT) {
+        for (var depth = 0u; depth < k; depth += 1u) {
+            accumulate(depth);
         }
-        workgroupBarrier();
+    } else {
+        // Past the loop limit: UNROLLED steps an iteration, then the last few one at a time.
+        let whole = k - k % UNROLLED;
+        for (var start = 0u; start < whole; start += UNROLLED) {
+            accumulate(start);
+            accumulate(start + 1u);
+            accumulate(start + 2u);
+            accumulate(start + 3u);
+            accumulate(start + 4u);
+            accumulate(start + 5u);
+            accumulate(start + 6u);
+            accumulate(start + 7u);
+            accumulate(start + 8u);
+            accumulate(start + 9u);
+            accumulate(start + 10u);
+            accumulate(start + 11u);
+            accumulate(start + 12u);
+            accumulate(start + 13u);
+            accumulate(start + 14u);
+            accumulate(start + 15u);
+        }
+        for (var depth = whole; depth < k; depth += 1u) {
+            accumulate(depth);
+        }
     }
 
-    let row = row0 + 4u * local.y;
-    let column = column0 + 4u * local.x;
     let at = (group.z * m + row) * n + column;
-    if (row < m) {
-        store_row(at, column, sum0);
-    }
+    store_row(at, column, sum0_left);
+    store_row(at + 4u, column + 4u, sum0_right);
     if (row + 1u < m) {
-        store_row(at + n, column, sum1);
+        store_row(at + n, column, sum1_left);
+        store_row(at + n + 4u, column + 4u, sum1_right);
     }
     if (row + 2u < m) {
-        store_row(at + 2u * n, column, sum2);
+        store_row(at + 2u * n, column, sum2_left);
+        store_row(at + 2u * n + 4u, column + 4u, sum2_right);
     }
     if (row + 3u < m) {
-        store_row(at + 3u * n, column, sum3);
+        store_row(at + 3u * n, column, sum3_left);
+        store_row(at + 3u * n + 4u, column + 4u, sum3_right);
+    }
+    if (row + 4u < m) {
+        store_row(at + 4u * n, column, sum4_left);
+        store_row(at + 4u * n + 4u, column + 4u, sum4_right);
+    }
+    if (row + 5u < m) {
+        store_row(at + 5u * n, column, sum5_left);
+        store_row(at + 5u * n + 4u, column + 4u, sum5_right);
+    }
+    if (row + 6u < m) {
+        store_row(at + 6u * n, column, sum6_left);
+        store_row(at + 6u * n + 4u, column + 4u, sum6_right);
+    }
+    if (row + 7u < m) {
+        store_row(at + 7u * n, column, sum7_left);
+        store_row(at + 7u * n + 4u, column + 4u, sum7_right);
     }
 }
 

@@ -212,10 +212,16 @@ def main():
         ("mlp out [256, 128] @ [128, 32]", (), 256, 128, 32),
         ("head [256, 32] @ [32, 38]", (), 256, 32, 38),
     ]
-    # Either side of the selection rule: one full tile's work, output padded at most 3 times by the tiles.
+    # Either side of the selection rule: 16 blocks of 8 x 8 in the output or a contraction of 256,
+    # the blocks filled at least half.
     rule = [
+        ("matmul 24x24x24", (), 24, 24, 24),
+        ("matmul 32x32x32", (), 32, 32, 32),
         ("matmul 48x48x48", (), 48, 48, 48),
         ("matmul 65x65x65", (), 65, 65, 65),
+        ("matmul [16, 64] @ [64, 16]", (), 16, 64, 16),
+        ("matmul [16, 256] @ [256, 16]", (), 16, 256, 16),
+        ("matmul [1, 512] @ [512, 512]", (), 1, 512, 512),
         ("matmul [8, 512] @ [512, 512]", (), 8, 512, 512),
         ("matmul [40, 512] @ [512, 40]", (), 40, 512, 40),
         ("matmul [256, 8] @ [8, 256]", (), 256, 8, 256),

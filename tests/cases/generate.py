@@ -501,6 +501,19 @@ def edge_cases():
         yield Case(f"Sum of {n}", [(normal(n), F)], lambda t, x: x.sum(), lambda x: x.sum(), terms=n)
 
 
+def tiled_matmul_cases():
+    # Products the tiled kernel runs (launch.matmul_strategy), with blocks past the output's edges,
+    # read through a transpose and a broadcast batch. Last of the groups, so that the random values
+    # of the cases before it stay as they were.
+    yield Case(
+        "MatMul tiled, transposed and broadcast [33, 40].T @ [2, 33, 36]",
+        [(normal(33, 40), F), (normal(2, 33, 36), F)],
+        lambda t, a, b: a.T @ b,
+        lambda a, b: a.T @ b,
+        terms=33,
+    )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -512,6 +525,7 @@ def all_cases():
         fused_cases,
         edge_cases,
         derivative_cases,
+        tiled_matmul_cases,
     ):
         yield from group()
 

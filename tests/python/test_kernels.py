@@ -279,11 +279,13 @@ def test_matmul_simple_and_tiled_agree_with_numpy(batch, m, k, n):
         assert_agrees(got, exact, terms=k, magnitude=magnitude, what=f"{strategy} {batch} {m}x{k}x{n}")
 
 
-# The tiled kernel's edges: 64 x 64 output tiles (m and n at 1, 7, 63, 64, 65, 127, 129), steps of
-# 16 along k (k at 1, 15, 16, 17, 1023), and a batch whose tiles are partly outside.
+# The tiled kernel's edges: 64 x 64 output tiles of 8 x 8 blocks (m and n at 1, 7, 8, 9, 63, 64,
+# 65, 127, 129), k at 1, 15, 16, 17 and 1023, and a batch whose tiles are partly outside.
 TILE_EDGE_SHAPES = [
     ((), 1, 1, 1023),
     ((), 1023, 1, 7),
+    ((), 8, 15, 9),
+    ((), 9, 17, 8),
     ((), 63, 15, 65),
     ((), 64, 16, 64),
     ((), 65, 17, 127),
@@ -313,15 +315,19 @@ def test_tiled_matmul_at_tile_edges_writes_its_output_and_nothing_past_it(batch,
 
 
 def test_matmul_selection_follows_the_rule_measured_on_lavapipe_and_swiftshader():
-    # docs/kernels.md: tiled for at least one full 64 x 64 x 64 tile of work whose output the
-    # tiles pad at most 3 times; simple otherwise, unless k is past the simple kernel's loop limit.
-    tiled = [(1, 64, 64, 64), (1, 48, 48, 1024), (1, 256, 96, 32), (1, 32, 96, 256), (16, 64, 64, 64), (1, 256, 256, 8)]
-    simple = [(1, 48, 48, 48), (1, 32, 32, 32), (1, 65, 65, 65), (1, 8, 512, 512), (64, 16, 16, 8), (1, 2, 3, 4097)]
+    # docs/kernels.md: tiled for a product whose output (in each batch) fills its blocks of 8 x 8
+    # at least half and has at least 16 of them or a contraction of at least 256; simple otherwise,
+    # unless k is past the simple kernel's loop limit, and simple for more batches than a grid
+    # dimension holds.
+    tiled = [(1, 32, 32, 32), (1, 48, 48, 48), (1, 8, 512, 512), (1, 256, 38, 32), (8, 32, 32, 32), (1, 512, 512, 2)]
+    tiled += [(1, 16, 16, 256), (4, 8, 8, 2048)]
+    simple = [(1, 24, 24, 24), (1, 16, 16, 255), (1, 1, 512, 512), (64, 16, 16, 8), (1, 2, 3, 4097), (1, 3, 512, 64)]
     for batch, m, n, k in tiled:
         assert build.matmul_strategy(batch, m, n, k) == "tiled", (batch, m, n, k)
     for batch, m, n, k in simple:
         assert build.matmul_strategy(batch, m, n, k) == "simple", (batch, m, n, k)
     assert build.matmul_strategy(1, 1, 1, build.LOOP_LIMIT + 1) == "tiled"
+    assert build.matmul_strategy(70000, 64, 64, 64) == "simple"
 
 
 def test_matmul_reads_transposed_operands_and_broadcast_batches_in_place():
@@ -507,8 +513,17 @@ def test_long_sums_and_contractions_stay_within_the_loop_limit():
     assert build.reduction_strategy(1, n) == "two-pass"
     got = reduce_on_device("Sum", x, (0,), None)
     assert_agrees(got, x.astype(np.float64).sum(), terms=n, magnitude=np.abs(x).sum(), what="long sum")
+    # lavapipe counts a loop's iterations over all its runs in one invocation, so the tiled kernel
+    # takes 16 steps of k an iteration past the limit; 70001 is past twice the limit, and not a
+    # whole number of 16 steps, and there a is read through a transpose (as a gradient reads it).
     a = rng.normal(size=(2, 40000)).astype(np.float32)
     b = rng.normal(size=(40000, 3)).astype(np.float32)
     assert build.matmul_strategy(1, 2, 3, 40000) == "tiled"
     got = run_one(build.matmul(dense(0, a.shape), dense(1, b.shape), 9), {0: a, 1: b}, (2, 3))
     assert_agrees(got, a.astype(np.float64) @ b, terms=40000, magnitude=np.abs(a).astype(np.float64) @ np.abs(b))
+    stored = rng.normal(size=(70001, 9)).astype(np.float32)  # used as a = stored^T: [9, 70001]
+    b = rng.normal(size=(70001, 10)).astype(np.float32)
+    a_view = dense(0, stored.shape).transpose((1, 0))
+    got = run_one(build.matmul(a_view, dense(1, b.shape), 9), {0: stored, 1: b}, (9, 10))
+    magnitude = np.abs(stored.T).astype(np.float64) @ np.abs(b)
+    assert_agrees(got, stored.T.astype(np.float64) @ b, terms=70001, magnitude=magnitude, what="a^T @ b, k 70001")

@@ -342,25 +342,32 @@ def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=
 
 # Matrix products ---------------------------------------------------------------------------
 
-#: The output tile of one workgroup of the tiled kernel (kernels/matmul.wgsl), and its step along k.
+#: The tiled kernel (kernels/matmul.wgsl): a workgroup's tile of the output, an invocation's block
+#: of it, and the steps along k of one iteration of its loop past LOOP_LIMIT.
 MATMUL_TILE = 64
-MATMUL_DEPTH = 16
-#: Multiply-adds (batch * m * n * k) below which the simple kernel runs: the work of one full tile.
-MIN_TILED_WORK = MATMUL_TILE**3
-#: The most the tiled kernel may pad a product's output (to whole tiles) before the simple one runs.
-MAX_TILE_PADDING = 3.0
+MATMUL_BLOCK = 8
+MATMUL_UNROLLED = 16
+#: The tiled kernel runs for a product whose output (in each batch) has this many blocks, or
+#: fewer blocks but a contraction this long.
+MIN_TILED_BLOCKS = 16
+MIN_TILED_DEPTH = 256
+#: The most the blocks may pad a product's output before the simple kernel runs instead.
+MAX_BLOCK_PADDING = 2.0
 
 
 def matmul_strategy(batch, m, n, k):
-    """ "tiled" (the register-blocked kernel) or "simple" (one invocation an output), by a rule
-    measured on lavapipe and SwiftShader (docs/kernels.md): tiled for a product with at least one
-    full tile's work whose output its 64 x 64 tiles pad at most 3 times (a batch of 16 x 16
-    products would leave 15/16 of each tile idle), and for any contraction longer than the simple
-    kernel's loop may run."""
+    """ "tiled" (8 x 8 blocks an invocation) or "simple" (one invocation an output), by a rule
+    measured on lavapipe and SwiftShader (docs/kernels.md): tiled for a product whose output (in
+    each batch) fills its blocks at least half and has at least 16 of them or a contraction of at
+    least 256, and for any contraction longer than the simple kernel's loop may run; simple
+    otherwise, and for more batches than a grid dimension holds."""
     if k > LOOP_LIMIT:
         return "tiled"
-    padded = -(-m // MATMUL_TILE) * MATMUL_TILE * (-(-n // MATMUL_TILE) * MATMUL_TILE)
-    if batch * m * n * k >= MIN_TILED_WORK and padded <= MAX_TILE_PADDING * m * n:
+    if batch > MAX_GROUPS_PER_DIMENSION:
+        return "simple"
+    blocks = -(-m // MATMUL_BLOCK) * -(-n // MATMUL_BLOCK)
+    enough = blocks >= MIN_TILED_BLOCKS or k >= MIN_TILED_DEPTH
+    if enough and blocks * MATMUL_BLOCK**2 <= MAX_BLOCK_PADDING * m * n:
         return "tiled"
     return "simple"
 
@@ -390,7 +397,7 @@ def matmul(a, b, out_buffer, strategy=None, label=""):
         + [batch]
     )
     strategy = strategy or matmul_strategy(batch, m, n, k)
-    _check_loop(f"{strategy} matmul", -(-k // MATMUL_DEPTH) if strategy == "tiled" else k)
+    _check_loop(f"{strategy} matmul", -(-k // MATMUL_UNROLLED) if strategy == "tiled" and k > LOOP_LIMIT else k)
     if strategy == "tiled":
         if batch > MAX_GROUPS_PER_DIMENSION:
             raise ShapeError(
