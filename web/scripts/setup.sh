@@ -4,7 +4,8 @@
 #   1. npm packages (npm ci when package-lock.json changed since the last install),
 #   2. the Python environment in .venv with pip and the build tools (py/scripts/setup-venv.sh serve),
 #   3. Pyodide's core and its numpy/micropip/packaging wheels under public/pyodide/, verified against the lock,
-#   4. the topos wheel built from py/ into public/pyodide/ (rebuilt when a file under py/topos changed).
+#   4. the topos wheel built from py/ into public/pyodide/ (rebuilt when a file under py/topos changed),
+#      with bytecode for Pyodide's Python added (web/scripts/compile_wheel.mjs).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -23,8 +24,9 @@ python="$root/.venv/bin/python"
 
 # The topos wheel: the hash of every file that goes into it decides whether to rebuild.
 wheel_stamp="public/pyodide/topos-wheel.json"
-want_wheel="$(cd py && find -L topos pyproject.toml LICENSE -type f \( -name '*.py' -o -name '*.wgsl' -o -name '*.toml' -o -name LICENSE \) -print0 \
-  | sort -z | xargs -0 sha256sum | sha256sum | cut -d' ' -f1)"
+# The script that adds the bytecode counts too.
+want_wheel="$({ (cd py && find -L topos pyproject.toml LICENSE -type f \( -name '*.py' -o -name '*.wgsl' -o -name '*.toml' -o -name LICENSE \) -print0 \
+  | sort -z | xargs -0 sha256sum); sha256sum web/scripts/compile_wheel.mjs; } | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$wheel_stamp" ] || ! grep -q "\"sources\": \"$want_wheel\"" "$wheel_stamp"; then
   echo "setup: building the topos wheel"
   # The distribution is topos-autodiff (py/pyproject.toml); a wheel's file name spells it topos_autodiff.
@@ -39,6 +41,8 @@ if [ ! -f "$wheel_stamp" ] || ! grep -q "\"sources\": \"$want_wheel\"" "$wheel_s
   wheel="$(basename "$(ls "$out"/topos_autodiff-*.whl)")"
   mv "$out/$wheel" public/pyodide/
   rm -rf "$out" py/build
+  # Bytecode for the page's Python, compiled by Pyodide itself: the page imports topos without compiling it.
+  node web/scripts/compile_wheel.mjs "public/pyodide/$wheel"
   sha="$(sha256sum "public/pyodide/$wheel" | cut -d' ' -f1)"
   printf '{"file": "%s", "sha256": "%s", "sources": "%s"}\n' "$wheel" "$sha" "$want_wheel" > "$wheel_stamp"
 fi
