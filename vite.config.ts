@@ -17,6 +17,15 @@ function docsNotebooks(): Plugin {
   const folder = resolve(root, "docs/notebooks");
   return {
     name: "topos-docs-notebooks",
+    // `npm start` serves them from docs/notebooks/ as they are.
+    configureServer(server) {
+      server.middlewares.use((request, response, next) => {
+        const name = /\/docs\/notebooks\/([\w-]+\.ipynb)$/.exec((request.url ?? "").split("?")[0])?.[1];
+        if (!name || !readdirSync(folder).includes(name)) return next();
+        response.setHeader("Content-Type", "application/x-ipynb+json");
+        response.end(readFileSync(resolve(folder, name)));
+      });
+    },
     generateBundle() {
       for (const name of readdirSync(folder).filter((file) => file.endsWith(".ipynb"))) {
         this.emitFile({ type: "asset", fileName: `docs/notebooks/${name}`, source: readFileSync(resolve(folder, name)) });
