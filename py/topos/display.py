@@ -33,9 +33,17 @@ def rows_json(rows):
     return [{"text": line, "nodes": list(nodes)} for line, nodes in rows]
 
 
+def text_reading(rows):
+    """A text reading from its ``(line, node indices)`` rows: the text (the rows' lines joined) and the rows as JSON.
+
+    The playground's text readings and the text cards of notebooks are this one form.
+    """
+    return {"text": "\n".join(line for line, _ in rows), "rows": rows_json(rows)}
+
+
 def text_card(kind, rows):
-    """A text card's JSON from its rows: the text (the rows' lines joined) and the rows."""
-    return {"kind": kind, "text": "\n".join(line for line, _ in rows), "rows": rows_json(rows)}
+    """A text card's JSON from its rows: its kind, the text and the rows (``text_reading``)."""
+    return {"kind": kind, **text_reading(rows)}
 
 
 def pre_html(text, kind):

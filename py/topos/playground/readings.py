@@ -35,6 +35,7 @@ from .. import show
 from ..compiler.graph import Graph
 from ..compiler.stablehlo import emit_plan_rows
 from ..compiler.training_step import emit_training_step
+from ..display import text_reading
 from ..errors import ArgumentError
 from ..model import optim
 from ..ops import registry as primitive_registry
@@ -46,14 +47,6 @@ READINGS = ("spec", "graph", "plan", "gradient", "hlo", "kernels")
 #: The optimizer of the HLO reading's training step. The page cannot see which optimizer the
 #: script builds (it may build none, or several), so the step shows this one's update.
 STEP_OPTIMIZER = optim.Adam(lr=1e-3)
-
-
-def text_reading(rows):
-    """A text reading from its ``(line, node indices)`` rows: the text, and the rows as JSON."""
-    return {
-        "text": "\n".join(line for line, _ in rows),
-        "rows": [{"text": line, "nodes": list(nodes)} for line, nodes in rows],
-    }
 
 
 class Readings:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..display import MIME_TYPE, escape, pre_html, rows_json
+from ..display import MIME_TYPE, escape, pre_html, text_reading
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from .svg_plot import plot_svg
 
@@ -177,8 +177,8 @@ def _hlo_faces(value):
 
 def _rows_faces(rows):
     """A text card's faces from ``(line, node indices)`` rows: the text and the rows as JSON."""
-    text = "\n".join(line for line, _ in rows)
-    return {"text": text, "rows": rows_json(rows)}, text
+    reading = text_reading(rows)
+    return reading, reading["text"]
 
 
 def _lines_faces(items):
@@ -219,8 +219,8 @@ def graph(value):
 
 def _graph_faces(value):
     data = graph_json(value)
-    rows = graph_rows(data)
-    return {"graph": data, "rows": rows_json(rows)}, "\n".join(line for line, _ in rows)
+    reading = text_reading(graph_rows(data))
+    return {"graph": data, "rows": reading["rows"]}, reading["text"]
 
 
 def graph_json(value):
