@@ -15,6 +15,8 @@ export type StageState = "started" | "done" | "failed";
 
 /** The six readings of one recording, in the page's order (topos.playground.READINGS names the same). */
 export type ReadingName = "spec" | "graph" | "plan" | "gradient" | "hlo" | "kernels";
+/** The same names as a list, in the page's order: the pane registry's tabs and the worker's order of making readings. */
+export const READING_NAMES: ReadingName[] = ["spec", "graph", "plan", "gradient", "hlo", "kernels"];
 
 // Page -> worker -------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ For every gallery example: the rows joined with newlines are the reading's text,
 exactly; the text is what the producer prints (``describe()``, ``emit_stablehlo()``,
 ``kernels().describe()``, ``show.graph_text``); and each row names the nodes its
 producer wrote it for. And the reading names agree between Python and the page
-(``ReadingName`` in web/protocol.ts, ``READING_NAMES`` in the pane registry).
+(``ReadingName`` and ``READING_NAMES`` in web/protocol.ts, which the pane registry and the worker use).
 """
 
 import json
@@ -119,8 +119,8 @@ def typescript_names(path, pattern):
 def test_the_reading_names_agree_between_python_and_the_page():
     python = list(playground.READINGS)
     protocol = typescript_names("web/protocol.ts", r"export type ReadingName =([^;]+);")
-    panes = typescript_names("web/src/panes/registry.ts", r"READING_NAMES: ReadingName\[\] = \[([^\]]+)\]")
+    panes = typescript_names("web/protocol.ts", r"READING_NAMES: ReadingName\[\] = \[([^\]]+)\]")
     assert [name for name in python if name not in protocol] == [], "readings Python makes that protocol.ts lacks"
     assert [name for name in protocol if name not in python] == [], "readings protocol.ts names that Python lacks"
     assert protocol == python, "the same names, in another order"
-    assert panes == python, "the pane registry shows other readings, or in another order"
+    assert panes == python, "READING_NAMES (the panes' tabs, the worker's order) lists other readings, or in another order"

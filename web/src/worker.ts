@@ -8,18 +8,19 @@
 // section and a script's own WebGPU runs go through topos.webgpu's runner on the page's WebGPU.
 
 import type { PyCallable } from "pyodide/ffi";
-import type {
-  Backend,
-  HostToWorker,
-  Reading,
-  ReadingName,
-  RunRequest,
-  RunResult,
-  WebGpuReport,
-  WebGpuStatus,
-  WorkerToHost,
+import {
+  READING_NAMES,
+  type Backend,
+  type HostToWorker,
+  type Reading,
+  type ReadingName,
+  type RunRequest,
+  type RunResult,
+  type WebGpuReport,
+  type WebGpuStatus,
+  type WorkerToHost,
 } from "../protocol";
-import { loadPython, stage } from "./python-loader";
+import { crashReason, loadPython, stage } from "./python-loader";
 import { callPython, callPythonJson, webGpuStatus } from "./webgpu";
 
 function post(message: WorkerToHost): void {
@@ -46,12 +47,9 @@ function wantsGpu(backend: Backend, status: WebGpuStatus): boolean {
   return backend === "webgpu" || (backend === "auto" && status.available && !status.fallback);
 }
 
-/** The readings in the page's order (topos.playground.READINGS). */
-const READINGS: ReadingName[] = ["spec", "graph", "plan", "gradient", "hlo", "kernels"];
-
 /** The order a run's readings are made and sent in: the pane in view, the graph (its layout takes longest), the rest. */
 function readingOrder(first: ReadingName | undefined): ReadingName[] {
-  return [...new Set<ReadingName>([...(first ? [first] : []), "graph", ...READINGS])];
+  return [...new Set<ReadingName>([...(first ? [first] : []), "graph", ...READING_NAMES])];
 }
 
 // The streamed run's Python functions, taken once: a script cannot rebind what the worker calls.
@@ -109,10 +107,7 @@ async function run({ id, code, backend, first }: RunRequest): Promise<void> {
   } catch (error) {
     // A Python MemoryError (or a subclass: numpy's _ArrayMemoryError), or WebAssembly failing to grow its heap:
     // either way Python's state is not to be trusted.
-    const type = (error as { type?: string }).type ?? "";
-    const outOfMemory = type.endsWith("MemoryError") || /out of memory|\bOOM\b|allocation failed/i.test(String(error));
-    const reason = outOfMemory ? "memory" : "fatal";
-    post({ type: "crashed", id, reason, message: String(error) });
+    post({ type: "crashed", id, reason: crashReason(error), message: String(error) });
   }
 }
 

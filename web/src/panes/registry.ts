@@ -1,16 +1,16 @@
 // The single pane registry: which pane shows which reading. Every text reading arrives as
 // rows that name their nodes (see protocol.ts), so a pane never reads nodes out of text.
-// Adding a reading means adding one entry here (and its name to protocol.ts and to
-// topos.playground.READINGS; tests/python/test_playground_rows.py holds the three together).
+// Adding a reading means adding one entry here (and its name to protocol.ts's ReadingName and
+// READING_NAMES and to topos.playground.READINGS; tests/python/test_playground_rows.py holds them together).
 
-import type { ReadingName, Reading, RunResult } from "../../protocol";
+import { READING_NAMES, type ReadingName, type Reading, type RunResult } from "../../protocol";
 import { GraphPane } from "./graph-pane";
 import { HloPane } from "./hlo-pane";
 import { kernelsRows } from "./kernels";
 import { OutputPane } from "./output-pane";
 import { TextPane } from "./text-pane";
 
-export const READING_NAMES: ReadingName[] = ["spec", "graph", "plan", "gradient", "hlo", "kernels"];
+export { READING_NAMES };
 
 export interface ReadingPane {
   readonly element: HTMLElement;
