@@ -123,4 +123,6 @@ def test_the_reading_names_agree_between_python_and_the_page():
     assert [name for name in python if name not in protocol] == [], "readings Python makes that protocol.ts lacks"
     assert [name for name in protocol if name not in python] == [], "readings protocol.ts names that Python lacks"
     assert protocol == python, "the same names, in another order"
-    assert panes == python, "READING_NAMES (the panes' tabs, the worker's order) lists other readings, or in another order"
+    assert panes == python, (
+        "READING_NAMES (the panes' tabs, the worker's order) lists other readings, or in another order"
+    )
