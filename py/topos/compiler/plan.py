@@ -17,6 +17,8 @@ data: ``stablehlo`` (``emit_stablehlo``), ``backends`` (``run``), ``cost``
 same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 """
 
+import threading
+
 from ..display import bundle, table_html, text_card
 from ..model.nodes import source_value
 from ..text import format_shape, plural
@@ -49,6 +51,7 @@ class Plan:
         self._costs = None
         self._arena = None
         self._prepared = None
+        self._prepare_lock = threading.Lock()  # threads running the plan at once prepare it once
         #: how many times the numpy interpreter has run this plan (it prepares it for the second run)
         self.numpy_runs = 0
 
@@ -188,7 +191,9 @@ class Plan:
         if self._prepared is None:
             from .program import PreparedPlan
 
-            self._prepared = PreparedPlan(self)
+            with self._prepare_lock:
+                if self._prepared is None:
+                    self._prepared = PreparedPlan(self)
         return self._prepared
 
     def prepare(self, keep_inside=False, after_forward=False):

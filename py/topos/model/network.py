@@ -14,6 +14,7 @@ through ``register_network_class``. The compiler builds on this module, so the
 """
 
 import numbers
+import threading
 import weakref
 from collections.abc import Mapping
 
@@ -68,6 +69,8 @@ class Network:
         self._needed_by_target = {}
         # Prepared plans of the forward and of each backward target: a run count until the second run.
         self._prepared = {}
+        # Guards both caches, so that threads running one network at once count its runs and prepare each plan once.
+        self._cache_lock = threading.RLock()
 
     # Reading -------------------------------------------------------------
     def nodes(self):
@@ -121,7 +124,7 @@ class Network:
             raise ArgumentTypeError(f"symbol() takes a node index, an int, got {type(index).__name__}")
         if not 0 <= index < len(self._nodes):
             raise IndexingError(f"node {index} is out of range: this network has nodes 0..{len(self._nodes) - 1}")
-        return Symbol(self.lineages[-1], index)
+        return Symbol(self.lineages[-1], int(index))  # a numpy integer names the node as an int does
 
     def parameter_symbols(self):
         """The symbols of the ``Parameter`` nodes, in node order."""
@@ -191,13 +194,14 @@ class Network:
         Returns None where the plain interpreter runs: the first time, and for a
         backward with respect to nothing (a network without float parameters or inputs).
         """
-        state = self._prepared.get(key)
-        if state is None:
-            self._prepared[key] = "used once"
-            return None
-        if state == "used once":
-            state = self._prepare(key) or "plain"
-            self._prepared[key] = state
+        with self._cache_lock:
+            state = self._prepared.get(key)
+            if state is None:
+                self._prepared[key] = "used once"
+                return None
+            if state == "used once":
+                state = self._prepare(key) or "plain"
+                self._prepared[key] = state
         return None if state == "plain" else state
 
     def _prepare(self, key):
@@ -219,11 +223,12 @@ class Network:
     def _needed_for(self, target):
         """The nodes whose cotangents a backward from ``target`` forms: those on a path
         from a parameter or an input to it (an immutable mask, cached per target)."""
-        needed = self._needed_by_target.get(target)
-        if needed is None:
-            variables = self._parameter_indices + self._input_indices
-            needed = bytes(needed_nodes(self._nodes, target, variables))
-            self._needed_by_target[target] = needed
+        with self._cache_lock:
+            needed = self._needed_by_target.get(target)
+            if needed is None:
+                variables = self._parameter_indices + self._input_indices
+                needed = bytes(needed_nodes(self._nodes, target, variables))
+                self._needed_by_target[target] = needed
         return needed
 
     # Readings and files (the compiler and checkpoint modules) -----------------
@@ -583,24 +588,35 @@ class Run:
 class Field:
     """One gradient per node of d target / d node, read through symbols.
 
-    From a network's second backward from a target on, the gradients of the
-    parameters and float inputs come from a prepared plan of the backward nodes
-    (``topos.compiler.program``), which reads the run's forward values and
-    writes each gradient into a buffer of its own. The graph's rules are the
-    eager scan's, applied in the same order, so both give the same gradients to
-    the last bit. Any other node's gradient (and every gradient of the first
-    backward) comes from the eager scan: it first forms the cotangents of the
-    nodes that depend on a parameter or an input; a node that depends on
-    constants alone (a leaf, say) gets its gradient on the first request, from
-    a second scan over every ancestor.
+    A field is a value: what ``of`` gives for a node depends on the run and the
+    target alone, never on which nodes were read before, in what order, or by
+    which thread. Each node's gradient is defined once:
+
+    - a node on a path from a parameter or an input to the target gets the
+      reverse scan's cotangent, in which a softmax, log-softmax or layer norm is
+      differentiated in closed form (``topos.model.composites``);
+    - a node inside such a group, or one that depends on constants alone (a
+      leaf, say), gets the cotangent of a second scan over every ancestor of the
+      target that applies each primitive's own rule; it never replaces a
+      gradient of the first scan;
+    - a node with no path to the target gets zeros.
+
+    Each scan runs at most once, when a read first needs it, under the field's
+    lock. From a network's second backward from a target on, the gradients of
+    the parameters and float inputs come from a prepared plan of the backward
+    nodes (``topos.compiler.program``), which reads the run's forward values and
+    writes each gradient into a buffer of its own: the graph's rules are the
+    first scan's, applied in the same order, so both give the same gradients to
+    the last bit.
     """
 
     def __init__(self, run, target):
         self.run = run
         self.target = target
         self._needed = run.network._needed_for(target)
-        self._cotangents = None
-        self._complete = False
+        self._lock = threading.Lock()
+        self._cotangents = None  # the first scan's, by node index (formed on first need)
+        self._complete = None  # the second scan's, over every ancestor (formed on first need)
         self._gradients = {}
         prepared = run.network._prepared_plan(target)
         if prepared is None:
@@ -616,25 +632,31 @@ class Field:
         with np.errstate(all="ignore"):
             return reverse_scan(nodes, self.target, EagerEmitter(), values, needed, seed, composites)
 
+    def _first_scan(self):
+        """The cotangents of the nodes on a path from a variable to the target, composites in closed form."""
+        if self._cotangents is None:
+            with self._lock:
+                if self._cotangents is None:
+                    self._cotangents = self._scan(self._needed, network_composites(self.run.network))
+        return self._cotangents
+
+    def _second_scan(self):
+        """The cotangents of every ancestor of the target, each primitive by its own rule."""
+        if self._complete is None:
+            with self._lock:
+                if self._complete is None:
+                    self._complete = self._scan(ancestors(self.run.network.nodes(), self.target))
+        return self._complete
+
     def _array(self, index):
         gradient = self._gradients.get(index)
         if gradient is not None:
             return gradient
         node = self.run.network.nodes()[index]
-        if self._cotangents is None:
-            self._cotangents = self._scan(self._needed, network_composites(self.run.network))
-        # The first scan differentiates a softmax or a layer norm as one (topos.model.composites) and forms
-        # no cotangent inside it; the second, over every ancestor, applies every primitive's own rule.
-        if (
-            index not in self._cotangents
-            and not self._complete
-            and (not self._needed[index] or index in inner_nodes(network_composites(self.run.network)))
-        ):
-            up = ancestors(self.run.network.nodes(), self.target)
-            if up[index]:
-                self._cotangents = self._scan(up)
-                self._complete = True
-        array = self._cotangents.get(index)
+        array = self._first_scan().get(index)
+        if array is None and (not self._needed[index] or index in inner_nodes(network_composites(self.run.network))):
+            # The first scan forms no cotangent inside a composite, nor for a node that depends on constants alone.
+            array = self._second_scan().get(index)
         if array is None:
             return np.zeros(node.shape, dtype=node.dtype if node.dtype != "int32" else self.run.network.dtype)
         if array.shape != node.shape:
