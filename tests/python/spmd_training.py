@@ -17,6 +17,8 @@ from pathlib import Path
 
 DEVICES, STEPS, OUT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 os.environ["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={DEVICES}"
+# The engine of this checkout, as conftest.py gives the tests (not another one installed editable).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "py"))
 
 import numpy as np  # noqa: E402
 from test_plan_gallery import EXAMPLES, example, load_example  # noqa: E402
@@ -55,7 +57,7 @@ one_losses, one = train(lambda parameters, batch: execute_plan(plan, parameters,
 many_losses, many = train(parallel.outputs)
 # The whole step as one program on N devices: the update runs on every device, nothing returns but the loss.
 trainer = DataParallelTrainer(plan, network.parameters(), optimizer, dict.fromkeys(batch_inputs, 0), DEVICES)
-program_losses = np.array([float(trainer.step(batch)[0]) for batch in batches])
+program_losses = np.array([trainer.step(batch).of(loss).scalar() for batch in batches])
 program = trainer.parameters()
 partitioned = parallel.partitioned_text()
 first = plan.nodes[getattr(batch_inputs[0], "index", batch_inputs[0])]

@@ -43,7 +43,10 @@ class PlanRun:
     of live elements and where it happened; ``arena_bytes`` is the size of the
     arena the numpy interpreter wrote its values into (``plan.arena``), None for
     a run that allocated each value on its own (a plan's first run, or one
-    behind an accelerator). Every value it hands back is read-only, as
+    behind an accelerator); ``compile_ms`` is how long XLA took to compile
+    the program that ran (on XLA; None elsewhere). A trainer's ``step``
+    (``XLATrainer``, ``DataParallelTrainer``, ``DeviceTrainer``) returns one too,
+    holding the readables alone. Every value it hands back is read-only, as
     ``Run.values()`` is, and none lies in an arena: writing into one cannot
     change what the run returns next, and no later run writes into it.
     """
@@ -55,6 +58,7 @@ class PlanRun:
         self.backends = backends
         self.peak_elements = peak_elements
         self.peak_node = peak_node
+        self.compile_ms = None
         self._gradient_of = dict(plan.gradients)
 
     def of(self, symbol):
@@ -81,13 +85,13 @@ class PlanRun:
     def _value(self, index):
         if index in self._values:
             return self._values[index]
-        # A DeviceTrainer step keeps the gradients on the device and reads back only the readables.
+        # A trainer's step keeps the gradients on its device and reads back only the readables.
         nodes = self.plan.nodes
         wrt = next((w for w, gradient in self.plan.gradients if gradient == index), None)
         what = describe_node(nodes[index])
         if wrt is not None:
             what = f"the gradient with respect to {describe_node(nodes[wrt])}"
-        raise FeedError(f"this run did not read {what} back from its device (a DeviceTrainer step keeps it there)")
+        raise FeedError(f"this run did not read {what} back from its device (a trainer's step keeps it there)")
 
 
 def _read_only(value):

@@ -62,6 +62,7 @@ class DeviceTrainer:
         self._initial = dict(parameters.slots)
         self._template = parameters
         reading = plan.kernels()
+        self._moment_buffers = {}  # (parameter index, moment name) -> the buffer the update launch keeps it in
         self._program, self._updates = self._build(plan, reading)
         if runner is None:
             from .runner import default_runner
@@ -98,6 +99,11 @@ class DeviceTrainer:
             steps.insert(position + 1, Upload(gradient, view.buffer))
             return view
 
+        # A parameter read as a readable is its value before this step's update: read back from its buffer,
+        # which holds the new values after the first step (the host still has only the first step's).
+        for index in plan.readables:
+            if index in self._initial and index in uploads:
+                steps.append(Readback(index, View.of_buffer(uploads[index], plan.nodes[index].shape)))
         for parameter, gradient in plan.gradients:
             if parameter not in self._initial:
                 continue
@@ -116,10 +122,11 @@ class DeviceTrainer:
             count = node.size
             entry = self._entry()
             bindings = [Binding(1, uploads[parameter], "read_write"), Binding(2, view.buffer, "read")]
-            if entry != "sgd":
-                bindings.append(Binding(3, new_buffer(count), "read_write"))
-            if entry == "adam":
-                bindings.append(Binding(4, new_buffer(count), "read_write"))
+            # The moments' buffers, in the order optim names them (momentum_buffer; exp_avg, exp_avg_sq).
+            for position, moment in enumerate(self.optimizer._moments()):
+                buffer = new_buffer(count)
+                bindings.append(Binding(3 + position, buffer, "read_write"))
+                self._moment_buffers[(parameter, moment)] = buffer
             launch = Launch(
                 "optimizer",
                 entry,
@@ -189,3 +196,12 @@ class DeviceTrainer:
             if index in weights:
                 arrays[index] = self.runner.read_view(self._program, View.of_buffer(weights[index], node.shape))
         return self._template.replace(arrays) if arrays else Parameters(self.plan.network, dict(self._initial))
+
+    def moments(self):
+        """The optimizer's moments on the device now: {(parameter index, moment name): numpy array}
+        (zeros before the first step, as ``optim``'s state starts)."""
+        nodes = self.plan.nodes
+        return {
+            (index, moment): self.runner.read_view(self._program, View.of_buffer(buffer, nodes[index].shape))
+            for (index, moment), buffer in self._moment_buffers.items()
+        }

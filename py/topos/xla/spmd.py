@@ -27,11 +27,13 @@ is imported makes eight host devices to try it on.
 
 import numpy as np
 
+from ..compiler.executor import PlanRun
 from ..compiler.sharding import MESH_AXIS, annotate, shard_batch, split_positions
 from ..compiler.training_step import emit_training_step
 from ..errors import ArgumentError
 from ..model.network import Gradients
 from ..model.nodes import source_value
+from ..tensor import freeze
 from .runtime import client, compile_module
 
 
@@ -128,6 +130,7 @@ class DataParallelTrainer:
     def __init__(self, plan, parameters, optimizer, batch_axes, devices):
         plan.network.check_parameters(parameters)
         self.plan = plan
+        self.optimizer = optimizer
         self.devices = devices
         self.steps = 0
         self.module = module = emit_training_step(plan, optimizer)
@@ -153,7 +156,7 @@ class DataParallelTrainer:
         }
 
     def step(self, feeds=None):
-        """One training step on every device; returns the readables (the loss) as numpy arrays."""
+        """One training step on every device; returns a ``PlanRun`` holding the readables (the loss) of this step."""
         jax = client()[0]
         plan, module = self.plan, self.module
         feeds = plan.network.check_feeds(feeds)
@@ -176,8 +179,16 @@ class DataParallelTrainer:
         self._parameters.update(zip(module.updated, map(whole, results[readables : readables + updated])))
         self._moments.update(zip(self._moment_keys, map(whole, results[readables + updated :])))
         self.steps += 1
-        return [np.asarray(copies[0]) for copies in results[:readables]]
+        # Every readable is replicated: the first device's copy is the whole value (copied: the run's own).
+        values = {index: freeze(np.array(copies[0])) for index, copies in zip(module.readables, results)}
+        run = PlanRun(plan, values, dict.fromkeys(plan.schedule, "xla"), None, None)
+        run.compile_ms = self.compile_ms
+        return run
 
     def parameters(self):
         """The parameters as they are on the devices now, as a new ``Parameters`` table."""
         return self._template.replace({index: np.array(array) for index, array in self._parameters.items()})
+
+    def moments(self):
+        """The optimizer's moments on the devices now: {(parameter index, moment name): numpy array}."""
+        return {key: np.array(array) for key, array in self._moments.items()}
