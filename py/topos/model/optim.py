@@ -27,14 +27,21 @@ parameter, so the results are the same to the last bit. The tables a step
 returns view those flat arrays.
 
 ``step(parameters, gradients, state, donate=True)`` says that the caller gives
-up the parameters table and the state it passes, as JAX's donated arguments do:
-the step then writes the new values into the memory the state owns instead of
-new arrays (the old table and state, if still read, show the new values), and
-that state cannot be stepped again. A training loop that only ever keeps the
-latest table and state loses nothing by donating and allocates nothing per step.
+up the state it passes, as JAX's donated arguments do: the step may write the
+new values into memory the state owns instead of new arrays, and the donated
+state refuses another step or a read (``ArgumentError``). Nothing anyone can
+still read changes: the step writes into an array only when nothing but the
+state refers to it (no table, run, tensor or slot state views it; every numpy
+view refers to the array that owns its memory), and into a new one otherwise.
+The table passed in is still the caller's during the step, so the new
+parameters go to the memory of the table before it, once that one is gone; the
+moments are updated where they lie. A loop that keeps only the latest table and
+state (and runs) allocates nothing per step, and gets the same bits as without
+donation.
 """
 
 import math
+import sys
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -143,7 +150,8 @@ class Layout:
 
 class Flat:
     """A state's flat arrays for one ``layout``: ``arrays`` by name (each moment's; ``"param"``, the
-    parameters of the table the step returned; the step's small ``"grad"`` and ``"scratch"``)."""
+    parameters of the table the step returned; after a donated step, ``"spare"``, those of the table
+    before it, for a later donated step to reuse; the step's small ``"grad"`` and ``"scratch"``)."""
 
     def __init__(self, layout, arrays):
         self.layout = layout
@@ -184,7 +192,12 @@ class OptimizerState:
 
     @property
     def slots(self):
-        """Node index -> the slot state of that parameter (a read-only mapping)."""
+        """Node index -> the slot state of that parameter (a read-only mapping).
+
+        Raises ``ArgumentError`` for a state given up to a donated step.
+        """
+        if self._donated:
+            raise ArgumentError(DONATED_STATE)
         if self._slots is None:
             slots = {}
             for flat in self._flats.values():
@@ -194,6 +207,19 @@ class OptimizerState:
 
     def __setattr__(self, name, value):
         raise AttributeError("an optimizer state is immutable: step() returns a new one")
+
+    def _drop_views(self):
+        """Forget the slot states and views made from the flat arrays (a donated step reads them no more)."""
+        object.__setattr__(self, "_slots", None)
+        for flat in self._flats.values():
+            flat._views.clear()
+
+    def _give_up(self):
+        """After a donated step: let go of every array, so that the state refuses to step or be read."""
+        self._drop_views()
+        object.__setattr__(self, "_flats", {})
+        object.__setattr__(self, "_table", None)
+        object.__setattr__(self, "_donated", True)
 
     def of(self, symbol):
         """The slot state of one parameter (an ``SGDSlot`` or an ``AdamSlot``)."""
@@ -211,6 +237,30 @@ class OptimizerState:
 
 
 # The shared step ---------------------------------------------------------------------
+
+#: What a donated state says when it is stepped or read again.
+DONATED_STATE = "this optimizer state was donated to a step (donate=True): continue from the state that step returned"
+
+
+def _references(arrays, name):
+    """How many references ``arrays[name]`` has, counted as ``only_the_state_holds`` counts them."""
+    return sys.getrefcount(arrays[name])
+
+
+#: The count for an array that only its flat table refers to (measured once: it differs between Pythons).
+_SOLE_REFERENCE = _references({"probe": np.empty(1)}, "probe")
+
+
+def only_the_state_holds(arrays, name):
+    """Whether nothing but the state's table ``arrays`` refers to the flat array ``name``.
+
+    Every numpy view refers to the array that owns its memory, so a parameters
+    table, a run, a tensor or a slot state that still views it (or anything made
+    from one of those without a copy) counts: a donated step writes only into
+    memory that nobody can read any more.
+    """
+    return _references(arrays, name) <= _SOLE_REFERENCE
+
 
 #: The bytes of one run of the flat update (``Optimizer._step_dtype``): the dozen passes over a run
 #: find its arrays in the processor's caches. Measured on the d 256 transformer (1.6 M parameters):
@@ -256,10 +306,10 @@ class Optimizer:
     def step(self, parameters, gradients, state, donate=False):
         """One update: returns ``(new_parameters, new_state)``.
 
-        The arguments are untouched unless ``donate=True``: then the caller gives
-        them up, and the step writes the new values into the state's own memory
-        (which the old table and state then show) instead of new arrays; the
-        donated state cannot be stepped again.
+        The arguments are never changed. With ``donate=True`` the caller gives up
+        ``state``: the step reuses its memory where nothing else refers to it
+        (the old table keeps its values), and the donated state refuses another
+        step or a read.
         """
         self._check(parameters, gradients, state)
         nodes = parameters.network.nodes()
@@ -272,6 +322,8 @@ class Optimizer:
                 )
         # A parameter without a gradient is not updated (key None): its value and state stay as they are.
         keys = {index: key if index in gradients.slots else None for index, key in state._keys.items()}
+        if donate:
+            state._drop_views()  # so that only views someone else holds keep the state's memory from reuse
         table = {}
         flats = {}
         with np.errstate(all="ignore"):
@@ -280,7 +332,7 @@ class Optimizer:
                 flats[flat.layout.dtype] = flat
                 table.update(flat.views("param"))
         if donate:
-            object.__setattr__(state, "_donated", True)
+            state._give_up()
         new_parameters = Parameters._made_here(parameters.network, {index: table[index] for index in parameters.slots})
         new_keys = {index: state._keys[index] if key is None else self._next_key(key) for index, key in keys.items()}
         return new_parameters, OptimizerState(
@@ -293,26 +345,36 @@ class Optimizer:
         The flat arrays come from the state where it has them for exactly these
         parameters (the parameters themselves only if the table is the one the last
         step returned), else they are gathered. The step writes into arrays it
-        gathered itself, into the state's own when donated, and into new ones otherwise.
+        gathered itself; when donated, into the state's own where only the state
+        refers to them (the moments, and the ``"spare"`` parameters of the table
+        before last); into new ones otherwise.
         """
         previous = state._flats.get(np.dtype(dtype))
         if previous is not None and previous.layout.indices == tuple(indices):
             layout, kept = previous.layout, previous.arrays
         else:
             layout, kept = Layout(dtype, indices, [parameters.slots[i].shape for i in indices]), {}
-        inputs, writable = {}, {}
+        # Before anything else refers to them here: which of the state's arrays nobody else refers to.
+        candidates = (*self._moments(), "spare") if donate else ()
+        reusable = {name for name in candidates if name in kept and only_the_state_holds(kept, name)}
+        inputs, outputs = {}, {}
         for name in self._moments():
             if name in kept:
-                inputs[name], writable[name] = kept[name], donate
+                inputs[name] = kept[name]
+                outputs[name] = kept[name] if name in reusable else np.empty_like(kept[name])
             else:
                 slots = state.slots
                 inputs[name] = layout.gather({index: getattr(slots[index], name) for index in layout.indices})
-                writable[name] = True
+                outputs[name] = inputs[name]  # gathered here: the step's own to write
+        spare = None
         if "param" in kept and parameters is state._table:
-            inputs["param"], writable["param"] = kept["param"], donate
+            # The caller still holds this table while the step runs, so its memory is never written:
+            # the new values go to the memory of the table before it, once nothing refers to that.
+            inputs["param"] = kept["param"]
+            outputs["param"] = kept["spare"] if "spare" in reusable else np.empty_like(kept["param"])
+            spare = kept["param"] if donate else None
         else:
-            inputs["param"], writable["param"] = layout.gather(parameters.slots), True
-        outputs = {name: array if writable[name] else np.empty_like(array) for name, array in inputs.items()}
+            inputs["param"] = outputs["param"] = layout.gather(parameters.slots)
         for index, offset, size in zip(layout.indices, layout.offsets, layout.sizes):
             if keys[index] is None:  # not updated: its values go to the new arrays as they are
                 for name, array in outputs.items():
@@ -340,10 +402,10 @@ class Optimizer:
                 {name: array[start:stop] for name, array in outputs.items()},
                 scratch[:count],
             )
-        if previous is not None and all(outputs[name] is kept.get(name) for name in outputs):
-            previous.arrays.update(grad=grad, scratch=scratch)
-            return previous  # a donated step wrote every array in place: the same views still hold
-        return Flat(layout, dict(outputs, grad=grad, scratch=scratch))
+        arrays = dict(outputs, grad=grad, scratch=scratch)
+        if spare is not None:
+            arrays["spare"] = spare  # for the step after next, if the table that views it is gone by then
+        return Flat(layout, arrays)
 
     def _check(self, parameters, gradients, state):
         if not isinstance(parameters, Parameters):
@@ -353,9 +415,7 @@ class Optimizer:
         if not isinstance(state, OptimizerState):
             raise ArgumentTypeError(f"step() takes the state from init() or step() third, got {type(state).__name__}")
         if state._donated:
-            raise ArgumentError(
-                "this optimizer state was donated to a step (donate=True): continue from the state that step returned"
-            )
+            raise ArgumentError(DONATED_STATE)
         if state.optimizer != self:
             raise ArgumentError(f"this state was made by {state.optimizer!r}, not by {self!r}")
         if not related_networks(gradients.network, parameters.network):
