@@ -33,6 +33,8 @@ from topos import show
 from topos.playground import OutputWriter, ProcessState, output_json, output_text
 
 FILENAME = "main.py"
+#: This checkout's engine: a block's own process imports it, not another copy installed editable.
+ENGINE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "py")
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,11 @@ def run_block(code):
 def run_block_in_fresh_process(code):
     """``run_block(code)`` in a new Python process: for a ``nobrowser`` block, which may set
     process-wide state before an import (``XLA_FLAGS`` before jax) that no other block may see."""
-    completed = subprocess.run([sys.executable, __file__], input=code, capture_output=True, text=True)
+    path = os.pathsep.join(part for part in (ENGINE, os.environ.get("PYTHONPATH")) if part)
+    environment = dict(os.environ, PYTHONPATH=path)
+    completed = subprocess.run(
+        [sys.executable, __file__], input=code, capture_output=True, text=True, env=environment, check=False
+    )
     if completed.returncode != 0:
         return BlockRun([], "", f"the block's process exited with {completed.returncode}:\n{completed.stderr}")
     result = json.loads(completed.stdout)

@@ -1,7 +1,8 @@
 """Training on the device: parameters stay in device buffers between steps.
 
 ``plan.run(..., backend="webgpu")`` uploads the parameters it is given (once per
-array: the same array objects are not written again) and reads every gradient
+array: the same array objects are not written again, since an array a table holds
+never changes; a donated optimizer step writes only into memory nobody refers to) and reads every gradient
 back. A training loop whose optimizer runs on the host therefore moves every
 parameter and gradient across each step. ``DeviceTrainer`` moves neither: each
 step runs the forward+backward plan's launches and then one optimizer launch a
@@ -42,7 +43,12 @@ from .backend import WebGPUExecutor
 
 
 class DeviceTrainer:
-    """Runs a forward+backward plan and an optimizer step on the device, step after step."""
+    """Runs a forward+backward plan and an optimizer step on the device, step after step.
+
+    The shape every trainer shares (``topos.xla.XLATrainer``, ``DataParallelTrainer``):
+    ``step(feeds)`` returns a ``PlanRun`` of the step's readables (``compile_ms`` None:
+    nothing is compiled by XLA here); ``parameters()`` and ``moments()`` read copies back.
+    """
 
     def __init__(self, plan, parameters, optimizer, runner=None):
         if not isinstance(plan, Plan):

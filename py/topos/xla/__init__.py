@@ -10,7 +10,15 @@ the compiler never imports this package.
   backends when this package is imported (``import topos`` does);
 - ``fusion``: which nodes XLA fused, read from the compiled module's text;
 - ``trainer``: ``XLATrainer``, a whole training step (forward, backward, update)
-  as one program whose parameters and moments stay on the device.
+  as one program whose parameters and moments stay on the device;
+- ``spmd``: ``DataParallel`` and ``DataParallelTrainer``, the same programs with
+  the batch split over N devices by XLA's SPMD partitioner.
+
+Every trainer (``XLATrainer``, ``DataParallelTrainer``, and WebGPU's
+``topos.webgpu.DeviceTrainer``) answers in one shape: ``step(feeds)`` returns a
+``PlanRun`` of the step's readables (with ``compile_ms``), ``parameters()`` a new
+``Parameters`` table read back from the device, ``moments()``
+``{(parameter index, moment name): array}``. docs/scaling.md shows them at work.
 
 jax is imported only when a run first needs XLA, so the package imports where it is absent.
 """
@@ -18,10 +26,13 @@ jax is imported only when a run first needs XLA, so the package imports where it
 from . import backend  # noqa: F401  (registers the "xla" backend)
 from .backend import XLAExecutor, fusions, run_plan
 from .runtime import Compiled, XLAUnavailableError, compile_module, to_device, to_host
+from .spmd import DataParallel, DataParallelTrainer
 from .trainer import XLATrainer
 
 __all__ = [
     "Compiled",
+    "DataParallel",
+    "DataParallelTrainer",
     "XLAExecutor",
     "XLATrainer",
     "XLAUnavailableError",

@@ -124,7 +124,8 @@ class DataParallelTrainer:
 
     The parameters and the optimizer's moments stay on the devices, a copy on each, between steps;
     each step XLA all-reduces the gradients and every device applies the same update. Only the
-    feeds (split) and the step's scalars go up, and only the readables come back.
+    feeds (split) and the step's scalars go up, and only the readables come back. It answers as
+    every trainer does (``XLATrainer``): ``step`` a ``PlanRun``, ``parameters()``, ``moments()``.
     """
 
     def __init__(self, plan, parameters, optimizer, batch_axes, devices):

@@ -31,7 +31,13 @@ from .runtime import compile_module, to_device, to_host
 
 
 class XLATrainer:
-    """Runs a forward+backward plan and an optimizer step as one XLA program, step after step."""
+    """Runs a forward+backward plan and an optimizer step as one XLA program, step after step.
+
+    The shape every trainer shares (``DataParallelTrainer``, ``topos.webgpu.DeviceTrainer``):
+    ``step(feeds)`` returns a ``PlanRun`` of the step's readables; ``parameters()`` and
+    ``moments()`` read copies back from the device, which later steps never change (nor
+    the table the trainer was made from).
+    """
 
     name = "xla"
 
@@ -61,11 +67,12 @@ class XLATrainer:
 
     @property
     def compile_ms(self):
-        """How long XLA took to compile the training step."""
+        """How long XLA took to compile the training step, in milliseconds (each step's run says it too)."""
         return self.compiled.compile_ms
 
     def step(self, feeds=None):
-        """One training step; returns a ``PlanRun`` holding the readables (the loss) of this step."""
+        """One training step; returns a ``PlanRun`` holding the readables (the loss) of this step,
+        as the parameters were before its update, and ``compile_ms``."""
         plan, module = self.plan, self.module
         feeds = plan.network.check_feeds(feeds)
         arguments = []
