@@ -118,11 +118,15 @@ class PreparedPlan:
         return True
 
     # The arena and its pool ----------------------------------------------------------------
-    def _new_workspace(self):
-        """A fresh arena, and the values list template with a view of each slot (and of the views of slots) in place."""
+    def _new_workspace(self, offset=0):
+        """A fresh arena, and the values list template with a view of each slot (and of the views of slots) in place.
+
+        The arena starts on an ``ALIGNMENT`` boundary, ``offset`` bytes past it (the
+        reproducibility tests place arenas off it: a run's bits must not depend on where it lies).
+        """
         arena = self.arena
-        raw = np.empty(arena.size + ALIGNMENT, dtype=np.uint8)
-        start = -raw.__array_interface__["data"][0] % ALIGNMENT
+        raw = np.empty(arena.size + ALIGNMENT + offset, dtype=np.uint8)
+        start = -raw.__array_interface__["data"][0] % ALIGNMENT + offset
         block = raw[start : start + arena.size]
         template = list(self._template)
         nodes = self.plan.nodes
