@@ -9,10 +9,12 @@ the card JSON under ``MIME_TYPE``, which the extension and the playground draw.
 This module sits at the bottom of the package, next to ``topos.text``, so that
 the model (a tape, a run), the compiler (a plan) and ``topos.show`` all build
 their bundles from it. Everything a user wrote (a label, a name) reaches HTML
-through ``escape``: it is shown as text, never read as markup.
+through ``escape``, in text and in attribute values alike: it is shown as text,
+never read as markup, and the HTML and SVG parse as XML whatever it holds.
 """
 
 import html
+import re
 
 import numpy as np
 
@@ -23,9 +25,18 @@ MIME_TYPE = "application/vnd.topos.card+json"
 SHOWN_VALUES = 4
 
 
+#: The characters that XML 1.0 does not allow in a document (the C0 controls but tab, newline
+#: and return; lone surrogates; U+FFFE and U+FFFF): an SVG holding one does not parse.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
 def escape(text):
-    """``text`` (anything, made a string) safe inside HTML or SVG, quotes included."""
-    return html.escape(str(text), quote=True)
+    """``text`` (anything, made a string) safe inside HTML or SVG, as text or as an attribute's value.
+
+    ``&``, ``<``, ``>`` and both quotes become references; a character no XML document may
+    hold (a control character, a lone surrogate) becomes U+FFFD, the replacement character.
+    """
+    return NOT_XML.sub("\ufffd", html.escape(str(text), quote=True))
 
 
 def rows_json(rows):
