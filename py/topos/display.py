@@ -66,7 +66,8 @@ def table_html(kind, columns, rows, caption=(), marked=()):
     """An HTML table: ``columns`` names the columns, each of ``rows`` holds one cell per column.
 
     ``caption`` is lines written above the table (a summary); the rows at the positions in
-    ``marked`` carry the class ``topos-marked`` and are drawn bold (a plan's peak).
+    ``marked`` carry the class ``topos-marked`` and are drawn bold (a plan's peak). The table
+    is well-formed XML too (``<br/>``, every element closed), as the SVG drawings are.
     """
     head = "".join(f"<th>{escape(column)}</th>" for column in columns)
     body = []
@@ -75,7 +76,7 @@ def table_html(kind, columns, rows, caption=(), marked=()):
         body.append(f"<tr{attributes}>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>")
     caption_html = ""
     if caption:
-        caption_html = "<caption>" + "<br>".join(escape(line) for line in caption) + "</caption>"
+        caption_html = "<caption>" + "<br/>".join(escape(line) for line in caption) + "</caption>"
     return (
         f'<table class="topos-table topos-{escape(kind)}" style="font-family: monospace">'
         f"{caption_html}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"

@@ -95,9 +95,14 @@ def log_axis(values):
     Each tick is a power: every one when there are few, every second or third and so on
     when there are many, at most ``MAX_LOG_TICKS``.
     """
-    logs = [math.log10(value) for value in values]
-    low = math.floor(min(logs)) if logs else 0
-    high = math.ceil(max(logs)) if logs else 1
+    low, high = 0, 1
+    if values:
+        # The powers of ten at or below the least value and at or above the largest, read from
+        # the decimals exactly: a float log10 rounds 999999999999998 up to 15.0.
+        least, largest = Decimal(min(values)), Decimal(max(values))
+        low, high = least.adjusted(), largest.adjusted()
+        if largest != Decimal(1).scaleb(high):
+            high += 1
     if low == high:
         high = low + 1
     every = -(-(high - low + 1) // MAX_LOG_TICKS)  # the ceiling of the quotient, in ints
