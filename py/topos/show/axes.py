@@ -98,8 +98,9 @@ def log_axis(values):
     low, high = 0, 1
     if values:
         # The powers of ten at or below the least value and at or above the largest, read from
-        # the decimals exactly: a float log10 rounds 999999999999998 up to 15.0.
-        least, largest = Decimal(min(values)), Decimal(max(values))
+        # each value as Python writes it (its shortest decimal: 1e-12, not the float just below):
+        # a float log10 would round 999999999999998 up to 15.0.
+        least, largest = Decimal(repr(float(min(values)))), Decimal(repr(float(max(values))))
         low, high = least.adjusted(), largest.adjusted()
         if largest != Decimal(1).scaleb(high):
             high += 1
