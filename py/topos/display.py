@@ -102,7 +102,7 @@ def _number_text(value):
 
 def text_table(rows):
     """Rows of cells as aligned text: each column padded to its widest cell, two spaces between."""
-    widths = [max(len(str(row[column])) for row in rows) for column in range(len(rows[0]))] if rows else []
+    widths = [max((len(str(row[column])) for row in rows), default=0) for column in range(len(rows[0]))] if rows else []
     return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 
