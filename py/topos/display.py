@@ -57,9 +57,11 @@ def text_card(kind, rows):
     return {"kind": kind, **text_reading(rows)}
 
 
-def pre_html(text, kind):
-    """Text in a ``<pre>``, as a card without a drawing of its own shows in HTML."""
-    return f'<pre class="topos-{escape(kind)}" style="font-family: monospace">{escape(text)}</pre>'
+def pre_html(text, kind, hint=None):
+    """Text in a ``<pre>``, as a card without a drawing of its own shows in HTML; then ``hint``, if
+    given, in a paragraph of its own (why there is no drawing, how to have one)."""
+    pre = f'<pre class="topos-{escape(kind)}" style="font-family: monospace">{escape(text)}</pre>'
+    return pre if hint is None else pre + f'<p class="topos-hint">{escape(hint)}</p>'
 
 
 def table_html(kind, columns, rows, caption=(), marked=()):

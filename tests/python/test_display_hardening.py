@@ -433,3 +433,47 @@ def test_the_graph_svg_quotes_its_data_attributes_whatever_they_hold():
     assert {group.get("data-node") for group in by_class(tree, "topos-node")} == {SHOWN, '1" onload="x'}
     (edge,) = by_class(tree, "topos-edge")
     assert (edge.get("data-from"), edge.get("data-to"), edge.get("onload")) == (SHOWN, '1" onload="x', None)
+
+
+# Cards whose data a script changed, and the playground's error report --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kind, data, why",
+    [
+        ("plot", {"layers": "many"}, "Not drawn: its data hold no list of layers."),
+        ("plot", {"layers": [{"x": [0, 1], "y": [1.0]}]}, "Not drawn: layer 0 has 2 x and 1 y values."),
+        (
+            "plot",
+            {"layers": [{"x": [0], "y": ["a"]}]},
+            "Not drawn: layer 0 holds 'a', neither a finite float nor None.",
+        ),
+        ("plot", {"layers": [{"x": [0], "y": [math.inf]}]}, "Not drawn: layer 0 holds inf, neither a finite float"),
+        ("plot", {"layers": [{"x": [10**400], "y": [1.0]}]}, "Not drawn: layer 0 holds 1000"),
+        ("graph", {"graph": {"nodes": [{"index": 0}]}}, "Not drawn: show.graph(): node 0 of the card's graph lacks"),
+        ("graph", {"graph": "none"}, "Not drawn: show.graph() takes a Graph"),
+    ],
+    ids=["layers that are text", "unequal x and y", "text for a number", "an infinity", "a huge int", "a node", "text"],
+)
+def test_a_card_whose_data_are_not_its_kinds_shows_its_text_and_why_it_is_not_drawn(kind, data, why):
+    card = getattr(show, kind)(Line.y([1.0]) if kind == "plot" else Tape().nodes())
+    card.data = data
+    tree = parsed(card._repr_mimebundle_()["text/html"])
+    assert [text_of(pre) for pre in tree.iter("pre")] == [str(card)]
+    (hint,) = [text_of(element) for element in by_class(tree, "topos-hint")]
+    assert hint.startswith(why)
+
+
+def test_a_card_is_made_of_a_kind_a_dict_and_its_text():
+    with pytest.raises(topos.ArgumentTypeError, match=r"takes text, a dict and text, got str, list and str"):
+        show.Card("custom", [1], "text")
+    check_bundle(show.Card("custom", {"n": 1}, MARKUP)._repr_mimebundle_())
+
+
+def test_the_playground_reports_an_exception_whose_message_cannot_be_written():
+    from topos import playground
+
+    code = "class Odd(Exception):\n    def __str__(self):\n        raise ValueError('no')\n\nraise Odd()\n"
+    error = json.loads(playground.run(code))["error"]
+    assert error["type"] == "Odd" and error["line"] == 5
+    assert error["message"] == "(no message: Odd.__str__ raised ValueError)"

@@ -49,7 +49,7 @@ from .graph_card import (  # noqa: F401  (re-exported)
     graph_text,
     nodes_json,
 )
-from .svg_plot import plot_svg
+from .svg_plot import plot_problem, plot_svg
 
 _captures = []
 _watchers = []
@@ -89,6 +89,11 @@ class Card:
     """One entry of the output: ``kind`` names how it is drawn, ``data`` what it holds."""
 
     def __init__(self, kind, data, text):
+        if not isinstance(kind, str) or not isinstance(data, dict) or not isinstance(text, str):
+            raise ArgumentTypeError(
+                f"Card(kind, data, text) takes text, a dict and text, got {type(kind).__name__}, "
+                f"{type(data).__name__} and {type(text).__name__}"
+            )
         self.kind = kind
         self.data = data
         self._text = text
@@ -125,9 +130,13 @@ class Card:
         return {"text/plain": self._text, "text/html": self._html(), MIME_TYPE: self.to_json()}
 
     def _html(self):
-        """The static HTML: a drawing for a graph or a plot, the text in a ``<pre>`` for the rest."""
+        """The static HTML: a drawing for a graph or a plot, the text in a ``<pre>`` for the rest.
+
+        A plot whose data are not a plot's (a script changed ``card.data``) is its text and why.
+        """
         if self.kind == "plot":
-            return plot_svg(self.data)
+            problem = plot_problem(self.data)
+            return plot_svg(self.data) if problem is None else pre_html(self._text, "plot", f"Not drawn: {problem}.")
         if self.kind == "graph":
             return graph_html(self.data["graph"], self._text)
         return pre_html(self._text, self.kind)

@@ -7,8 +7,8 @@ shape; edges between those nodes) before a card holds it, so that the text, the
 SVG drawing and the playground all read a graph they can draw.
 """
 
-from ..display import escape, pre_html
-from ..errors import ArgumentError, ArgumentTypeError
+from ..display import pre_html
+from ..errors import ArgumentError, ArgumentTypeError, ToposError
 
 #: What the graph card's HTML says where grandalf, which lays out its SVG, is not installed.
 INSTALL_HINT = "pip install topos-autodiff[notebook] draws this graph."
@@ -27,7 +27,7 @@ def graph_json(value):
     """
     to_json = getattr(value, "to_json", None)
     if callable(to_json):
-        return checked_graph_json(to_json(), value)
+        return checked_graph_json(to_json(), f"{type(value).__name__}.to_json()")
     nodes = value.nodes() if callable(getattr(value, "nodes", None)) else value
     if isinstance(nodes, (str, bytes)) or not hasattr(nodes, "__iter__"):
         raise ArgumentTypeError(
@@ -36,14 +36,13 @@ def graph_json(value):
     return nodes_json(list(nodes))
 
 
-def checked_graph_json(data, value):
-    """``data``, the ``to_json()`` of ``value``, if it has a graph JSON's form; raises otherwise.
+def checked_graph_json(data, origin):
+    """``data`` if it has a graph JSON's form; raises otherwise, naming ``origin`` (where ``data`` came from).
 
     The form: a dict whose ``"nodes"`` is a list of dicts, each with an ``index`` (an int,
     no two the same), an ``opcode`` and a ``shape``, and whose ``"edges"`` (if any) are
     ``[operand, reader]`` pairs of those indices.
     """
-    origin = f"{type(value).__name__}.to_json()"
     if not isinstance(data, dict) or not isinstance(data.get("nodes"), list):
         got = "a dict without a list of nodes" if isinstance(data, dict) else type(data).__name__
         raise ArgumentTypeError(
@@ -111,15 +110,20 @@ def graph_rows(data):
 
 
 def graph_html(data, text):
-    """The graph card's HTML: an SVG drawing, or where grandalf is missing, the text and how to draw it."""
-    count = len(data.get("nodes", []))
+    """The graph card's HTML: an SVG drawing, or the text and why there is none (too many nodes, no
+    grandalf, data that a card changed after it was made and that is no longer a graph)."""
+    try:
+        checked_graph_json(data, "the card's graph")
+    except ToposError as error:
+        return pre_html(text, "graph", f"Not drawn: {error}")
+    count = len(data["nodes"])
     if count > MAX_DRAWN_NODES:
         note = f"{count} nodes: too many to draw here (at most {MAX_DRAWN_NODES})."
-        return pre_html(text, "graph") + f'<p class="topos-hint">{escape(note)}</p>'
+        return pre_html(text, "graph", note)
     try:
         import grandalf  # noqa: F401  (an optional extra: the engine runs without it)
     except ImportError:
-        return pre_html(text, "graph") + f'<p class="topos-hint">{escape(INSTALL_HINT)}</p>'
+        return pre_html(text, "graph", INSTALL_HINT)
     from .svg_graph import graph_svg
 
     return graph_svg(data)

@@ -10,6 +10,8 @@ values) are gaps, and a note under the plot counts them. Plain string building:
 no plotting library.
 """
 
+import sys
+
 from ..display import escape
 from ..text import plural
 from .axes import linear_axis, log_axis
@@ -17,6 +19,7 @@ from .axes import linear_axis, log_axis
 WIDTH, HEIGHT = 640, 360
 #: The plotting area's distance from the left, right, top and bottom edges.
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 40, 50
+LARGEST_FLOAT = sys.float_info.max
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
 
@@ -80,6 +83,33 @@ def plot_svg(data):
     )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def plot_problem(data):
+    """Why ``data`` is not a plot card's JSON (``Plot.to_json()``), in words; None when it is one.
+
+    ``show.plot`` always makes one; a card whose data a script changed afterwards may hold anything.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("layers", []), list):
+        return "its data hold no list of layers"
+    for number, layer in enumerate(data.get("layers", [])):
+        if not isinstance(layer, dict) or not isinstance(layer.get("x"), list) or not isinstance(layer.get("y"), list):
+            return f"layer {number} has no list of x and of y values"
+        if len(layer["x"]) != len(layer["y"]):
+            return f"layer {number} has {len(layer['x'])} x and {len(layer['y'])} y values"
+        odd = next((value for value in layer["x"] + layer["y"] if not _number_or_gap(value)), None)
+        if odd is not None:
+            return f"layer {number} holds {odd!r}, neither a finite float nor None"
+    return None
+
+
+def _number_or_gap(value):
+    """A value a plot card's JSON holds: None (a gap) or a finite number a float can hold."""
+    if value is None:
+        return True
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return abs(value) <= LARGEST_FLOAT  # an int compares exactly; NaN and infinities fail
 
 
 def _placeable(x, y, log_y):
