@@ -452,8 +452,18 @@ def test_the_graph_svg_quotes_its_data_attributes_whatever_they_hold():
         ("plot", {"layers": [{"x": [10**400], "y": [1.0]}]}, "Not drawn: layer 0 holds 1000"),
         ("graph", {"graph": {"nodes": [{"index": 0}]}}, "Not drawn: show.graph(): node 0 of the card's graph lacks"),
         ("graph", {"graph": "none"}, "Not drawn: show.graph() takes a Graph"),
+        ("graph", {}, "Not drawn: show.graph() takes a Graph"),
     ],
-    ids=["layers that are text", "unequal x and y", "text for a number", "an infinity", "a huge int", "a node", "text"],
+    ids=[
+        "layers that are text",
+        "unequal x and y",
+        "text for a number",
+        "an infinity",
+        "a huge int",
+        "a node without a shape",
+        "a graph that is text",
+        "no graph",
+    ],
 )
 def test_a_card_whose_data_are_not_its_kinds_shows_its_text_and_why_it_is_not_drawn(kind, data, why):
     card = getattr(show, kind)(Line.y([1.0]) if kind == "plot" else Tape().nodes())

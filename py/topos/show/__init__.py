@@ -132,13 +132,14 @@ class Card:
     def _html(self):
         """The static HTML: a drawing for a graph or a plot, the text in a ``<pre>`` for the rest.
 
-        A plot whose data are not a plot's (a script changed ``card.data``) is its text and why.
+        A plot or graph whose data are not a plot's or a graph's (a script changed ``card.data``)
+        is its text and why it is not drawn.
         """
         if self.kind == "plot":
             problem = plot_problem(self.data)
             return plot_svg(self.data) if problem is None else pre_html(self._text, "plot", f"Not drawn: {problem}.")
         if self.kind == "graph":
-            return graph_html(self.data["graph"], self._text)
+            return graph_html(self.data.get("graph"), self._text)
         return pre_html(self._text, self.kind)
 
 
