@@ -6,8 +6,8 @@ axes with ticks, the title, the axis labels and a legend. A log y axis has its
 ticks at powers of ten. The axes are exact decimals (``axes``), so any finite
 values draw, the largest floats too; the points that cannot be placed (NaN and
 infinities, which the JSON holds as None, and on a log axis zero and negative
-values) are gaps, and a note under the plot counts them. Plain string building:
-no plotting library.
+values) are gaps, and a note in the plot's lower left corner counts them.
+Plain string building: no plotting library.
 """
 
 import sys
@@ -19,6 +19,7 @@ from .axes import linear_axis, log_axis
 WIDTH, HEIGHT = 640, 360
 #: The plotting area's distance from the left, right, top and bottom edges.
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 40, 50
+#: The largest finite float: a number in a plot's JSON is at most this large either way.
 LARGEST_FLOAT = sys.float_info.max
 COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"]
 
