@@ -9,10 +9,12 @@ the card JSON under ``MIME_TYPE``, which the extension and the playground draw.
 This module sits at the bottom of the package, next to ``topos.text``, so that
 the model (a tape, a run), the compiler (a plan) and ``topos.show`` all build
 their bundles from it. Everything a user wrote (a label, a name) reaches HTML
-through ``escape``: it is shown as text, never read as markup.
+through ``escape``, in text and in attribute values alike: it is shown as text,
+never read as markup, and the HTML and SVG parse as XML whatever it holds.
 """
 
 import html
+import re
 
 import numpy as np
 
@@ -23,9 +25,18 @@ MIME_TYPE = "application/vnd.topos.card+json"
 SHOWN_VALUES = 4
 
 
+#: The characters that XML 1.0 does not allow in a document (the C0 controls but tab, newline
+#: and return; lone surrogates; U+FFFE and U+FFFF): an SVG holding one does not parse.
+NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
 def escape(text):
-    """``text`` (anything, made a string) safe inside HTML or SVG, quotes included."""
-    return html.escape(str(text), quote=True)
+    """``text`` (anything, made a string) safe inside HTML or SVG, as text or as an attribute's value.
+
+    ``&``, ``<``, ``>`` and both quotes become references; a character no XML document may
+    hold (a control character, a lone surrogate) becomes U+FFFD, the replacement character.
+    """
+    return NOT_XML.sub("\ufffd", html.escape(str(text), quote=True))
 
 
 def rows_json(rows):
@@ -46,16 +57,19 @@ def text_card(kind, rows):
     return {"kind": kind, **text_reading(rows)}
 
 
-def pre_html(text, kind):
-    """Text in a ``<pre>``, as a card without a drawing of its own shows in HTML."""
-    return f'<pre class="topos-{escape(kind)}" style="font-family: monospace">{escape(text)}</pre>'
+def pre_html(text, kind, hint=None):
+    """Text in a ``<pre>``, as a card without a drawing of its own shows in HTML; then ``hint``, if
+    given, in a paragraph of its own (why there is no drawing, how to have one)."""
+    pre = f'<pre class="topos-{escape(kind)}" style="font-family: monospace">{escape(text)}</pre>'
+    return pre if hint is None else pre + f'<p class="topos-hint">{escape(hint)}</p>'
 
 
 def table_html(kind, columns, rows, caption=(), marked=()):
     """An HTML table: ``columns`` names the columns, each of ``rows`` holds one cell per column.
 
     ``caption`` is lines written above the table (a summary); the rows at the positions in
-    ``marked`` carry the class ``topos-marked`` and are drawn bold (a plan's peak).
+    ``marked`` carry the class ``topos-marked`` and are drawn bold (a plan's peak). The table
+    is well-formed XML too (``<br/>``, every element closed), as the SVG drawings are.
     """
     head = "".join(f"<th>{escape(column)}</th>" for column in columns)
     body = []
@@ -64,7 +78,7 @@ def table_html(kind, columns, rows, caption=(), marked=()):
         body.append(f"<tr{attributes}>" + "".join(f"<td>{escape(cell)}</td>" for cell in cells) + "</tr>")
     caption_html = ""
     if caption:
-        caption_html = "<caption>" + "<br>".join(escape(line) for line in caption) + "</caption>"
+        caption_html = "<caption>" + "<br/>".join(escape(line) for line in caption) + "</caption>"
     return (
         f'<table class="topos-table topos-{escape(kind)}" style="font-family: monospace">'
         f"{caption_html}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -90,7 +104,7 @@ def _number_text(value):
 
 def text_table(rows):
     """Rows of cells as aligned text: each column padded to its widest cell, two spaces between."""
-    widths = [max(len(str(row[column])) for row in rows) for column in range(len(rows[0]))] if rows else []
+    widths = [max((len(str(row[column])) for row in rows), default=0) for column in range(len(rows[0]))] if rows else []
     return ["  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
 
 

@@ -9,6 +9,12 @@ base). Raising one, or binding one to a name that is raised later (an
 ``ALLOWED``, each with its reason. A class that a module raises by name must be
 a ``ToposError``.
 
+A second guard reads the display surfaces (``display.py``, ``text.py``, ``show/``,
+``playground/`` and every ``_repr_mimebundle_`` or ``*_bundle`` function elsewhere)
+for arithmetic that raises a built-in exception for some number (``math.floor`` of
+an infinity, a quotient by zero, ``min`` of nothing): a card or a notebook face
+draws any data, or says in words why not (issue 18).
+
 The table tests then make hostile calls into ``topos.show``, the WebGPU launch
 builders, the kernel sources and ``DeviceTrainer``: each raises a ``ToposError``
 whose message names the cause.
@@ -176,6 +182,219 @@ def test_the_guard_sees_a_built_in_raise_and_a_built_in_bound_to_a_name(tmp_path
     )
     uses = {(path, scope, name) for path, scope, name, _ in built_in_exception_uses(tmp_path)}
     assert uses == {("sample.py", "check", "ValueError"), ("sample.py", "check", "RuntimeError")}
+
+
+# The display surfaces: no built-in exception from a number ----------------------------------------------
+#
+# The guard above sees a raise that names a built-in class; it cannot see ``math.floor(math.log10(x))``
+# raising OverflowError for x = inf, which is how ``show.plot(Line.y([1.0, 1.7e308]))`` failed. The
+# surfaces that draw and report (the cards, the notebook faces of every object, the playground) are
+# therefore read for the arithmetic that raises a built-in exception for some number: the math
+# functions with a restricted domain, int() and one-argument round() (inf and NaN), divmod and
+# quotients by something other than a constant (zero), powers of a variable (overflow), min()/max()
+# of an iterable without a default and next() without one (an empty sequence). Such arithmetic
+# lives in ``show/axes.py`` (exact decimals, every divisor positive by construction, swept by
+# hypothesis in test_display_hardening.py) or where ARITHMETIC_ALLOWED says why it cannot raise.
+
+#: The modules that are display surfaces from end to end, under topos/ (a folder ends in "/").
+DISPLAY_MODULES = ("display.py", "text.py", "show/", "playground/")
+#: Where a display surface's arithmetic is allowed: the module, or (module, function) with the reason.
+ARITHMETIC_ALLOWED = {
+    "show/axes.py": "the axes' arithmetic: exact decimals for the ends, the step and the ticks, floats only for "
+    "values already placed between them, every divisor positive by construction",
+    ("show/__init__.py", "plot_text"): "min() and max() of a line's finite values, after the line without any "
+    "is written as 'none finite'",
+    ("show/svg_graph.py", "graph_svg"): "min() and max() over the vertices of one connected part of a graph, "
+    "which has at least one",
+    ("playground/gpu.py", "KernelsRun.trace"): "max() of the nodes a launch covers, and a launch covers one or more",
+    ("playground/readings.py", "ReadingsCache.put"): "next() of the oldest entry while the cache holds more "
+    "entries than its size",
+    ("playground/program.py", "OutputStream._set_timer"): "math.ceil of the time until the next batch is due, "
+    "two readings of the clock (finite)",
+}
+#: math functions that raise for some float: ValueError (log10(0), sqrt(-1), floor(nan)), OverflowError
+#: (floor(inf), exp(1000), pow(10.0, 400)).
+RAISING_MATH = {
+    "acos",
+    "acosh",
+    "asin",
+    "atanh",
+    "ceil",
+    "comb",
+    "cosh",
+    "exp",
+    "exp2",
+    "expm1",
+    "factorial",
+    "floor",
+    "fmod",
+    "gamma",
+    "isqrt",
+    "ldexp",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "perm",
+    "pow",
+    "sinh",
+    "sqrt",
+    "trunc",
+}
+#: numpy reductions that raise ValueError for an empty array (without ``initial=``).
+EMPTY_RAISING_NUMPY = {"amax", "amin", "argmax", "argmin", "max", "min", "nanargmax", "nanargmin"}
+
+
+def _is_display_module(relative):
+    return any(relative == module or relative.startswith(module) for module in DISPLAY_MODULES)
+
+
+def _is_bundle_function(node):
+    """A function that builds a notebook face, wherever it lives: ``_repr_mimebundle_`` and the ``*_bundle`` helpers."""
+    return isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+        node.name == "_repr_mimebundle_" or node.name.endswith("_bundle")
+    )
+
+
+def _is_constant(expression):
+    """A number that is not zero, an UPPER_CASE module constant, ``len`` of one, or arithmetic of those."""
+    if isinstance(expression, ast.Constant):
+        return isinstance(expression.value, (int, float)) and expression.value != 0
+    if isinstance(expression, ast.Name):
+        return expression.id.isupper()
+    if isinstance(expression, ast.UnaryOp):
+        return _is_constant(expression.operand)
+    if isinstance(expression, ast.BinOp):
+        return _is_constant(expression.left) and _is_constant(expression.right)
+    if isinstance(expression, ast.Call) and isinstance(expression.func, ast.Name) and expression.func.id == "len":
+        return len(expression.args) == 1 and _is_constant(expression.args[0])
+    return False
+
+
+def _raising_arithmetic(node):
+    """What in ``node`` may raise a built-in exception for some number, in words; None when nothing may."""
+    if isinstance(node, ast.Call):
+        function, keywords = node.func, {keyword.arg for keyword in node.keywords}
+        if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name):
+            module, name = function.value.id, function.attr
+            if module == "math" and name in RAISING_MATH:
+                return f"math.{name}()"
+            if module in ("np", "numpy") and name in EMPTY_RAISING_NUMPY and "initial" not in keywords:
+                return f"{module}.{name}() without initial="
+        if isinstance(function, ast.Name):
+            name, count = function.id, len(node.args)
+            if name in ("int", "divmod") or (name == "round" and count == 1 and not keywords):
+                return f"{name}()"
+            if name in ("min", "max") and count == 1 and "default" not in keywords:
+                return f"{name}() of an iterable without default="
+            if name == "next" and count == 1:
+                return "next() without a default"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+        if isinstance(node.op, ast.Mod) and isinstance(node.left, (ast.Constant, ast.JoinedStr)):
+            return None  # text formatting, not arithmetic
+        if not _is_constant(node.right):
+            return f"a quotient by {ast.unparse(node.right)}"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        if not (_is_constant(node.left) and _is_constant(node.right)):
+            return f"a power {ast.unparse(node)}"
+    return None
+
+
+def raising_arithmetic_in_display_surfaces(package=PACKAGE):
+    """``(module, function, what, line)`` for each use in a display surface of arithmetic that may raise."""
+    uses = []
+    for path in _modules(package):
+        relative = path.relative_to(package).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        owners = _enclosing_functions(tree)
+        if _is_display_module(relative):
+            roots = [tree]
+        else:
+            roots = [node for node in ast.walk(tree) if _is_bundle_function(node)]
+        for root in roots:
+            for node in ast.walk(root):
+                what = _raising_arithmetic(node)
+                if what is not None:
+                    scope = owners.get(id(node), "")
+                    uses.append((relative, scope, what, node.lineno))
+    return uses
+
+
+def _allowed_arithmetic(relative, scope):
+    return relative in ARITHMETIC_ALLOWED or (relative, scope) in ARITHMETIC_ALLOWED
+
+
+def test_no_display_surface_computes_what_raises_a_built_in_exception_for_some_number():
+    offending = [
+        f"topos/{relative}:{line} ({scope or 'module'}): {what}"
+        for relative, scope, what, line in raising_arithmetic_in_display_surfaces()
+        if not _allowed_arithmetic(relative, scope)
+    ]
+    assert not offending, "a display surface must draw any number; this may raise instead:\n" + "\n".join(offending)
+
+
+def test_every_allowed_arithmetic_entry_is_still_needed():
+    found = {(relative, scope) for relative, scope, _, _ in raising_arithmetic_in_display_surfaces()}
+    needed = {relative for relative, _ in found} | found
+    assert set(ARITHMETIC_ALLOWED) <= needed, (
+        f"allowed but gone (drop them): {sorted(set(ARITHMETIC_ALLOWED) - needed)}"
+    )
+
+
+def test_the_guards_read_every_display_surface_and_every_notebook_face():
+    walked = {path.relative_to(PACKAGE).as_posix() for path in _modules()}
+    for module in DISPLAY_MODULES:
+        assert any(relative == module or relative.startswith(module) for relative in walked), module
+    faces = {
+        path.relative_to(PACKAGE).as_posix()
+        for path in _modules()
+        if any(_is_bundle_function(node) for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    # Tape and Network (model/tape.py, model/network.py), Parameters, Run, Field, Plan and the cards.
+    assert {"model/tape.py", "model/network.py", "compiler/plan.py", "show/__init__.py"} <= faces
+
+
+def test_the_display_guard_sees_each_kind_of_raising_arithmetic(tmp_path):
+    (tmp_path / "show").mkdir()
+    (tmp_path / "show" / "sample.py").write_text(
+        "import math\n"
+        "import numpy as np\n"
+        "WIDTH = 640\n"
+        "def axis(values, low, high, power):\n"
+        "    step = 10 ** math.floor(math.log10(high - low))\n"
+        "    first = int(low / step)\n"
+        "    last = round(high)\n"
+        "    least = min(values)\n"
+        "    safe = min(values, default=0.0) + max(1, 2) + round(high, 3) + WIDTH / 2 + 10 ** 6\n"
+        "    text = '%d' % first\n"
+        "    return np.max(values), np.max(values, initial=0.0), 10.0 ** power, next(iter(values)), first % WIDTH\n"
+    )
+    (tmp_path / "model.py").write_text(
+        "class Table:\n"
+        "    def _repr_mimebundle_(self, include=None, exclude=None):\n"
+        "        return {'text/html': str(self.total / self.count)}\n"
+        "    def total_of(self):\n"
+        "        return self.total / self.count\n"
+    )
+    found = sorted(
+        (relative, scope, what) for relative, scope, what, _ in raising_arithmetic_in_display_surfaces(tmp_path)
+    )
+    assert found == sorted(
+        [
+            ("show/sample.py", "axis", "math.floor()"),
+            ("show/sample.py", "axis", "math.log10()"),
+            ("show/sample.py", "axis", "a power 10 ** math.floor(math.log10(high - low))"),
+            ("show/sample.py", "axis", "int()"),
+            ("show/sample.py", "axis", "a quotient by step"),
+            ("show/sample.py", "axis", "round()"),
+            ("show/sample.py", "axis", "min() of an iterable without default="),
+            ("show/sample.py", "axis", "np.max() without initial="),
+            ("show/sample.py", "axis", "a power 10.0 ** power"),
+            ("show/sample.py", "axis", "next() without a default"),
+            ("model.py", "Table._repr_mimebundle_", "a quotient by self.count"),
+        ]
+    )
 
 
 # Hostile calls -------------------------------------------------------------------------------------------

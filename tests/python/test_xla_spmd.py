@@ -11,6 +11,7 @@ all-reduce XLA inserted. The same holds for the whole step as one program
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,8 +22,9 @@ import pytest
 from topos import Tape
 from topos.compiler.sharding import annotate, shard_batch
 from topos.compiler.training_step import emit_training_step
-from topos.errors import ArgumentError
+from topos.errors import ArgumentError, ArgumentTypeError, FeedError
 from topos.model import optim
+from topos.xla.spmd import DataParallel, DataParallelTrainer
 
 HERE = Path(__file__).parent
 
@@ -84,10 +86,37 @@ def test_the_annotations_split_the_named_input_and_replicate_the_rest():
 def test_a_batch_that_does_not_divide_names_the_input_and_the_devices():
     network, total = _network()
     plan = network.entry([total]).lower()
-    with pytest.raises(ArgumentError, match=r"node 0 \(Input \(8, 3\)\): axis 0 of extent 8 does not divide over 3"):
+    # The input is named as a feed's errors name it: its index, its name and the line that recorded it.
+    named = rf"input 0 'x' \(recorded at {re.escape(__file__)}:\d+\)"
+    with pytest.raises(
+        ArgumentError,
+        match=rf"^batch axis of {named}, of shape \[8, 3\]: axis 0 of extent 8 does not divide over 3 devices$",
+    ):
         shard_batch(plan, {0: 0}, devices=3)
-    with pytest.raises(ArgumentError, match="node 2 is not an argument of this plan"):
+    with pytest.raises(ArgumentError, match=rf"^batch axis of {named}, of shape \[8, 3\]: it has no axis 2 to split$"):
+        shard_batch(plan, {network.symbol(0): 2}, devices=2)
+    with pytest.raises(ArgumentError, match=r"^matmul 2 \(recorded at .*\) is not an argument of this plan"):
         shard_batch(plan, {2: 0}, devices=2)
+    with pytest.raises(ArgumentTypeError, match="batch_axes maps each split argument to its axis .* got list"):
+        shard_batch(plan, [(0, 0)], devices=2)
+    with pytest.raises(ArgumentTypeError, match="by its node index or symbol, got str"):
+        shard_batch(plan, {"x": 0}, devices=2)
+    other, _ = _network()
+    with pytest.raises(FeedError, match="belongs to another network"):
+        shard_batch(plan, {other.symbol(0): 0}, devices=2)
+
+
+def test_data_parallel_runs_and_trainers_name_the_input_whose_batch_does_not_divide():
+    # Both check the split before they compile (or import jax): no devices are needed to see the error.
+    network, total = _network()
+    plan = network.entry([total]).backward(total).lower()
+    uneven = (
+        r"^batch axis of input 0 'x' \(recorded at .*\), of shape \[8, 3\]: axis 0 of extent 8 does not divide over 3"
+    )
+    with pytest.raises(ArgumentError, match=uneven):
+        DataParallel(plan, {network.symbol(0): 0}, devices=3)
+    with pytest.raises(ArgumentError, match=uneven):
+        DataParallelTrainer(plan, network.parameters(), optim.SGD(lr=0.1), {0: 0}, devices=3)
 
 
 def test_a_training_step_keeps_its_aliasing_and_gains_the_shardings():

@@ -17,8 +17,12 @@ the single-device results up to the order of those sums (float rounding).
 """
 
 import re
+from collections.abc import Mapping
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
+from ..model.nodes import Symbol, describe_node
+from ..model.value import Value
+from ..text import format_shape
 from .stablehlo import emit_plan
 
 MESH_AXIS = "batch"
@@ -42,25 +46,45 @@ def shard_batch(plan, batch_axes, devices):
 
 def split_positions(plan, batch_axes, devices, arguments):
     """``{argument position: axis}`` for ``batch_axes`` over ``arguments`` (node indices in argument
-    order), each checked: an argument of the module, an axis it has, an extent that divides."""
+    order), each checked: an argument of the module, an axis it has, an extent that divides.
+
+    An argument is named by its node index or its symbol; errors name its node as a feed's
+    errors do (``input 0 'x' (recorded at main.py:3)``).
+    """
     if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
         raise ArgumentError(f"devices is a positive int, the size of the mesh; got {devices!r}")
+    if not isinstance(batch_axes, Mapping):
+        raise ArgumentTypeError(
+            f"batch_axes maps each split argument to its axis ({{x: 0}}), got {type(batch_axes).__name__}"
+        )
     split = {}
     for source, axis in batch_axes.items():
-        index = getattr(source, "index", source)
+        index = _argument_index(plan, source)
         if index not in arguments:
-            raise ArgumentError(f"node {index} is not an argument of this plan (its arguments: {list(arguments)})")
+            named = describe_node(plan.nodes[index]) if 0 <= index < len(plan.nodes) else f"node {index}"
+            raise ArgumentError(f"{named} is not an argument of this plan (its arguments: nodes {list(arguments)})")
         node = plan.nodes[index]
-        if not isinstance(axis, int) or not -len(node.shape) <= axis < len(node.shape):
-            raise ArgumentError(f"node {index} ({node.opcode} {node.shape}) has no axis {axis!r} to split")
+        where = f"batch axis of {describe_node(node)}, of shape {format_shape(node.shape)}"
+        if not isinstance(axis, int) or isinstance(axis, bool) or not -len(node.shape) <= axis < len(node.shape):
+            raise ArgumentError(f"{where}: it has no axis {axis!r} to split")
         axis %= len(node.shape)
         if node.shape[axis] % devices:
             raise ArgumentError(
-                f"node {index} ({node.opcode} {node.shape}): axis {axis} of extent {node.shape[axis]} "
-                f"does not divide over {devices} devices"
+                f"{where}: axis {axis} of extent {node.shape[axis]} does not divide over {devices} devices"
             )
         split[tuple(arguments).index(index)] = axis
     return split
+
+
+def _argument_index(plan, source):
+    """The node index that a key of ``batch_axes`` names: an int, or a symbol of the plan's network."""
+    if isinstance(source, int) and not isinstance(source, bool):
+        return source
+    if not isinstance(source, (Symbol, Value)):
+        raise ArgumentTypeError(
+            f"batch_axes names an argument by its node index or symbol, got {type(source).__name__}"
+        )
+    return plan.network.index_of(source)  # FeedError for a symbol of another network
 
 
 def sharding(rank, axis=None):

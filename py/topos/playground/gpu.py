@@ -121,5 +121,5 @@ def gap(actual, expected):
     expected = expected.astype(np.float64)
     same = (actual == expected) | (np.isnan(actual) & np.isnan(expected))
     difference = np.where(same, 0.0, np.abs(actual - expected))
-    largest = float(np.max(difference)) if difference.size else 0.0
+    largest = float(np.max(difference, initial=0.0))  # 0 for an empty array; NaN stays NaN
     return largest if np.isfinite(largest) else float(np.finfo(np.float64).max)

@@ -224,7 +224,7 @@ class OutputStream(io.TextIOBase):
             waits.append(self.appended_at + APPEND_INTERVAL)
         if self.changed or self.progress_report:
             waits.append(self.changed_at + CHANGE_INTERVAL)
-        due = min(waits) if waits else None
+        due = min(waits, default=None)
         if due == self.timer_due:
             return
         self.timer_due = due

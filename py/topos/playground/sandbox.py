@@ -75,7 +75,10 @@ def user_line(error, filename):
     """The line of the user's code an exception points at (None if it has none there)."""
     if isinstance(error, SyntaxError) and error.filename == filename:
         return error.lineno
-    source = getattr(error, "source", None)
+    try:
+        source = getattr(error, "source", None)
+    except Exception:  # noqa: BLE001  (a user's exception may hold a property that raises: no source then)
+        source = None
     if isinstance(source, tuple) and len(source) == 2 and source[0] == filename:
         return source[1]
     line = None
@@ -95,10 +98,18 @@ def describe_error(error, filename):
     trace = "Traceback (most recent call last):\n" + "".join(traceback.format_list(frames)) if frames else ""
     result = {
         "type": type(error).__name__,
-        "message": str(error) if not isinstance(error, SyntaxError) else error.msg,
+        "message": _message(error) if not isinstance(error, SyntaxError) else error.msg,
         "line": line,
         "traceback": trace + "".join(traceback.format_exception_only(type(error), error)),
     }
     if isinstance(error, SyntaxError) and error.offset:
         result["column"] = error.offset
     return result
+
+
+def _message(error):
+    """``str(error)``, or words saying why not: a user's exception may have a ``__str__`` that raises."""
+    try:
+        return str(error)
+    except Exception as failure:  # noqa: BLE001  (a user's __str__ may raise anything)
+        return f"(no message: {type(error).__name__}.__str__ raised {type(failure).__name__})"

@@ -36,15 +36,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..display import MIME_TYPE, escape, pre_html, text_reading
+from ..display import MIME_TYPE, pre_html, text_reading
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
-from .svg_plot import plot_svg
 
-#: What the graph card's HTML says where grandalf, which lays out its SVG, is not installed.
-INSTALL_HINT = "pip install topos-autodiff[notebook] draws this graph."
-#: The most nodes the graph card's HTML draws: the layout's time grows faster than the graph
-#: (a second for 500 nodes, seven for 1200), and a drawing that large is not read anyway.
-MAX_DRAWN_NODES = 500
+# The graph card's data lives in graph_card; the playground and the readings use its helpers as show.graph_json, ...
+from .graph_card import (  # noqa: F401  (re-exported)
+    INSTALL_HINT,
+    MAX_DRAWN_NODES,
+    graph_html,
+    graph_json,
+    graph_rows,
+    graph_text,
+    nodes_json,
+)
+from .svg_plot import plot_problem, plot_svg
 
 _captures = []
 _watchers = []
@@ -84,6 +89,11 @@ class Card:
     """One entry of the output: ``kind`` names how it is drawn, ``data`` what it holds."""
 
     def __init__(self, kind, data, text):
+        if not isinstance(kind, str) or not isinstance(data, dict) or not isinstance(text, str):
+            raise ArgumentTypeError(
+                f"Card(kind, data, text) takes text, a dict and text, got {type(kind).__name__}, "
+                f"{type(data).__name__} and {type(text).__name__}"
+            )
         self.kind = kind
         self.data = data
         self._text = text
@@ -120,11 +130,16 @@ class Card:
         return {"text/plain": self._text, "text/html": self._html(), MIME_TYPE: self.to_json()}
 
     def _html(self):
-        """The static HTML: a drawing for a graph or a plot, the text in a ``<pre>`` for the rest."""
+        """The static HTML: a drawing for a graph or a plot, the text in a ``<pre>`` for the rest.
+
+        A plot or graph whose data are not a plot's or a graph's (a script changed ``card.data``)
+        is its text and why it is not drawn.
+        """
         if self.kind == "plot":
-            return plot_svg(self.data)
+            problem = plot_problem(self.data)
+            return plot_svg(self.data) if problem is None else pre_html(self._text, "plot", f"Not drawn: {problem}.")
         if self.kind == "graph":
-            return graph_html(self.data["graph"], self._text)
+            return graph_html(self.data.get("graph"), self._text)
         return pre_html(self._text, self.kind)
 
 
@@ -221,78 +236,6 @@ def _graph_faces(value):
     data = graph_json(value)
     reading = text_reading(graph_rows(data))
     return {"graph": data, "rows": reading["rows"]}, reading["text"]
-
-
-def graph_json(value):
-    """The JSON form of a graph: ``{"nodes": [...], "edges": [...]}``.
-
-    A ``Graph`` from ``topos.compiler`` gives its own JSON form; anything with
-    ``nodes()`` (a tape, a network) or a sequence of nodes is read directly.
-    """
-    to_json = getattr(value, "to_json", None)
-    if callable(to_json):
-        return to_json()
-    nodes = value.nodes() if callable(getattr(value, "nodes", None)) else value
-    if isinstance(nodes, (str, bytes)) or not hasattr(nodes, "__iter__"):
-        raise ArgumentTypeError(
-            f"show.graph() takes a Graph, a tape, a network or a list of their nodes, got {type(value).__name__}"
-        )
-    return nodes_json(list(nodes))
-
-
-def nodes_json(nodes):
-    """Graph JSON straight from recorded nodes (the same fields the compiler's graph has)."""
-    from ..model.nodes import Node
-    from ..text import format_shape
-
-    for node in nodes:
-        if not isinstance(node, Node):
-            raise ArgumentTypeError(f"a graph is made of recorded nodes (tape.nodes()), got a {type(node).__name__}")
-    return {
-        "nodes": [
-            {
-                "index": node.index,
-                "opcode": node.opcode,
-                "shape": format_shape(node.shape),
-                "line": node.source[1] if node.source else None,
-            }
-            for node in nodes
-        ],
-        "edges": [[operand, node.index] for node in nodes for operand in node.operands],
-    }
-
-
-def graph_text(data):
-    """A graph as text: one line a node, naming the nodes it reads."""
-    return "\n".join(line for line, _ in graph_rows(data))
-
-
-def graph_rows(data):
-    """The lines of ``graph_text(data)``, each with the node it is about: ``(line, (index,))``."""
-    readers = {}
-    for source, target in data.get("edges", []):
-        readers.setdefault(target, []).append(source)
-    rows = []
-    for node in data.get("nodes", []):
-        operands = ", ".join(str(i) for i in readers.get(node["index"], []))
-        arrow = f" <- {operands}" if operands else ""
-        rows.append((f"{node['index']:>4}  {node['opcode']} {node['shape']}{arrow}", (node["index"],)))
-    return rows
-
-
-def graph_html(data, text):
-    """The graph card's HTML: an SVG drawing, or where grandalf is missing, the text and how to draw it."""
-    count = len(data.get("nodes", []))
-    if count > MAX_DRAWN_NODES:
-        note = f"{count} nodes: too many to draw here (at most {MAX_DRAWN_NODES})."
-        return pre_html(text, "graph") + f'<p class="topos-hint">{escape(note)}</p>'
-    try:
-        import grandalf  # noqa: F401  (an optional extra: the engine runs without it)
-    except ImportError:
-        return pre_html(text, "graph") + f'<p class="topos-hint">{escape(INSTALL_HINT)}</p>'
-    from .svg_graph import graph_svg
-
-    return graph_svg(data)
 
 
 # Plots ------------------------------------------------------------------------

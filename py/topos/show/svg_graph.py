@@ -92,14 +92,14 @@ def graph_svg(data):
         points = _clipped(edge.view.points, vertices[source].view, vertices[target].view)
         path = " ".join(f"{'M' if i == 0 else 'L'} {x:.1f} {y:.1f}" for i, (x, y) in enumerate(points))
         parts.append(
-            f'<path class="topos-edge" data-from="{source}" data-to="{target}" d="{path}" '
+            f'<path class="topos-edge" data-from="{escape(source)}" data-to="{escape(target)}" d="{path}" '
             'fill="none" stroke="#555" marker-end="url(#topos-arrow)"/>'
         )
     for node in nodes:
         box = vertices[node["index"]].view
         x, y = box.xy
         parts.append(
-            f'<g class="topos-node" data-node="{node["index"]}">'
+            f'<g class="topos-node" data-node="{escape(node["index"])}">'
             f'<rect x="{x - box.w / 2:.1f}" y="{y - box.h / 2:.1f}" width="{box.w:.1f}" height="{box.h:.1f}" '
             'rx="4" fill="#f4f6fa" stroke="#3b5b8c"/>'
             f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle">{escape(node_label(node))}</text></g>'
