@@ -210,3 +210,13 @@ def test_output_at_the_limit_is_not_cut(monkeypatch):
     assert run("print('x' * 6)\n")["output_text"] == (
         "xxxxxx\n… output cut here: 1 more character not shown (the limit is 6)\n"
     )
+
+
+def test_putting_back_the_start_state_keeps_the_packages_bindings_of_their_submodules():
+    # The start state is noted while topos.playground is still being imported, before the
+    # import system binds it on the topos package: putting that state back must not unbind it.
+    import topos as package
+
+    playground.PROCESS_STATE.restore()
+    assert package.playground is playground
+    assert package.playground.state is playground.state

@@ -62,6 +62,11 @@ def is_topos_name(name):
     return name == "topos" or name.startswith("topos.")
 
 
+def _is_topos_module(value):
+    """Whether ``value`` is one of topos's own modules (a package's binding of its submodule)."""
+    return isinstance(value, types.ModuleType) and is_topos_name(value.__name__)
+
+
 def import_every_topos_module():
     """Import every module of the package, so that no later import adds one that no snapshot knows.
 
@@ -179,11 +184,16 @@ class ProcessState:
         # name this method and its helpers look up is topos's own again.
         for namespace, saved, left in self.module_namespaces:
             # A snapshot is not part of the state it restores (``topos.playground.PROCESS_STATE``
-            # is bound after it is taken).
+            # is bound after it is taken), and nor is a package's binding of a topos submodule that
+            # was still being imported when it was taken (``topos.playground`` itself: the import
+            # system sets it on ``topos`` only once the submodule has run).
             for key in [
                 key
                 for key in namespace
-                if key not in saved and key not in left and not isinstance(namespace[key], type(self))
+                if key not in saved
+                and key not in left
+                and not isinstance(namespace[key], type(self))
+                and not _is_topos_module(namespace[key])
             ]:
                 del namespace[key]
             for key, value in saved.items():
