@@ -79,6 +79,11 @@ def register_network_class(network_class):
     return network_class
 
 
+def is_network(value):
+    """Whether ``value`` is a sealed network (of the class ``Tape.seal`` makes)."""
+    return _network_class is not None and isinstance(value, _network_class)
+
+
 class Tape:
     """Records operations on values. ``Tape(dtype="float32")`` for float32 values."""
 
