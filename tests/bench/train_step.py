@@ -270,7 +270,7 @@ def measure(config, arguments):
 SHARES = (
     ("BLAS (matrix products)", ("topos/ops/linalg.py",)),
     ("other numpy compute", ("topos/ops/", "method 'reduce' of", "method 'at' of", "method 'accumulate' of")),
-    ("optimizer", ("topos/model/optim.py",)),
+    ("optimizer", ("topos/model/optim.py", "topos/model/optim_state.py")),
 )
 
 
