@@ -52,7 +52,7 @@ fn statistics(row: u32, lane: u32) -> RowStatistics {
     let start = row_start(row);
     var largest = -infinity();
     for (var j = lane; j < length; j += 64u) {
-        largest = max(largest, source[start + j * stride]);
+        largest = nan_max(largest, source[start + j * stride]);
     }
     let maximum = fold(lane, largest, true);
     var sum = 0.0;

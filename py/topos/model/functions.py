@@ -240,8 +240,9 @@ def abs(v):  # noqa: A001  (numpy's name)
 
 
 def sign(v):
-    """-1, 0 or 1; its derivative is zero."""
-    return greater(v, 0.0) - less(v, 0.0)
+    """-1, 0 or 1, and NaN for NaN (as numpy and JAX; PyTorch's sign(NaN) is 0); its derivative is zero."""
+    sign_of_number = greater(v, 0.0) - less(v, 0.0)
+    return where(not_equal(v, v), stop_gradient(v), sign_of_number)
 
 
 def square(v):

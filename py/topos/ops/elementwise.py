@@ -111,7 +111,7 @@ class Log(Unary):
 @register
 class Sqrt(Unary):
     name = "Sqrt"
-    wgsl = "sqrt(x)"
+    wgsl = "safe_sqrt(x)"
 
     def forward(self, inputs, attrs):
         return np.sqrt(inputs[0])
@@ -130,7 +130,7 @@ class Sqrt(Unary):
 @register
 class Rsqrt(Unary):
     name = "Rsqrt"
-    wgsl = "inverseSqrt(x)"
+    wgsl = "safe_inverse_sqrt(x)"
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -191,7 +191,7 @@ class Sigmoid(Unary):
 @register
 class Relu(Unary):
     name = "Relu"
-    wgsl = "max(x, 0.0)"
+    wgsl = "nan_max(x, 0.0)"  # relu(NaN) is NaN, as in numpy and PyTorch
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -485,7 +485,7 @@ class Pow(Binary):
 @register
 class Maximum(Binary):
     name = "Maximum"
-    wgsl = "max(x, y)"
+    wgsl = "nan_max(x, y)"
 
     def forward(self, inputs, attrs):
         return np.maximum(inputs[0], inputs[1])
@@ -503,7 +503,7 @@ class Maximum(Binary):
 @register
 class Minimum(Binary):
     name = "Minimum"
-    wgsl = "min(x, y)"
+    wgsl = "nan_min(x, y)"
 
     def forward(self, inputs, attrs):
         return np.minimum(inputs[0], inputs[1])
@@ -572,7 +572,7 @@ class Equal(Comparison):
 @register
 class NotEqual(Comparison):
     name = "NotEqual"
-    wgsl = "select(0.0, 1.0, x != y)"
+    wgsl = "select(0.0, 1.0, x != y || is_nan(x) || is_nan(y))"  # NaN differs from everything
     numpy_function = np.not_equal
     hlo_direction = "NE"
 
@@ -582,7 +582,7 @@ class Where(Primitive):
     """``Where(c, a, b)``: a where c is non-zero, else b (all one shape)."""
 
     name = "Where"
-    wgsl = "select(z, y, x != 0.0)"
+    wgsl = "select(z, y, x != 0.0 || is_nan(x))"  # a NaN condition is true, as in numpy
     arity = 3
     kernel = "elementwise"
 
