@@ -574,7 +574,9 @@ def cross_entropy(logits, targets):
             shapes=[logits.shape, targets.shape],
             source=user_source(),
         )
-    picked = sum(one_hot(targets, logits.shape[-1], logits.dtype) * log_softmax(logits, -1), -1)
+    # A select, not a product with the one-hot mask: a class whose logit is -inf has a log-probability
+    # of -inf, and 0 * -inf would make the loss NaN (PyTorch's loss is finite there).
+    picked = sum(where(one_hot(targets, logits.shape[-1], logits.dtype), log_softmax(logits, -1), 0.0), -1)
     return -mean(picked)
 
 

@@ -451,16 +451,29 @@ class Div(Binary):
         return ctx.elementwise("stablehlo.divide", node)
 
 
+def c_power(x, y, out=None):
+    """np.power(x, y) as C's pow computes it. numpy takes sqrt for an exponent that is one
+    number 0.5 (rank 0, or broadcast with a zero stride), so (-inf) ** 0.5 would be NaN and
+    (-0) ** 0.5 -0, where C, XLA and the WGSL kernel give inf and 0: such an exponent is
+    read as an array of its own."""
+    if y.ndim == 0:
+        result = c_power(x.reshape(1), y.reshape(1), None if out is None else out.reshape(1))
+        return result.reshape(()) if out is None else out
+    if 0 in y.strides:
+        y = y.copy()
+    return np.power(x, y, out=out)
+
+
 @register
 class Pow(Binary):
     name = "Pow"
     wgsl = "power(x, y)"
 
     def forward(self, inputs, attrs):
-        return np.power(inputs[0], inputs[1])
+        return c_power(inputs[0], inputs[1])
 
     def forward_into(self, inputs, attrs, out):
-        return np.power(inputs[0], inputs[1], out=out)
+        return c_power(inputs[0], inputs[1], out)
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
