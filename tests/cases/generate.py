@@ -521,7 +521,9 @@ def tiled_matmul_cases():
 
 #: NaN, the infinities, both zeros, the largest finite float32 and ordinary values. No subnormals:
 #: WGSL lets a GPU flush them (tests/python/test_nonfinite.py holds what topos promises for them).
-SPECIAL_VALUES = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4028234663852886e38, -3.4028234663852886e38, 1.0, -2.5, 0.5])
+SPECIAL_VALUES = np.array(
+    [np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4028234663852886e38, -3.4028234663852886e38, 1.0, -2.5, 0.5]
+)
 #: Rows of four holding NaN and infinities, without the largest finite value (a float32 row's
 #: variance overflows where the float64 oracle's does not).
 SPECIAL_ROWS = np.array(
@@ -569,7 +571,12 @@ def nonfinite_cases():
         "Where": (lambda t, c, a: topos.where(c, a, -a), lambda c, a: np.where(c != 0, a, -a)),
     }
     for opcode, (record, oracle) in binary.items():
-        yield Case(f"{opcode} of every pair of NaN, infinities, zeros and the largest float32", [(x, F), (y, F)], record, oracle)
+        yield Case(
+            f"{opcode} of every pair of NaN, infinities, zeros and the largest float32",
+            [(x, F), (y, F)],
+            record,
+            oracle,
+        )
     rows = {
         "Sum over the last axis": (lambda t, v: v.sum(axis=-1), lambda v: v.sum(axis=-1)),
         "Max over the last axis": (lambda t, v: v.max(axis=-1), lambda v: v.max(axis=-1)),
