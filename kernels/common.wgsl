@@ -20,6 +20,8 @@
 //   infinity(), not_a_number()   f32 constants WGSL cannot write as literals
 //   is_nan(x), is_infinite(x)    tests on the bits, which no compiler may fold away
 //   nan_max(a, b), nan_min(a, b) max and min that are NaN when either operand is
+//   safe_exp(x), safe_inverse_sqrt(x)
+//                   exp and inverseSqrt with NaN, zeros and infinities answered here
 //   row_start(r), second_start(r), third_start(r)
 //                   the row kernels' layout (softmax, layer_norm): the first element of
 //                   row r of the first, second and third view, whose offsets are words
@@ -62,6 +64,32 @@ fn nan_max(a: f32, b: f32) -> f32 {
 
 fn nan_min(a: f32, b: f32) -> f32 {
     return select(select(min(a, b), b, is_nan(b)), a, is_nan(a));
+}
+
+// exp with NaN and the infinities answered here: SwiftShader's exp(NaN) is inf.
+fn safe_exp(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (is_infinite(x)) {
+        return select(0.0, x, x > 0.0);
+    }
+    return exp(x);
+}
+
+// inverseSqrt with its domain answered here: WGSL leaves a negative operand, 0 and infinity open.
+// As numpy computes 1 / sqrt(x): 1 / sqrt(-0) = -inf, 1 / sqrt(inf) = 0.
+fn safe_inverse_sqrt(x: f32) -> f32 {
+    if (is_nan(x) || x < 0.0) {
+        return not_a_number();
+    }
+    if (x == 0.0) {
+        return select(infinity(), -infinity(), bitcast<u32>(x) != 0u);
+    }
+    if (is_infinite(x)) {
+        return 0.0;
+    }
+    return inverseSqrt(x);
 }
 
 fn workgroup_index(group: vec3<u32>, groups: vec3<u32>) -> u32 {

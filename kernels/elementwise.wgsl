@@ -96,7 +96,7 @@ fn precise_log(x: f32) -> f32 {
 
 // 1 / (1 + e^-x) without overflow: the exponent is never positive.
 fn sigmoid(x: f32) -> f32 {
-    let z = exp(-abs(x));
+    let z = safe_exp(-abs(x));
     return select(z / (1.0 + z), 1.0 / (1.0 + z), x >= 0.0);
 }
 
@@ -113,26 +113,16 @@ fn gelu_slope(x: f32) -> f32 {
     return 0.5 * (1.0 + t) * (1.0 + x * (1.0 - t) * (0.7978845608028654 + 0.1070322244089003 * x * x));
 }
 
-// sqrt and inverseSqrt with their domains answered here: WGSL leaves a negative operand (and
-// inverseSqrt of 0 or infinity) open. As numpy computes them: sqrt(-0) = -0, 1 / sqrt(-0) = -inf.
+// sqrt with its domain answered here: WGSL leaves a negative operand and infinity open
+// (common.wgsl's safe_inverse_sqrt does the same for inverseSqrt).
 fn safe_sqrt(x: f32) -> f32 {
     if (is_nan(x) || x < 0.0) {
         return not_a_number();
     }
-    return sqrt(x);
-}
-
-fn safe_inverse_sqrt(x: f32) -> f32 {
-    if (is_nan(x) || x < 0.0) {
-        return not_a_number();
-    }
-    if (x == 0.0) {
-        return select(infinity(), -infinity(), bitcast<u32>(x) != 0u);
-    }
     if (is_infinite(x)) {
-        return 0.0;
+        return x;
     }
-    return inverseSqrt(x);
+    return sqrt(x);
 }
 
 fn is_subnormal(x: f32) -> bool {

@@ -28,13 +28,15 @@ def _backend():
 
 
 #: XLA's fast min/max compares without checking for NaN: ``maximum(inf, nan)`` is inf, and a
-#: max-reduction over ``[nan, 1.0]`` is 1.0. PJRT's compile without options switches it on for
-#: the CPU (jax.jit passes options where it is off); topos switches it off, by name, on every compile.
+#: max-reduction over ``[nan, 1.0]`` is 1.0. jaxlib's ``compile_and_load`` without options has it
+#: on for the CPU (jax.jit passes options where it is off); topos switches it off, by name, on
+#: every compile, whatever ``XLA_FLAGS`` says.
 NAN_PROPAGATING_OVERRIDES = (("xla_cpu_enable_fast_min_max", False), ("xla_gpu_enable_fast_min_max", False))
 
 
 def compile_options(optimize=True, options=None):
-    """``options`` (a new ``xla_client.CompileOptions`` by default) with NaN-propagating min/max.
+    """``options`` (a new ``xla_client.CompileOptions`` by default, else changed in place) with
+    NaN-propagating min/max.
 
     ``optimize=False`` compiles about four times faster, for checking numbers
     rather than speed: XLA's older CPU emitters instead of its fusion emitters,

@@ -75,7 +75,7 @@ class Neg(Unary):
 @register
 class Exp(Unary):
     name = "Exp"
-    wgsl = "exp(x)"
+    wgsl = "safe_exp(x)"
 
     def forward(self, inputs, attrs):
         return np.exp(inputs[0])
