@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from ..compiler.xla import compile_options
 from ..errors import ToposError
 
 
@@ -70,6 +71,8 @@ def compile_module(text, devices=None, options=None, optimize=True):
     ``optimize=False`` compiles about four times faster, for checking numbers
     rather than speed: XLA's older CPU emitters instead of its fusion emitters,
     and LLVM at -O0 without its expensive passes. The operations are the same.
+    Every compile, with the caller's ``options`` too, goes through
+    ``topos.compiler.xla.compile_options``: a maximum or minimum with a NaN operand is NaN.
     """
     if devices is None and options is None:
         return _compile_cached(text, optimize)
@@ -85,28 +88,13 @@ def _compile(text, devices, options, optimize):
     jax, backend = client()
     if "f64" in text and not jax.config.jax_enable_x64:
         jax.config.update("jax_enable_x64", True)
-    devices = list(devices) if devices is not None else backend.devices()[:1]
-    if options is None and not optimize:
-        options = _unoptimized_options()
-    start = time.perf_counter()
-    if options is None:
-        executable = backend.compile_and_load(text, devices)
-    else:
-        from jax._src.lib import xla_client
-
-        executable = backend.compile_and_load(text, xla_client.DeviceList(tuple(devices)), options)
-    return Compiled(executable, (time.perf_counter() - start) * 1e3)
-
-
-def _unoptimized_options():
     from jax._src.lib import xla_client
 
-    options = xla_client.CompileOptions()
-    debug = options.executable_build_options.debug_options
-    debug.xla_backend_optimization_level = 0
-    debug.xla_llvm_disable_expensive_passes = True
-    options.env_option_overrides = [("xla_cpu_use_fusion_emitters", False)]
-    return options
+    devices = list(devices) if devices is not None else backend.devices()[:1]
+    options = compile_options(optimize, options)
+    start = time.perf_counter()
+    executable = backend.compile_and_load(text, xla_client.DeviceList(tuple(devices)), options)
+    return Compiled(executable, (time.perf_counter() - start) * 1e3)
 
 
 def to_device(array, device=None):
