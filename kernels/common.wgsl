@@ -14,10 +14,14 @@
 //                   its strides the words after it, in a shape of rank word 1 with
 //                   extents at words 2.. (the copy and elementwise layouts)
 //   fold(lane, value, maximum)
-//                   the max (maximum = true) or the sum of one value from each of a
+//                   the max (maximum = true, NaN if any value is) or the sum of one value from each of a
 //                   64-lane workgroup's invocations, through the workgroup array
 //                   `partial`; every invocation gets the result
 //   infinity(), not_a_number()   f32 constants WGSL cannot write as literals
+//   is_nan(x), is_infinite(x)    tests on the bits, which no compiler may fold away
+//   nan_max(a, b), nan_min(a, b) max and min that are NaN when either operand is
+//   safe_exp(x), safe_inverse_sqrt(x)
+//                   exp and inverseSqrt with NaN, zeros and infinities answered here
 //   row_start(r), second_start(r), third_start(r)
 //                   the row kernels' layout (softmax, layer_norm): the first element of
 //                   row r of the first, second and third view, whose offsets are words
@@ -40,6 +44,52 @@ fn infinity() -> f32 {
 
 fn not_a_number() -> f32 {
     return bitcast<f32>(nan_bits);
+}
+
+// WGSL lets an implementation assume that no NaN or infinity occurs, and its max, min and
+// comparisons promise nothing about them (lavapipe's max(NaN, 1.0) is 1.0, and its
+// NaN != NaN is false). These tests read the bits instead: a NaN has all exponent bits set
+// and a non-zero fraction, an infinity all exponent bits set and a zero fraction.
+fn is_nan(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn is_infinite(x: f32) -> bool {
+    return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u;
+}
+
+fn nan_max(a: f32, b: f32) -> f32 {
+    return select(select(max(a, b), b, is_nan(b)), a, is_nan(a));
+}
+
+fn nan_min(a: f32, b: f32) -> f32 {
+    return select(select(min(a, b), b, is_nan(b)), a, is_nan(a));
+}
+
+// exp with NaN and the infinities answered here: SwiftShader's exp(NaN) is inf.
+fn safe_exp(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (is_infinite(x)) {
+        return select(0.0, x, x > 0.0);
+    }
+    return exp(x);
+}
+
+// inverseSqrt with its domain answered here: WGSL leaves a negative operand, 0 and infinity open.
+// As numpy computes 1 / sqrt(x): 1 / sqrt(-0) = -inf, 1 / sqrt(inf) = 0.
+fn safe_inverse_sqrt(x: f32) -> f32 {
+    if (is_nan(x) || x < 0.0) {
+        return not_a_number();
+    }
+    if (x == 0.0) {
+        return select(infinity(), -infinity(), bitcast<u32>(x) != 0u);
+    }
+    if (is_infinite(x)) {
+        return 0.0;
+    }
+    return inverseSqrt(x);
 }
 
 fn workgroup_index(group: vec3<u32>, groups: vec3<u32>) -> u32 {
@@ -78,7 +128,7 @@ fn fold(lane: u32, value: f32, maximum: bool) -> f32 {
     for (var width = 32u; width > 0u; width = width / 2u) {
         if (lane < width) {
             let other = partial[lane + width];
-            partial[lane] = select(partial[lane] + other, max(partial[lane], other), maximum);
+            partial[lane] = select(partial[lane] + other, nan_max(partial[lane], other), maximum);
         }
         workgroupBarrier();
     }

@@ -46,6 +46,9 @@
 // the relative precision of small results. Near 0 a Taylor series (its next term is below 1e-8 of
 // the result for |x| < 0.25); beyond, 1 - 2 / (e^2|x| + 1); past 9, tanh is 1 in f32.
 fn safe_tanh(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
     let a = abs(x);
     var t = 1.0;
     if (a < 0.25) {
@@ -60,13 +63,23 @@ fn safe_tanh(x: f32) -> f32 {
 // The natural logarithm to a few ulp of relative error: WGSL only promises an absolute error of
 // 2^-21 near 1, where log's result is small. x = m 2^e with m in [sqrt(1/2), sqrt(2)), and
 // log(m) = 2 atanh(s) = 2 (s + s^3/3 + s^5/5 + ...) with s = (m - 1) / (m + 1), |s| < 0.172;
-// ln 2 is split in a high part exact in f32 and a low part. Zero, negatives, infinities and
-// subnormals go to the builtin.
+// ln 2 is split in a high part exact in f32 and a low part. WGSL leaves log outside its domain
+// open, so NaN, negatives, zeros, subnormals and +inf are answered here.
 fn precise_log(x: f32) -> f32 {
     let bits = bitcast<u32>(x);
     let biased = i32((bits >> 23u) & 0xffu);
-    if (!(x > 0.0) || biased == 0 || biased == 255) {
-        return log(x);
+    if (is_nan(x) || x < 0.0) {
+        return not_a_number();
+    }
+    if (x == 0.0) {
+        return -infinity();
+    }
+    if (biased == 255) {
+        return x;
+    }
+    if (biased == 0) {
+        // A subnormal reads as zero, as on XLA's CPU (drivers' log builtins misread them).
+        return -infinity();
     }
     var e = biased - 127;
     var m = bitcast<f32>((bits & 0x007fffffu) | 0x3f800000u);
@@ -83,7 +96,7 @@ fn precise_log(x: f32) -> f32 {
 
 // 1 / (1 + e^-x) without overflow: the exponent is never positive.
 fn sigmoid(x: f32) -> f32 {
-    let z = exp(-abs(x));
+    let z = safe_exp(-abs(x));
     return select(z / (1.0 + z), 1.0 / (1.0 + z), x >= 0.0);
 }
 
@@ -100,11 +113,41 @@ fn gelu_slope(x: f32) -> f32 {
     return 0.5 * (1.0 + t) * (1.0 + x * (1.0 - t) * (0.7978845608028654 + 0.1070322244089003 * x * x));
 }
 
-// numpy's power for f32: WGSL's pow is undefined for a negative base, so the sign
-// is handled here (a negative base takes integer exponents only).
-fn power(x: f32, y: f32) -> f32 {
-    if (y == 0.0) {
+// sqrt with its domain answered here: WGSL leaves a negative operand and infinity open
+// (common.wgsl's safe_inverse_sqrt does the same for inverseSqrt).
+fn safe_sqrt(x: f32) -> f32 {
+    if (is_nan(x) || x < 0.0) {
+        return not_a_number();
+    }
+    if (is_infinite(x)) {
+        return x;
+    }
+    return sqrt(x);
+}
+
+fn is_subnormal(x: f32) -> bool {
+    let bits = bitcast<u32>(x) & 0x7fffffffu;
+    return bits != 0u && bits < 0x00800000u;
+}
+
+// y is an odd integer (y finite; every f32 of magnitude 2^24 or more is even).
+fn is_odd_integer(y: f32) -> bool {
+    return fract(y) == 0.0 && fract(y * 0.5) != 0.0;
+}
+
+// numpy's (C's) power for f32. WGSL's pow is undefined for a negative base and promises nothing
+// for NaN, zeros or infinities, so those cases are C's table, in its order: x^0 and 1^y are 1
+// (even for a NaN), any other NaN is NaN, then infinite exponents, zero and infinite bases. A
+// negative base takes integer exponents only.
+fn power(base: f32, exponent: f32) -> f32 {
+    // A subnormal reads as a zero of its sign, as on XLA's CPU (drivers' log2 misreads them).
+    let x = select(base, bitcast<f32>(bitcast<u32>(base) & 0x80000000u), is_subnormal(base));
+    let y = select(exponent, bitcast<f32>(bitcast<u32>(exponent) & 0x80000000u), is_subnormal(exponent));
+    if (y == 0.0 || x == 1.0) {
         return 1.0;
+    }
+    if (is_nan(x) || is_nan(y)) {
+        return not_a_number();
     }
     if (y == 1.0) {
         return x;
@@ -112,8 +155,24 @@ fn power(x: f32, y: f32) -> f32 {
     if (y == 2.0) {
         return x * x;
     }
+    let odd = is_odd_integer(y);
+    if (is_infinite(y)) {
+        let a = abs(x);
+        if (a == 1.0) {
+            return 1.0;
+        }
+        return select(0.0, infinity(), (a > 1.0) == (y > 0.0));
+    }
     if (x == 0.0) {
-        return select(0.0, infinity(), y < 0.0);
+        // A zero keeps its sign for an odd exponent: (-0)^3 = -0, (-0)^-3 = -inf.
+        if (y < 0.0) {
+            return select(infinity(), select(infinity(), -infinity(), bitcast<u32>(x) != 0u), odd);
+        }
+        return select(0.0, x, odd);
+    }
+    if (is_infinite(x)) {
+        let large = select(infinity(), 0.0, y < 0.0);
+        return select(large, -large, x < 0.0 && odd);
     }
     let magnitude = exp2(y * log2(abs(x)));
     if (x > 0.0) {
@@ -122,7 +181,7 @@ fn power(x: f32, y: f32) -> f32 {
     if (fract(y) != 0.0) {
         return not_a_number();
     }
-    return select(magnitude, -magnitude, fract(y * 0.5) != 0.0);
+    return select(magnitude, -magnitude, odd);
 }
 
 fn load_x(i: u32) -> f32 {

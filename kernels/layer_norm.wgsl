@@ -68,7 +68,7 @@ fn layer_norm(
         squares += centred * centred;
     }
     let variance = fold(lane, squares, false) / count;
-    let scale = inverseSqrt(variance + bitcast<f32>(word(5u)));
+    let scale = safe_inverse_sqrt(variance + bitcast<f32>(word(5u)));
     for (var j = lane; j < length; j += 64u) {
         out[row * length + j] = (source[start + j * stride] - mean) * scale;
     }

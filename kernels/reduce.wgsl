@@ -16,7 +16,7 @@
 //
 // Specialisation (text substituted before compiling):
 //   {{IDENTITY}}  the fold's starting value: `0.0` (sum) or `-infinity()` (max)
-//   {{COMBINE}}   the fold of accumulator `a` and term `b`: `a + b` or `max(a, b)`
+//   {{COMBINE}}   the fold of accumulator `a` and term `b`: `a + b` or `nan_max(a, b)`
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, decode,
 // infinity) and its workgroup array `partial`, which the fold below uses with this file's combine.

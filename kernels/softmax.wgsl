@@ -52,12 +52,12 @@ fn statistics(row: u32, lane: u32) -> RowStatistics {
     let start = row_start(row);
     var largest = -infinity();
     for (var j = lane; j < length; j += 64u) {
-        largest = max(largest, source[start + j * stride]);
+        largest = nan_max(largest, source[start + j * stride]);
     }
     let maximum = fold(lane, largest, true);
     var sum = 0.0;
     for (var j = lane; j < length; j += 64u) {
-        sum += exp(source[start + j * stride] - maximum);
+        sum += safe_exp(source[start + j * stride] - maximum);
     }
     return RowStatistics(maximum, fold(lane, sum, false));
 }
@@ -77,7 +77,7 @@ fn softmax(
     let stride = word(4u);
     let start = row_start(row);
     for (var j = lane; j < length; j += 64u) {
-        out[row * length + j] = exp(source[start + j * stride] - s.maximum) / s.total;
+        out[row * length + j] = safe_exp(source[start + j * stride] - s.maximum) / s.total;
     }
 }
 
@@ -92,7 +92,8 @@ fn log_softmax(
         return;
     }
     let s = statistics(row, lane);
-    let log_total = log(s.total);
+    // The total is at least 1 (the maximum's own term) or NaN, which WGSL's log need not keep.
+    let log_total = select(log(s.total), s.total, is_nan(s.total));
     let length = word(1u);
     let stride = word(4u);
     let start = row_start(row);
@@ -147,6 +148,6 @@ fn log_softmax_grad(
     }
     let total = fold(lane, sum, false);
     for (var j = lane; j < length; j += 64u) {
-        out[row * length + j] = source[start + j * stride] - exp(second[y_start + j * y_stride]) * total;
+        out[row * length + j] = source[start + j * stride] - safe_exp(second[y_start + j * y_stride]) * total;
     }
 }

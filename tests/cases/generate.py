@@ -113,7 +113,8 @@ class Case:
         network, outputs = Tape.record(recording, dtype="float32")
         dtypes = [dtype for _, dtype in self.inputs]
         arrays = [np.asarray(array, dtype=dtype) for array, dtype in self.inputs]
-        exact = self.oracle(*[a.astype(np.float64) if dtype == F else a for a, dtype in zip(arrays, dtypes)])
+        with np.errstate(all="ignore"):
+            exact = self.oracle(*[a.astype(np.float64) if dtype == F else a for a, dtype in zip(arrays, dtypes)])
         exact = list(exact) if isinstance(exact, (list, tuple)) else [exact]
         with np.errstate(all="ignore"):
             rounded = self.oracle(*arrays)
@@ -130,12 +131,16 @@ class Case:
         atol = 0.0
         for want, got in zip(exact, rounded):
             want = np.asarray(want, dtype=np.float64)
-            excess = FLOAT32_SLACK * np.abs(np.asarray(got, dtype=np.float64) - want) - RTOL * np.abs(want)
+            with np.errstate(invalid="ignore"):
+                excess = FLOAT32_SLACK * np.abs(np.asarray(got, dtype=np.float64) - want) - RTOL * np.abs(want)
+            # NaN and infinities agree by being the same (kernel_cases.disagreement), not by a tolerance.
+            excess = np.where(np.isfinite(excess), excess, 0.0)
             atol = max(atol, float(np.max(excess, initial=0.0)))
         if self.terms > 1:
             absolute = [np.abs(a) if dtype == F else a for a, dtype in zip(arrays, dtypes)]
             magnitude = (self.magnitudes or self.oracle)(*[a.astype(np.float64) for a in absolute])
             magnitude = magnitude[0] if isinstance(magnitude, (list, tuple)) else magnitude
+            magnitude = np.where(np.isfinite(magnitude), magnitude, 0.0)
             atol = max(atol, 4.0 * math.sqrt(self.terms) * UNIT * float(np.max(magnitude)))
         return {
             "name": self.name,
@@ -514,6 +519,78 @@ def tiled_matmul_cases():
     )
 
 
+#: NaN, the infinities, both zeros, the largest finite float32 and ordinary values. No subnormals:
+#: WGSL lets a GPU flush them (tests/python/test_nonfinite.py holds what topos promises for them).
+SPECIAL_VALUES = np.array(
+    [np.nan, np.inf, -np.inf, 0.0, -0.0, 3.4028234663852886e38, -3.4028234663852886e38, 1.0, -2.5, 0.5]
+)
+#: Rows of four holding NaN and infinities, without the largest finite value (a float32 row's
+#: variance overflows where the float64 oracle's does not).
+SPECIAL_ROWS = np.array(
+    [
+        [np.nan, 1.0, -2.0, 0.5],
+        [1.0, np.inf, -2.0, 0.5],
+        [1.0, -2.0, -np.inf, 0.5],
+        [np.inf, -np.inf, 1.0, 2.0],
+        [np.nan, np.inf, 1.0, 2.0],
+        [-np.inf, -np.inf, -np.inf, -np.inf],
+        [-0.0, 0.0, -0.0, 0.0],
+        [1.0, -2.0, 0.5, 3.0],
+    ]
+)
+
+
+def nonfinite_cases():
+    """NaN and infinities through every elementwise op, the comparisons, the reductions and the
+    fused row kernels: NaN where numpy has NaN, the same infinities (docs/kernels.md, "NaN and infinities")."""
+    unary = {
+        "Neg": (lambda t, x: -x, lambda x: -x),
+        "Exp": (lambda t, x: topos.exp(x), np.exp),
+        "Log": (lambda t, x: topos.log(x), np.log),
+        "Sqrt": (lambda t, x: topos.sqrt(x), np.sqrt),
+        "Rsqrt": (lambda t, x: topos.rsqrt(x), lambda x: 1.0 / np.sqrt(x)),
+        "Tanh": (lambda t, x: topos.tanh(x), np.tanh),
+        "Sigmoid": (lambda t, x: topos.sigmoid(x), lambda x: 1.0 / (1.0 + np.exp(-x))),
+        "Relu": (lambda t, x: topos.relu(x), lambda x: np.maximum(x, 0.0)),
+        "Gelu": (lambda t, x: topos.gelu(x), gelu),
+    }
+    for opcode, (record, oracle) in unary.items():
+        yield Case(f"{opcode} of NaN, infinities, zeros and the largest float32", [(SPECIAL_VALUES, F)], record, oracle)
+    x, y = np.repeat(SPECIAL_VALUES, len(SPECIAL_VALUES)), np.tile(SPECIAL_VALUES, len(SPECIAL_VALUES))
+    binary = {
+        "Add": (lambda t, a, b: a + b, lambda a, b: a + b),
+        "Sub": (lambda t, a, b: a - b, lambda a, b: a - b),
+        "Mul": (lambda t, a, b: a * b, lambda a, b: a * b),
+        "Div": (lambda t, a, b: a / b, lambda a, b: a / b),
+        "Pow": (lambda t, a, b: a**b, np.power),
+        "Maximum": (lambda t, a, b: topos.maximum(a, b), np.maximum),
+        "Minimum": (lambda t, a, b: topos.minimum(a, b), np.minimum),
+        "Less": (lambda t, a, b: topos.less(a, b), lambda a, b: np.less(a, b).astype(np.float64)),
+        "Equal": (lambda t, a, b: topos.equal(a, b), lambda a, b: np.equal(a, b).astype(np.float64)),
+        "NotEqual": (lambda t, a, b: topos.not_equal(a, b), lambda a, b: np.not_equal(a, b).astype(np.float64)),
+        "Where": (lambda t, c, a: topos.where(c, a, -a), lambda c, a: np.where(c != 0, a, -a)),
+    }
+    for opcode, (record, oracle) in binary.items():
+        yield Case(
+            f"{opcode} of every pair of NaN, infinities, zeros and the largest float32",
+            [(x, F), (y, F)],
+            record,
+            oracle,
+        )
+    rows = {
+        "Sum over the last axis": (lambda t, v: v.sum(axis=-1), lambda v: v.sum(axis=-1)),
+        "Max over the last axis": (lambda t, v: v.max(axis=-1), lambda v: v.max(axis=-1)),
+        "Max over axis 0": (lambda t, v: v.max(axis=0), lambda v: v.max(axis=0)),
+        "min over the last axis": (lambda t, v: topos.min(v, -1), lambda v: v.min(axis=-1)),
+        "softmax": (lambda t, v: topos.softmax(v, -1), softmax),
+        "log_softmax": (lambda t, v: topos.log_softmax(v, -1), log_softmax),
+        "layer_norm": (lambda t, v: topos.layer_norm(v), lambda v: layer_norm(v, 1.0, 0.0)),
+        "MatMul": (lambda t, v: v @ t.leaf(np.full((4, 3), 0.5)), lambda v: v @ np.full((4, 3), 0.5)),
+    }
+    for name, (record, oracle) in rows.items():
+        yield Case(f"{name} of rows holding NaN and infinities [8, 4]", [(SPECIAL_ROWS, F)], record, oracle, terms=4)
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -526,12 +603,15 @@ def all_cases():
         edge_cases,
         derivative_cases,
         tiled_matmul_cases,
+        nonfinite_cases,
     ):
         yield from group()
 
 
 def main():
-    cases = [case.build() for case in all_cases()]
+    # The non-finite cases make NaN and infinities on purpose, and their float32 encodings overflow.
+    with np.errstate(all="ignore"):
+        cases = [case.build() for case in all_cases()]
     document = {
         "format": FORMAT,
         "about": "Shared test vectors; see tests/cases/README.md. Written by tests/cases/generate.py.",

@@ -172,10 +172,17 @@ class Lowering:
         )
 
     def comparison(self, direction, node):
-        """A comparison node: 1.0 where ``a direction b`` holds, else 0.0."""
+        """A comparison node: 1.0 where ``a direction b`` holds, else 0.0.
+
+        A select of two constants, not a ``convert`` of the predicate: XLA rewrites
+        ``x * convert(p)`` into ``select(p, x, 0)``, which is 0 where numpy's
+        ``inf * 0.0`` is NaN (a mask times an infinity, as in ``abs(v) = v * sign(v)``).
+        """
         a, b = self.operands(node)
         predicate = self.compare(direction, a, b, node.shape, node.dtype)
-        return self.convert(predicate, node.shape, "bool", node.dtype)
+        one = self.splat(1.0, node.shape, node.dtype)
+        zero = self.splat(0.0, node.shape, node.dtype)
+        return self.select(predicate, one, zero, node.shape, node.dtype)
 
     def select(self, predicate, on_true, on_false, shape, dtype):
         """``on_true`` where the ``i1`` predicate holds, else ``on_false``."""

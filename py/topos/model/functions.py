@@ -240,8 +240,9 @@ def abs(v):  # noqa: A001  (numpy's name)
 
 
 def sign(v):
-    """-1, 0 or 1; its derivative is zero."""
-    return greater(v, 0.0) - less(v, 0.0)
+    """-1, 0 or 1, and NaN for NaN (as numpy and JAX; PyTorch's sign(NaN) is 0); its derivative is zero."""
+    sign_of_number = greater(v, 0.0) - less(v, 0.0)
+    return where(not_equal(v, v), stop_gradient(v), sign_of_number)
 
 
 def square(v):
@@ -573,7 +574,9 @@ def cross_entropy(logits, targets):
             shapes=[logits.shape, targets.shape],
             source=user_source(),
         )
-    picked = sum(one_hot(targets, logits.shape[-1], logits.dtype) * log_softmax(logits, -1), -1)
+    # A select, not a product with the one-hot mask: a class whose logit is -inf has a log-probability
+    # of -inf, and 0 * -inf would make the loss NaN (PyTorch's loss is finite there).
+    picked = sum(where(one_hot(targets, logits.shape[-1], logits.dtype), log_softmax(logits, -1), 0.0), -1)
     return -mean(picked)
 
 

@@ -75,7 +75,7 @@ class Neg(Unary):
 @register
 class Exp(Unary):
     name = "Exp"
-    wgsl = "exp(x)"
+    wgsl = "safe_exp(x)"
 
     def forward(self, inputs, attrs):
         return np.exp(inputs[0])
@@ -111,7 +111,7 @@ class Log(Unary):
 @register
 class Sqrt(Unary):
     name = "Sqrt"
-    wgsl = "sqrt(x)"
+    wgsl = "safe_sqrt(x)"
 
     def forward(self, inputs, attrs):
         return np.sqrt(inputs[0])
@@ -130,7 +130,7 @@ class Sqrt(Unary):
 @register
 class Rsqrt(Unary):
     name = "Rsqrt"
-    wgsl = "inverseSqrt(x)"
+    wgsl = "safe_inverse_sqrt(x)"
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -191,7 +191,7 @@ class Sigmoid(Unary):
 @register
 class Relu(Unary):
     name = "Relu"
-    wgsl = "max(x, 0.0)"
+    wgsl = "nan_max(x, 0.0)"  # relu(NaN) is NaN, as in numpy and PyTorch
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -451,16 +451,29 @@ class Div(Binary):
         return ctx.elementwise("stablehlo.divide", node)
 
 
+def c_power(x, y, out=None):
+    """np.power(x, y) as C's pow computes it. numpy takes sqrt for an exponent that is one
+    number 0.5 (rank 0, or broadcast with a zero stride), so (-inf) ** 0.5 would be NaN and
+    (-0) ** 0.5 -0, where C, XLA and the WGSL kernel give inf and 0: such an exponent is
+    read as an array of its own."""
+    if y.ndim == 0:
+        result = c_power(x.reshape(1), y.reshape(1), None if out is None else out.reshape(1))
+        return result.reshape(()) if out is None else out
+    if 0 in y.strides:
+        y = y.copy()
+    return np.power(x, y, out=out)
+
+
 @register
 class Pow(Binary):
     name = "Pow"
     wgsl = "power(x, y)"
 
     def forward(self, inputs, attrs):
-        return np.power(inputs[0], inputs[1])
+        return c_power(inputs[0], inputs[1])
 
     def forward_into(self, inputs, attrs, out):
-        return np.power(inputs[0], inputs[1], out=out)
+        return c_power(inputs[0], inputs[1], out)
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands
@@ -485,7 +498,7 @@ class Pow(Binary):
 @register
 class Maximum(Binary):
     name = "Maximum"
-    wgsl = "max(x, y)"
+    wgsl = "nan_max(x, y)"
 
     def forward(self, inputs, attrs):
         return np.maximum(inputs[0], inputs[1])
@@ -503,7 +516,7 @@ class Maximum(Binary):
 @register
 class Minimum(Binary):
     name = "Minimum"
-    wgsl = "min(x, y)"
+    wgsl = "nan_min(x, y)"
 
     def forward(self, inputs, attrs):
         return np.minimum(inputs[0], inputs[1])
@@ -572,7 +585,7 @@ class Equal(Comparison):
 @register
 class NotEqual(Comparison):
     name = "NotEqual"
-    wgsl = "select(0.0, 1.0, x != y)"
+    wgsl = "select(0.0, 1.0, x != y || is_nan(x) || is_nan(y))"  # NaN differs from everything
     numpy_function = np.not_equal
     hlo_direction = "NE"
 
@@ -582,7 +595,7 @@ class Where(Primitive):
     """``Where(c, a, b)``: a where c is non-zero, else b (all one shape)."""
 
     name = "Where"
-    wgsl = "select(z, y, x != 0.0)"
+    wgsl = "select(z, y, x != 0.0 || is_nan(x))"  # a NaN condition is true, as in numpy
     arity = 3
     kernel = "elementwise"
 

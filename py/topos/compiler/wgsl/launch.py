@@ -38,7 +38,7 @@ LOOP_LIMIT = 32767
 #: How the reduce kernel folds for each reduction opcode: (identity, combine).
 REDUCTIONS = {
     "Sum": ("0.0", "a + b"),
-    "Max": ("-infinity()", "max(a, b)"),
+    "Max": ("-infinity()", "nan_max(a, b)"),  # NaN if any term is, as in numpy (common.wgsl)
 }
 
 

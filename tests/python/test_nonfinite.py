@@ -1,0 +1,382 @@
+"""NaN, infinities, signed zeros, subnormals and the largest finite value through every op.
+
+docs/kernels.md ("NaN and infinities") says what topos promises; this file holds it to that.
+One table of ops (elementwise, comparisons, reductions, the composites) runs on inputs
+holding every special value, each op once per dtype:
+
+- the numpy interpreter against PyTorch: NaN where torch has NaN, the same infinities
+  with their signs, finite values close; the places where topos decides otherwise
+  (``TORCH_DIFFERS``) are checked against topos's own documented answer instead;
+- XLA against the interpreter (``plan.run(..., backend="xla")``, and the same StableHLO
+  compiled with XLA's unoptimised compile, ``topos.xla.run_plan(..., optimize=False)``);
+- WebGPU on lavapipe (float32) against the interpreter, every node run by a kernel.
+
+A subnormal operand may read as a zero of its sign on XLA (its CPU flushes them, as JAX
+does) and on WebGPU (WGSL allows it): where numpy's answers for the subnormal and for
+that zero differ, a backend's answer must be NaN, the same infinity or finite as one of
+them. Everywhere else NaN, infinities and finite values must match.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import topos
+from topos import Tape
+from topos.xla import run_plan
+
+DTYPES = ("float32", "float64")
+RELATIVE = {"float32": 1e-5, "float64": 1e-12}
+
+
+def specials(dtype):
+    """Every special value, and a few ordinary ones around them."""
+    info = np.finfo(dtype)
+    subnormal = info.smallest_subnormal * 1000
+    values = [np.nan, np.inf, -np.inf, 0.0, -0.0, subnormal, -subnormal, info.max, -info.max]
+    return np.array(values + [1.0, -1.0, -2.5, 0.5, 3.0], dtype)
+
+
+def every_value(dtype):
+    """(x,): every special value once."""
+    return [specials(dtype)]
+
+
+def every_pair(dtype):
+    """(x, y): every special value against every other."""
+    values = specials(dtype)
+    return [np.repeat(values, len(values)), np.tile(values, len(values))]
+
+
+def rows(dtype):
+    """Rows of 4 for the reductions and row-wise composites: each special value at two
+    places among ordinary ones, then rows of specials together."""
+    info = np.finfo(dtype)
+    ordinary = [1.0, -2.0, 0.5, 3.0]
+    table = []
+    for value in specials(dtype):
+        for place in (0, 2):
+            row = list(ordinary)
+            row[place] = value
+            table.append(row)
+    table += [
+        [np.inf, -np.inf, 1.0, 2.0],
+        [np.nan, np.inf, 1.0, 2.0],
+        [np.inf, np.inf, 1.0, 2.0],
+        [info.max, info.max, 1.0, 2.0],
+        [-info.max, -info.max, 1.0, 2.0],
+        [-np.inf] * 4,
+        [-0.0] * 4,
+        [np.nan] * 4,
+    ]
+    return [np.array(table, dtype)]
+
+
+#: Weights with exact binary fractions: a product of the largest finite value with them never
+#: cancels with another, so XLA, numpy and torch may add the terms in any order.
+WEIGHTS = np.array([[0.5, 1.0, 2.0], [0.25, 0.5, 1.0], [1.0, 2.0, 0.5], [2.0, 0.25, 1.0]])
+
+
+def single_rows(dtype):
+    """The rows of ``rows`` as inputs of their own, [1, 4] each (a loss a row, no slicing)."""
+    return [row[None] for row in rows(dtype)[0]]
+
+
+def target_of(position):
+    return position % 4
+
+
+def torch_cross_entropy(*logits):
+    return torch.stack([F.cross_entropy(row, torch.tensor([target_of(i)])) for i, row in enumerate(logits)])
+
+
+def topos_cross_entropy(*logits):
+    # One loss a row (cross_entropy means over the rows): each row's answer stays visible.
+    tape = logits[0].tape
+    targets = [tape.leaf(np.array([target_of(i)], np.int32), dtype="int32") for i in range(len(logits))]
+    return topos.stack([topos.cross_entropy(row, target) for row, target in zip(logits, targets)])
+
+
+#: op name -> (inputs, topos function, torch function)
+OPS = {
+    "neg": (every_value, lambda x: -x, torch.neg),
+    "exp": (every_value, topos.exp, torch.exp),
+    "log": (every_value, topos.log, torch.log),
+    "sqrt": (every_value, topos.sqrt, torch.sqrt),
+    "rsqrt": (every_value, topos.rsqrt, torch.rsqrt),
+    "tanh": (every_value, topos.tanh, torch.tanh),
+    "sigmoid": (every_value, topos.sigmoid, torch.sigmoid),
+    "relu": (every_value, topos.relu, torch.relu),
+    "gelu": (every_value, topos.gelu, lambda x: F.gelu(x, approximate="tanh")),
+    "abs": (every_value, topos.abs, torch.abs),
+    "sign": (every_value, topos.sign, torch.sign),
+    "square": (every_value, topos.square, torch.square),
+    "add": (every_pair, lambda x, y: x + y, torch.add),
+    "sub": (every_pair, lambda x, y: x - y, torch.sub),
+    "mul": (every_pair, lambda x, y: x * y, torch.mul),
+    "div": (every_pair, lambda x, y: x / y, torch.div),
+    "power": (every_pair, topos.power, torch.pow),
+    "maximum": (every_pair, topos.maximum, torch.maximum),
+    "minimum": (every_pair, topos.minimum, torch.minimum),
+    "less": (every_pair, topos.less, torch.lt),
+    "less_equal": (every_pair, topos.less_equal, torch.le),
+    "greater": (every_pair, topos.greater, torch.gt),
+    "greater_equal": (every_pair, topos.greater_equal, torch.ge),
+    "equal": (every_pair, topos.equal, torch.eq),
+    "not_equal": (every_pair, topos.not_equal, torch.ne),
+    "where": (every_pair, lambda c, x: topos.where(c, x, -x), lambda c, x: torch.where(c != 0, x, -x)),
+    "mask_times": (every_pair, lambda x, y: x * topos.greater(y, 0.0), lambda x, y: x * (y > 0)),
+    "sum": (rows, lambda v: topos.sum(v, -1), lambda t: t.sum(-1)),
+    "sum_columns": (rows, lambda v: topos.sum(v, 0), lambda t: t.sum(0)),
+    "mean": (rows, lambda v: topos.mean(v, -1), lambda t: t.mean(-1)),
+    "max": (rows, lambda v: topos.max(v, -1), lambda t: t.amax(-1)),
+    "max_columns": (rows, lambda v: topos.max(v, 0), lambda t: t.amax(0)),
+    "max_all": (rows, topos.max, torch.amax),
+    "min": (rows, lambda v: topos.min(v, -1), lambda t: t.amin(-1)),
+    "softmax": (rows, lambda v: topos.softmax(v, -1), lambda t: torch.softmax(t, -1)),
+    "log_softmax": (rows, lambda v: topos.log_softmax(v, -1), lambda t: torch.log_softmax(t, -1)),
+    "logsumexp": (rows, lambda v: topos.logsumexp(v, -1), lambda t: torch.logsumexp(t, -1)),
+    "layer_norm": (rows, topos.layer_norm, lambda t: F.layer_norm(t, (t.shape[-1],), eps=1e-5)),
+    "matmul": (
+        rows,
+        lambda v: v @ v.tape.leaf(WEIGHTS, dtype=v.dtype),
+        lambda t: t @ torch.tensor(WEIGHTS, dtype=t.dtype),
+    ),
+    "cross_entropy": (single_rows, topos_cross_entropy, torch_cross_entropy),
+}
+
+
+def overflowing_rows(inputs, result):
+    """Rows holding the largest finite value (their variance overflows to inf): the whole row."""
+    (table,) = inputs
+    return np.broadcast_to((np.abs(table) == np.finfo(table.dtype).max).any(axis=-1, keepdims=True), result.shape)
+
+
+#: Where topos decides otherwise than PyTorch: op -> (the elements, what topos gives there, why).
+TORCH_DIFFERS = {
+    "sign": (
+        lambda inputs, result: np.isnan(inputs[0]),
+        lambda inputs, result: np.isnan(result).all(),
+        "sign(NaN) is NaN, as in numpy and JAX; PyTorch's is 0",
+    ),
+    "layer_norm": (
+        overflowing_rows,
+        lambda inputs, result: (result[np.isfinite(result)] == 0).all(),
+        "a row whose variance overflows is normalised by rsqrt(inf) = 0; PyTorch's is NaN",
+    ),
+}
+
+
+def record(name, dtype):
+    make_inputs, function, _ = OPS[name]
+    arrays = make_inputs(dtype)
+
+    def build(tape):
+        values = [tape.input(array) for array in arrays]
+        return [*values, function(*values)]
+
+    network, symbols = Tape.record(build, dtype=dtype)
+    return network, symbols[:-1], symbols[-1], arrays
+
+
+def interpreted(network, inputs, result, arrays):
+    plan = network.entry([result]).lower()
+    with np.errstate(all="ignore"):
+        return np.asarray(plan.run(network.parameters(), dict(zip(inputs, arrays))).of(result))
+
+
+def flushed(array):
+    """``array`` with every subnormal replaced by a zero of its sign."""
+    array = np.array(array)
+    subnormal = (array != 0) & (np.abs(array) < np.finfo(array.dtype).tiny)
+    array[subnormal] = np.copysign(0.0, array[subnormal])
+    return array
+
+
+def value_class(array):
+    """0 for NaN, 1 for +inf, -1 for -inf, 2 for a finite value."""
+    array = np.asarray(array, dtype=np.float64)
+    return np.select([np.isnan(array), array == np.inf, array == -np.inf], [0, 1, -1], 2)
+
+
+def agrees(got, want, dtype):
+    """Elementwise: NaN where want is NaN, the same infinity, finite values close (a subnormal is close to 0).
+
+    Close is relative to the value, or for a result of rows (a softmax, a layer norm) to the
+    row's largest finite value: an element whose terms cancel is rounding noise around zero.
+    """
+    got, want = np.asarray(got, dtype=np.float64), np.asarray(want, dtype=np.float64)
+    scale = np.abs(want)
+    if want.ndim == 2:
+        finite = np.where(np.isfinite(want), scale, 0.0)
+        scale = np.maximum(scale, np.max(finite, axis=-1, keepdims=True))
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.abs(got - want) <= RELATIVE[dtype] * scale + np.finfo(dtype).tiny
+    return (value_class(got) == value_class(want)) & ((value_class(want) != 2) | close)
+
+
+def describe_disagreement(bad, got, want, arrays):
+    where = np.argwhere(bad)[:4]
+    shown = []
+    for index in where:
+        operands = [array[tuple(index)[: array.ndim]].tolist() if array.ndim else array.tolist() for array in arrays]
+        shown.append(
+            f"at {tuple(int(i) for i in index)} (operands {operands}): got {got[tuple(index)]}, want {want[tuple(index)]}"
+        )
+    return f"{int(bad.sum())} of {bad.size} elements disagree: " + "; ".join(shown)
+
+
+def assert_backend_agrees(got, name, dtype, network, inputs, result, arrays):
+    """``got`` against the interpreter on the inputs as they are, or with subnormals read as zeros."""
+    want = interpreted(network, inputs, result, arrays)
+    want_flushed = interpreted(network, inputs, result, [flushed(array) for array in arrays])
+    got = np.asarray(got)
+    assert got.shape == want.shape
+    ok = agrees(got, want, dtype) | agrees(got, want_flushed, dtype)
+    # Where the subnormal and its zero give different answers, a backend may give either's kind.
+    grey = ~agrees(want, want_flushed, dtype)
+    ok |= grey & ((value_class(got) == value_class(want)) | (value_class(got) == value_class(want_flushed)))
+    assert ok.all(), f"{name} {dtype}: " + describe_disagreement(~ok, got, want, arrays)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", OPS)
+def test_the_interpreter_agrees_with_torch(name, dtype):
+    network, inputs, result, arrays = record(name, dtype)
+    got = interpreted(network, inputs, result, arrays)
+    with torch.no_grad():
+        want = OPS[name][2](*[torch.from_numpy(array) for array in arrays]).double().numpy()
+    assert got.shape == want.shape
+    ok = agrees(got, want, dtype)
+    if name in TORCH_DIFFERS:
+        elements, topos_answer, why = TORCH_DIFFERS[name]
+        differs = elements(arrays, got)
+        assert topos_answer(arrays, got[differs]), f"{name}: topos should give its documented answer ({why})"
+        ok |= differs
+    assert ok.all(), f"{name} {dtype}: " + describe_disagreement(~ok, got, want, arrays)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", OPS)
+def test_xla_agrees_with_the_interpreter(name, dtype):
+    network, inputs, result, arrays = record(name, dtype)
+    plan = network.entry([result]).lower()
+    feeds = dict(zip(inputs, arrays))
+    on_xla = plan.run(network.parameters(), feeds, backend="xla").of(result)
+    assert_backend_agrees(on_xla, name, dtype, network, inputs, result, arrays)
+    # The same module, compiled without XLA's optimisations.
+    (unoptimised,) = run_plan(plan, network.parameters(), feeds, optimize=False).outputs()
+    assert_backend_agrees(unoptimised, name, dtype, network, inputs, result, arrays)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_webgpu_agrees_with_the_interpreter(name):
+    network, inputs, result, arrays = record(name, "float32")
+    plan = network.entry([result]).lower()
+    run = plan.run(network.parameters(), dict(zip(inputs, arrays)), backend="webgpu")
+    computed = {index for index in plan.schedule if not plan.nodes[index].is_source}
+    on_host = {index: plan.nodes[index].opcode for index in computed if run.backends[index] != "webgpu"}
+    assert not on_host, f"{name}: nodes ran on the host, not in a kernel: {on_host}"
+    assert_backend_agrees(run.of(result), name, "float32", network, inputs, result, arrays)
+
+
+# Gradients ---------------------------------------------------------------------------------
+
+COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
+#: The ops whose derivative rules the gradient test runs (a comparison has none).
+DIFFERENTIABLE = [name for name in OPS if name not in COMPARISONS]
+
+
+def without_largest(arrays):
+    """The inputs with the largest finite value replaced by 3: XLA may factor a * b + a * c into
+    a * (b + c), so a gradient near the largest finite value may overflow there and not in numpy."""
+    return [np.where(np.abs(array) == np.finfo(array.dtype).max, np.copysign(3.0, array), array) for array in arrays]
+
+
+def gradient_plan(name, dtype):
+    make_inputs, function, _ = OPS[name]
+    # Subnormals read as zeros here, on every side: the forward tests hold them.
+    arrays = [flushed(array) for array in without_largest(make_inputs(dtype))]
+
+    def build(tape):
+        values = [tape.parameter(array) for array in arrays]
+        out = function(*values)
+        # Weights that differ: under equal ones a softmax's gradient would be zero, all rounding noise.
+        weights = np.resize([0.5, -1.0, 2.0, 0.25, 1.5], out.shape)
+        return [*values, topos.sum(out * tape.leaf(weights, dtype=dtype))]
+
+    network, symbols = Tape.record(build, dtype=dtype)
+    sources, loss = symbols[:-1], symbols[-1]
+    return network, network.entry([loss]).backward(loss, sources).lower(), sources
+
+
+def assert_gradients_agree(got_run, want_run, sources, dtype, what):
+    for position, source in enumerate(sources):
+        got = np.asarray(got_run.gradient(source), dtype=np.float64)
+        want = np.asarray(want_run.gradient(source), dtype=np.float64)
+        # A gradient whose terms cancel is rounding noise around zero: judged against the largest one.
+        scale = np.max(np.abs(want[np.isfinite(want)]), initial=0.0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            close = np.abs(got - want) <= 1e-4 * np.abs(want) + math.sqrt(np.finfo(dtype).eps) * scale
+        ok = (value_class(got) == value_class(want)) & ((value_class(want) != 2) | close)
+        assert ok.all(), f"{what} gradient {position}: " + describe_disagreement(~ok, got, want, [])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", DIFFERENTIABLE)
+def test_gradients_carry_nan_and_infinities_alike_on_every_backend(name, dtype):
+    network, plan, sources = gradient_plan(name, dtype)
+    parameters = network.parameters()
+    with np.errstate(all="ignore"):
+        want = plan.run(parameters)
+    assert_gradients_agree(plan.run(parameters, backend="xla"), want, sources, dtype, f"{name} {dtype} on XLA")
+    if dtype == "float32":
+        assert_gradients_agree(plan.run(parameters, backend="webgpu"), want, sources, dtype, f"{name} on WebGPU")
+
+
+# The cases the table found, each by itself --------------------------------------------------
+
+
+def test_the_largest_of_a_nan_and_a_number_is_nan_on_every_backend():
+    def build(tape):
+        x = tape.input(np.array([np.nan, 1.0], np.float32))
+        return x, topos.max(x), topos.min(x), topos.maximum(x, 2.0 * x + 1.0)
+
+    network, (x, largest, smallest, pairwise) = Tape.record(build, dtype="float32")
+    plan = network.entry([largest, smallest, pairwise]).lower()
+    for backend in ("numpy", "xla", "webgpu"):
+        run = plan.run(network.parameters(), backend=backend)
+        assert np.isnan(run.of(largest).scalar()) and np.isnan(run.of(smallest).scalar()), backend
+        assert np.isnan(np.asarray(run.of(pairwise))[0]) and np.asarray(run.of(pairwise))[1] == 3.0, backend
+
+
+def test_a_cross_entropy_with_an_impossible_class_stays_finite_as_in_torch():
+    logits = np.array([[1.0, -2.0, -np.inf, 3.0]])
+
+    def build(tape):
+        return topos.cross_entropy(tape.input(logits), tape.leaf(np.array([1], np.int32), dtype="int32"))
+
+    network, loss = Tape.record(build)
+    want = F.cross_entropy(torch.from_numpy(logits), torch.tensor([1])).item()
+    plan = network.entry([loss]).lower()
+    for backend in ("numpy", "xla"):
+        assert plan.run(network.parameters(), backend=backend).of(loss).scalar() == pytest.approx(want, rel=1e-12)
+
+
+def test_a_power_of_one_half_is_c_pow_whatever_the_exponents_layout():
+    # numpy and PyTorch take sqrt for a scalar exponent 0.5: (-inf) ** 0.5 is NaN there, inf in C.
+    bases = np.array([-np.inf, -0.0, 4.0])
+
+    def build(tape):
+        x = tape.input(bases)
+        return x, x**0.5, topos.power(x, tape.leaf(np.full(3, 0.5)))
+
+    network, (x, scalar_exponent, array_exponent) = Tape.record(build)
+    plan = network.entry([scalar_exponent, array_exponent]).lower()
+    for backend in ("numpy", "xla"):
+        run = plan.run(network.parameters(), backend=backend)
+        for value in (run.of(scalar_exponent), run.of(array_exponent)):
+            assert np.array_equal(np.asarray(value), [np.inf, 0.0, 2.0]) and not np.signbit(value[1]), backend
