@@ -113,6 +113,11 @@ export class FilesPanel {
     );
     document.body.append(this.element, this.overlay);
     this.toggle.addEventListener("click", () => this.show(this.element.hidden));
+    this.element.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      this.show(false);
+      this.toggle.focus();
+    });
     this.listenForDrops();
     this.render();
   }
