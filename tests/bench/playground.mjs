@@ -94,9 +94,9 @@ async function timeEdits(harness, page, makeEdit) {
     const readingsAt = Number(await page.$eval("body", (body) => body.dataset.readingsAt));
     const spec = await harness.paneText(page, "spec");
     // A width to look for (the transformer's edits), else the same spec as the warm-up's (a comment changed).
-    if (edit === -1) warmSpec = spec;
+    if (edit === -2) warmSpec = spec;
     const same = width === undefined ? spec === warmSpec && spec.trim() !== "" : spec.includes(`[16, 16, ${width}]`);
-    if (!same) throw new Error(`the spec pane shows another model:\n${spec.slice(0, 400)}`);
+    if (!same) throw new Error(`edit ${edit}: the spec pane shows another model:\n${spec.slice(0, 400)}\nnot:\n${(warmSpec ?? "").slice(0, 400)}`);
     if (edit >= 0) times.push(readingsAt - pastedAt); // the first two edits warm up
   }
   const status = await page.$eval("#status", (element) => element.textContent);
@@ -113,7 +113,9 @@ async function galleryEdits(harness) {
     const results = {};
     for (const file of files) {
       const code = readFileSync(new URL(file, folder), "utf8");
-      results[file] = await timeEdits(harness, page, (edit) => ({ code: `${code}\n# edit ${edit}\n` }));
+      results[file] = await timeEdits(harness, page, (edit) => ({ code: `${code}\n# edit ${edit}\n` })).catch((error) => {
+        throw new Error(`${file}: ${error.message}`);
+      });
     }
     return results;
   } finally {
