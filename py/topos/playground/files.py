@@ -22,6 +22,8 @@ import json
 import os
 import shutil
 
+from ..errors import ArgumentError
+
 #: Where the page's scripts run: Pyodide's home has nothing else in this folder.
 DEFAULT_PATH = "/home/pyodide/work"
 #: The modification time (nanoseconds) each copy of a user's file is given: no write leaves it.
@@ -46,7 +48,7 @@ class WorkingDirectory:
         names = set(names)
         for name in names:
             if not is_file_name(name):
-                raise ValueError(f"{name!r} is not a file name: a user's file is named without a folder")
+                raise ArgumentError(f"{name!r} is not a file name: a user's file is named without a folder")
         os.makedirs(self.path, exist_ok=True)
         for entry in os.scandir(self.path):
             if entry.name in names and entry.is_file(follow_symlinks=False) and self._untouched(entry):
