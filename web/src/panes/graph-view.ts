@@ -98,7 +98,12 @@ export class GraphView {
     await this.redraw(!sameShape && !this.zoom.touched);
   }
 
+  /** Mark the boxes that show the selected nodes, and bring the first into view. */
   highlight(selected: Set<number>): void {
+    this.mark(selected, true);
+  }
+
+  private mark(selected: Set<number>, reveal: boolean): void {
     this.selected = selected;
     if (!this.drawing || !this.visible) return;
     const lit = new Set<string>();
@@ -109,6 +114,7 @@ export class GraphView {
     for (const [id, element] of this.drawing.elements) {
       if (!element.classList.contains("frame")) element.classList.toggle("linked", lit.has(id));
     }
+    if (!reveal) return;
     const first = [...selected].sort((a, b) => a - b).map((index) => this.visible!.shownBy.get(index)).find((id) => id !== undefined);
     const box = first && this.layout?.boxes[first];
     if (box) this.zoom.reveal({ x: box.x - box.width / 2, y: box.y - box.height / 2, width: box.width, height: box.height });
@@ -125,7 +131,8 @@ export class GraphView {
 
   private toggle(id: string): void {
     this.choices.set(id, !this.isExpanded(id));
-    void this.redraw(false);
+    // The group opened or closed stays in sight: its frame, or its box, is brought into view.
+    void this.redraw(false, id);
   }
 
   private setAll(expanded: boolean): void {
@@ -141,7 +148,8 @@ export class GraphView {
     if (nodes && this.options.onSelect) this.options.onSelect(nodes.split(" ").map(Number));
   }
 
-  private async redraw(reopen: boolean): Promise<void> {
+  /** Lay out and draw what is visible; `reopen` gives the opening view, `focus` names a box or frame to keep in sight. */
+  private async redraw(reopen: boolean, focus?: string): Promise<void> {
     const generation = ++this.generation;
     const graph = this.graph!;
     const grouping = this.grouping!;
@@ -167,13 +175,13 @@ export class GraphView {
         if (item.kind === "node") labelNode(this.drawing.elements.get(item.id)!, nodes.get(item.index)!, this.layout.boxes[item.id]);
       }
       this.visible = visible;
-      this.highlight(this.selected);
+      this.mark(this.selected, focus === undefined);
       return;
     }
     this.element.ariaBusy = "true";
     const layout = await layOut(input);
     if (generation !== this.generation) return;
-    const previous = this.focusPoint();
+    const previous = focus ?? this.focusPoint();
     this.drawing = drawLayout(graph, visible, layout);
     this.visible = visible;
     this.layout = layout;
@@ -193,7 +201,8 @@ export class GraphView {
       if (box) this.zoom.reveal({ x: box.x - box.width / 2, y: box.y - box.height / 2, width: box.width, height: box.height });
     }
     this.element.ariaBusy = "false";
-    this.highlight(this.selected);
+    // After a group was opened or closed, the view stays on it rather than going back to the selection.
+    this.mark(this.selected, focus === undefined);
   }
 
   /** The item (or frame) nearest the centre of the view, to keep in sight across a re-layout. */

@@ -42,6 +42,8 @@ export class ZoomPan {
   private pending: (() => void) | null = null;
   /** Whether the user zoomed or panned since the opening view. */
   touched = false;
+  /** Whether the view shows the whole drawing by a fit, untouched since: a resize fits again. */
+  private fitted = false;
 
   constructor(
     readonly host: HTMLElement,
@@ -64,6 +66,7 @@ export class ZoomPan {
       const pending = this.pending;
       this.pending = null;
       if (pending) pending();
+      else if (this.fitted) this.fit();
       else this.apply();
     }).observe(host);
   }
@@ -111,6 +114,7 @@ export class ZoomPan {
         y: this.content.height / 2 - height / scale / 2,
       };
       this.apply();
+      this.fitted = true;
     });
   }
 
@@ -121,9 +125,12 @@ export class ZoomPan {
       const inside = rect.x >= seen.x && rect.y >= seen.y && rect.x + rect.width <= seen.x + seen.width && rect.y + rect.height <= seen.y + seen.height;
       if (inside && seen.scale >= READABLE_SCALE) return;
       if (seen.scale < READABLE_SCALE) this.view.scale = 1;
+      // Centred; a rectangle larger than the view (an opened group's frame) shows its top left corner.
       const { width, height } = this.size();
-      this.view.x = rect.x + rect.width / 2 - width / this.view.scale / 2;
-      this.view.y = rect.y + rect.height / 2 - height / this.view.scale / 2;
+      const across = width / this.view.scale;
+      const down = height / this.view.scale;
+      this.view.x = rect.width <= across ? rect.x + rect.width / 2 - across / 2 : rect.x - MARGIN;
+      this.view.y = rect.height <= down ? rect.y + rect.height / 2 - down / 2 : rect.y - MARGIN;
       this.apply();
     });
   }
@@ -172,6 +179,7 @@ export class ZoomPan {
   }
 
   private apply(): void {
+    this.fitted = false; // fit() sets it again after this
     if (!this.svg) return;
     const { width, height } = this.size();
     const { x, y, scale } = this.view;
