@@ -13,16 +13,18 @@ import { openBrowser, openPlayground, pasteCode } from "./harness.mjs";
 const TRANSFORMER = readFileSync(new URL("../../docs/examples/06_char_transformer.py", import.meta.url), "utf8");
 const PANE = '[data-reading="graph"]';
 
-/** The viewBox of the pane's drawing, and the canvas's size on screen. */
-function view(page, root = PANE) {
+/** The view of the pane's drawing (its viewBox once a gesture rests), and the canvas's size on screen, once a frame wrote it. */
+async function view(page, root = PANE) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
   return page.$eval(`${root} .graph-canvas`, (canvas) => {
-    const [x, y, width, height] = canvas.querySelector("svg").getAttribute("viewBox").split(" ").map(Number);
+    const [x, y, width, height] = canvas.dataset.view.split(" ").map(Number);
     return { x, y, width, height, scale: Number(canvas.dataset.scale), screenWidth: canvas.clientWidth };
   });
 }
 
 /** The labels of the boxes (nodes and groups) whose rectangles lie wholly inside the canvas on screen. */
-function boxesInView(page, root = PANE) {
+async function boxesInView(page, root = PANE) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
   return page.$eval(`${root} .graph-canvas`, (canvas) => {
     const frame = canvas.getBoundingClientRect();
     return [...canvas.querySelectorAll(".node, .group")]
@@ -124,6 +126,31 @@ describe("the graph view", () => {
     await page.click(`${PANE} [data-action="fit"]`);
     assert.deepEqual(refitted, await view(page));
     assert.ok(refitted.scale < zoomed.scale);
+  });
+
+  test("two fingers pinch to zoom at their midpoint, one finger pans", async () => {
+    const box = await (await page.$(`${PANE} .graph-canvas`)).boundingBox();
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Emulation.setTouchEmulationEnabled", { enabled: true, maxTouchPoints: 2 });
+    const cx = box.x + box.width / 2;
+    const cy = box.y + box.height / 2;
+    const fingers = (apart) => [{ x: cx - apart, y: cy, id: 1 }, { x: cx + apart, y: cy, id: 2 }];
+    const before = await view(page);
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: fingers(40) });
+    for (let apart = 45; apart <= 100; apart += 5) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: fingers(apart) });
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+    const pinched = await view(page);
+    // The fingers moved 2.5 times as far apart: the scale grew as much, about the same midpoint.
+    assert.ok(Math.abs(pinched.scale / before.scale - 2.5) < 0.05, `${before.scale} -> ${pinched.scale}`);
+    const centre = (v) => [v.x + v.width / 2, v.y + v.height / 2];
+    for (const [a, b] of centre(before).map((value, i) => [value, centre(pinched)[i]])) assert.ok(Math.abs(a - b) < 2, `${a} vs ${b}`);
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: [{ x: cx, y: cy, id: 3 }] });
+    for (let moved = 5; moved <= 50; moved += 5) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: [{ x: cx - moved, y: cy, id: 3 }] });
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+    const panned = await view(page);
+    assert.ok(Math.abs(panned.x - pinched.x - 50 / pinched.scale) < 1, `${pinched.x} -> ${panned.x}`);
+    await cdp.send("Emulation.setTouchEmulationEnabled", { enabled: false });
+    await cdp.detach();
   });
 
   test("a node selected in the spec pane is in view in the graph, at a readable scale", async () => {

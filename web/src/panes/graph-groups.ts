@@ -31,10 +31,21 @@ export interface Grouping {
   groupOf: Map<number, Group>;
 }
 
-/** The names of the calls a node was recorded inside (without scopes, the line that recorded it). */
+/** A run of nodes that one line recorded is a group only when it has this many nodes (a loop, a long expression). */
+export const LINE_GROUP_MIN = 10;
+const LINE = "line ";
+
+/**
+ * The names of the calls a node was recorded inside. A node recorded outside any function (the
+ * script's top level), or in a graph without scopes, is in the group of the line that recorded it.
+ */
 function pathOf(node: GraphNode, scoped: boolean): string[] {
-  if (scoped) return node.scope ?? [];
-  return node.line === null ? [] : [`line ${node.line}`];
+  const scope = scoped ? (node.scope ?? []) : [];
+  return scope.length || node.line === null ? scope : [`${LINE}${node.line}`];
+}
+
+function nodeCount(members: (number | Group)[]): number {
+  return members.reduce<number>((count, member) => count + (typeof member === "number" ? 1 : nodeCount(member.members)), 0);
 }
 
 export function groupNodes(graph: GraphJson): Grouping {
@@ -69,7 +80,9 @@ export function groupNodes(graph: GraphJson): Grouping {
         return [member];
       }
       member.parent = parent;
-      if (member.members.length === 1 && typeof member.members[0] === "number") return settle(member.members, parent);
+      const single = member.members.length === 1 && typeof member.members[0] === "number";
+      const shortLine = member.name.startsWith(LINE) && nodeCount(member.members) < LINE_GROUP_MIN;
+      if (single || shortLine) return settle(member.members, parent);
       groups.push(member);
       member.members = settle(member.members, member);
       return [member];

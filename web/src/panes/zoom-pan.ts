@@ -19,6 +19,10 @@ export interface ZoomPanOptions {
 /** Labels are 12 px: below this scale they are too small to read (9 px), and a view that must show one zooms in. */
 export const READABLE_SCALE = 0.75;
 const MIN_SCALE = 0.02;
+/** A gesture has rested when no wheel or pointer move came for this long: the view is then drawn sharp. */
+const GESTURE_REST_MS = 120;
+/** Below this scale labels are 5 px or less: the drawing leaves them out. */
+const FAR_SCALE = 0.42;
 const MAX_SCALE = 4;
 /** A fit never enlarges a small graph beyond its natural size. */
 const MAX_FIT_SCALE = 1;
@@ -35,6 +39,13 @@ export class ZoomPan {
   private view = { x: 0, y: 0, scale: 1 };
   private content = { width: 0, height: 0 };
   private svg: SVGSVGElement | null = null;
+  /** The animation frame that will write the view (0: none is due). */
+  private frame = 0;
+  /** Whether the view is moving under a wheel, a drag or a pinch (see write()). */
+  private gesture = false;
+  private rest: ReturnType<typeof setTimeout> | undefined;
+  /** The view written into the drawing's viewBox last. */
+  private committed: { svg: SVGSVGElement; x: number; y: number; scale: number } | null = null;
   private readonly pointers = new Map<number, Point>();
   private dragged = false;
   private dragStart: Point | null = null;
@@ -180,12 +191,39 @@ export class ZoomPan {
 
   private apply(): void {
     this.fitted = false; // fit() sets it again after this
+    // The drawing is written once a frame, however many wheel or pointer events came in it.
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.write());
+  }
+
+  /**
+   * Show the view. While a gesture goes on (wheel, drag, pinch), the drawing as last laid out is
+   * moved and scaled by a CSS transform, which the compositor applies without laying out or
+   * painting a thousand boxes again; once the gesture rests, the view is written into the viewBox.
+   */
+  private write(): void {
+    this.frame = 0;
     if (!this.svg) return;
     const { width, height } = this.size();
     const { x, y, scale } = this.view;
-    this.svg.setAttribute("viewBox", `${x.toFixed(2)} ${y.toFixed(2)} ${(width / scale).toFixed(2)} ${(height / scale).toFixed(2)}`);
-    // The scale, for a test or a stylesheet: labels of a drawing zoomed far out are not readable.
+    const view = `${x.toFixed(2)} ${y.toFixed(2)} ${(width / scale).toFixed(2)} ${(height / scale).toFixed(2)}`;
+    // The view and its scale, for the tests; far out, the labels are not drawn (too small to read, and costly to paint).
+    this.host.dataset.view = view;
     this.host.dataset.scale = scale.toFixed(3);
+    clearTimeout(this.rest);
+    const committed = this.committed;
+    if (this.gesture && committed && this.svg === committed.svg) {
+      const k = scale / committed.scale;
+      this.svg.style.transform = `translate(${(committed.x - x) * scale}px, ${(committed.y - y) * scale}px) scale(${k})`;
+      this.rest = setTimeout(() => {
+        this.gesture = false;
+        this.write();
+      }, GESTURE_REST_MS);
+      return;
+    }
+    this.svg.style.transform = "";
+    this.svg.setAttribute("viewBox", view);
+    this.committed = { svg: this.svg, x, y, scale };
+    this.host.classList.toggle("far", scale < FAR_SCALE);
   }
 
   private local(event: { clientX: number; clientY: number }): Point {
@@ -197,6 +235,7 @@ export class ZoomPan {
     const modified = event.ctrlKey || event.metaKey;
     if (this.options.wheelNeedsModifier && !modified) return;
     event.preventDefault();
+    this.gesture = true;
     const lines = event.deltaMode === WheelEvent.DOM_DELTA_LINE ? 16 : event.deltaMode === WheelEvent.DOM_DELTA_PAGE ? this.size().height : 1;
     // A trackpad's pinch arrives as a wheel with Ctrl and small steps: it needs a larger factor per pixel.
     this.zoomBy(Math.exp(-event.deltaY * lines * (event.ctrlKey ? 0.01 : 0.0015)), this.local(event));
@@ -214,6 +253,7 @@ export class ZoomPan {
     const last = this.pointers.get(event.pointerId);
     if (!last) return;
     const now = this.local(event);
+    this.gesture = true;
     if (this.pointers.size >= 2) {
       // Two fingers: the change of their distance zooms at their midpoint, the midpoint's move pans.
       const [a, b] = [...this.pointers.values()];
