@@ -51,7 +51,8 @@ def recording_scope():
     ``"causal_self_attention.split_heads"``), and last the module-level topos function
     that the innermost of them called (``"layer_norm"``), as TensorBoard's name scopes
     group a graph. The module's top level, lambdas and comprehensions name no scope;
-    frames of other files (a test runner, the playground's runner) are not counted.
+    the walk ends at the first frame of another file (``Tape.record`` calling a lambda:
+    what called ``Tape.record`` is not counted).
     """
     frame = sys._getframe(1)
     called = []  # the topos frames under the user's innermost frame, innermost first
@@ -67,10 +68,12 @@ def recording_scope():
     method = called and "." in called[-1].co_qualname and "<locals>" not in called[-1].co_qualname
     if public and not method:
         names.append(public[-1].co_qualname)
+    # The user's frames, outwards until the first frame of another file (``Tape.record``, a test
+    # runner, the playground's runner): a walk of a few frames for each node recorded.
     filename = frame.f_code.co_filename
-    while frame is not None:
+    while frame is not None and frame.f_code.co_filename == filename:
         code = frame.f_code
-        if code.co_filename == filename and not code.co_name.startswith("<"):
+        if not code.co_name.startswith("<"):
             names.append(code.co_qualname.replace(".<locals>", ""))
         frame = frame.f_back
     return tuple(reversed(names))
