@@ -201,6 +201,16 @@ describe("the graph view", () => {
     assert.equal(await page.$(`${PANE} .frame`), null);
   });
 
+  test("a new recording in a view panned away from every box opens on its nodes", async () => {
+    await page.focus(PANE);
+    for (let step = 0; step < 40; step++) await page.keyboard.press("ArrowLeft");
+    assert.equal((await boxesInView(page)).length, 0, "the view was panned off the drawing");
+    await page.selectOption("#gallery", "03_matmul.py");
+    await page.waitForFunction(() => !document.querySelector('[data-reading="graph"] .group'), null, { timeout: 60_000 });
+    await drawn(page);
+    assert.ok((await boxesInView(page)).length >= 3);
+  });
+
   test("a graph card in the output pane opens on its nodes; Ctrl and the wheel zoom it, the plain wheel scrolls the output", async () => {
     await pasteCode(page, `${TRANSFORMER}\nshow.graph(network)\n`);
     const card = '[data-reading="output"] .card-graph';

@@ -198,14 +198,23 @@ export class GraphView {
     if (reopen || !this.opened) {
       this.opened = true;
       this.zoom.open(this.sources(layout, visible));
-    } else if (previous) {
-      // A group opened or closed: what was at the centre of the view stays there, as near as the new layout allows.
-      const box = layout.boxes[previous];
+    } else {
+      // A group opened or closed, or a new recording in a view the user moved: what was at the centre
+      // of the view (or the group toggled) is brought into view; a view left with no box in it opens afresh.
+      const box = previous ? layout.boxes[previous] : undefined;
       if (box) this.zoom.reveal({ x: box.x - box.width / 2, y: box.y - box.height / 2, width: box.width, height: box.height });
+      else if (!this.anyBoxInView(layout)) this.zoom.open(this.sources(layout, visible));
     }
     this.element.ariaBusy = "false";
     // After a group was opened or closed, the view stays on it rather than going back to the selection.
     this.mark(this.selected, focus === undefined);
+  }
+
+  private anyBoxInView(layout: Layout): boolean {
+    const seen = this.zoom.visible();
+    return Object.values(layout.boxes).some(
+      (box) => box.x + box.width / 2 > seen.x && box.x - box.width / 2 < seen.x + seen.width && box.y + box.height / 2 > seen.y && box.y - box.height / 2 < seen.y + seen.height,
+    );
   }
 
   /** The item (or frame) nearest the centre of the view, to keep in sight across a re-layout. */
