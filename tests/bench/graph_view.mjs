@@ -6,7 +6,10 @@
 // Usage: serve a build (npx vite build; node tests/browser/static-server.mjs dist --base /deploy/topos/ --port N)
 // and PLAYGROUND_URL=http://127.0.0.1:N/deploy/topos/ node tests/bench/graph_view.mjs
 
+import { readFileSync } from "node:fs";
+
 const harness = await import("../browser/harness.mjs");
+const TRANSFORMER = readFileSync(new URL("../../docs/examples/06_char_transformer.py", import.meta.url), "utf8");
 
 const grouped = (blocks) => `import numpy as np
 import topos
@@ -36,8 +39,9 @@ for _ in range(${steps}):
 `;
 
 const CASES = [
-  ["grouped: 400 calls of a block (about 3,600 nodes)", grouped(400)],
-  ["flat: a module-level loop, no groups (about 3,000 nodes)", flat(1000)],
+  ["the gallery's transformer (249 nodes)", TRANSFORMER],
+  ["grouped: 400 calls of a block, parameters at the top level (2,802 nodes)", grouped(400)],
+  ["flat: a loop at the top level, one line (3,001 nodes: one group of that line)", flat(1000)],
 ];
 
 const browser = await harness.openBrowser();
