@@ -159,6 +159,7 @@ def _drop_dead_backward(nodes, forward_count, gradients, evaluated):
                     payload=node.payload,
                     name=node.name,
                     source=node.source,
+                    scope=node.scope,
                 )
             )
     new_evaluated = bytearray(len(kept))
