@@ -2,12 +2,14 @@
 
 import numpy as np
 
+from . import attributes as kinds
 from .registry import Meta, Primitive, bytes_moved, normalize_axes, register, require_float
 
 
 class Reduction(Primitive):
     arity = 1
     kernel = "reduce"
+    attributes = {"axes": kinds.axes, "keepdims": kinds.flag}
 
     def normalize(self, metas, attrs):
         axes = normalize_axes(self, metas, attrs.get("axes"), metas[0].rank)
