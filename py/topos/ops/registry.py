@@ -20,7 +20,9 @@ A primitive declares, in one class body:
   its family could (a contraction longer than a kernel's loop, say);
 - ``cost(operands, meta, attrs)``: its FLOPs and bytes moved (``plan.costs()``),
   by default ``element_flops`` a result element and every value read or
-  written once.
+  written once;
+- ``attributes``: the attributes it takes, each name with its kind
+  (``topos.ops.attributes``), which loading a network holds every node to.
 
 Passes only look rules up here, on the primitive, never on its name;
 ``REQUIRED_RULES`` is what a test checks every registered primitive for, so
@@ -81,6 +83,10 @@ class Primitive:
     #: transpose, slice): the interpreter's arena (``topos.model.interpreter``) gives its value no memory
     #: of its own and keeps the operand's memory as long as the view is read
     returns_view = False
+    #: the attributes this op takes as ``normalize`` leaves them, each name with its kind (a check of the
+    #: value, ``topos.ops.attributes``): loading a network holds every node to them. None where the op
+    #: does not declare them; a built-in op that declares none takes none
+    attributes = None
 
     def infer(self, metas, attrs):
         """The shape rule: the output's ``Meta`` (shape, dtype) from the operands' metas.
