@@ -10,12 +10,13 @@ are written here from primitives and need no derivative rule of their own.
 import builtins
 import functools
 import inspect
-import math
 import numbers
+import sys
 
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError, IndexingError, RecordingError, ShapeError
+from ..ops.composites import ATTENTION, CROSS_ENTROPY, LAYER_NORM, LOG_SOFTMAX, LOGSUMEXP, MEAN, SOFTMAX
 from ..ops.registry import axis_index, axis_tuple
 from ..ops.shape import reshape_target
 from ..tensor import Tensor
@@ -277,9 +278,7 @@ def mean(value, axis=None, keepdims=False):
 
     Over an empty axis it is NaN (0 / 0), as in numpy and PyTorch.
     """
-    total = sum(value, axis, keepdims)
-    count = math.prod(value.shape[a] for a in total.node.attrs["axes"])
-    return total / float(count)
+    return MEAN.record(_recording, value, axis, keepdims)
 
 
 def var(value, axis=None, keepdims=False):
@@ -526,34 +525,22 @@ def logsumexp(v, axis=-1, keepdims=False):
     +inf): the shift is the maximum clamped to the finite range, so -inf - -inf
     never makes a NaN. The gradient is PyTorch's too, NaN on such a row.
     """
-    largest = float(np.finfo(_recorded(v, "logsumexp").dtype).max)
-    shift = stop_gradient(maximum(minimum(max(v, axis, keepdims=True), largest), -largest))
-    total = log(sum(exp(v - shift), axis, keepdims=True)) + shift
-    return total if keepdims else squeeze(total, axis)
+    return LOGSUMEXP.record(_recording, _recorded(v, "logsumexp"), axis, keepdims)
 
 
 def softmax(v, axis=-1):
     """``exp(v) / sum(exp(v))`` over ``axis``, computed stably; a composite of primitives."""
-    shifted = exp(v - stop_gradient(max(v, axis, keepdims=True)))
-    return shifted / sum(shifted, axis, keepdims=True)
+    return SOFTMAX.record(_recording, v, axis)
 
 
 def log_softmax(v, axis=-1):
     """``log(softmax(v))`` over ``axis``, computed stably without forming the softmax."""
-    shifted = v - stop_gradient(max(v, axis, keepdims=True))
-    return shifted - log(sum(exp(shifted), axis, keepdims=True))
+    return LOG_SOFTMAX.record(_recording, v, axis)
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5, axis=-1):
     """(x - mean) / sqrt(var + eps) over ``axis``, then ``* weight + bias``."""
-    centred = x - mean(x, axis, keepdims=True)
-    variance = mean(centred * centred, axis, keepdims=True)
-    result = centred * rsqrt(variance + eps)
-    if weight is not None:
-        result = result * weight
-    if bias is not None:
-        result = result + bias
-    return result
+    return LAYER_NORM.record(_recording, x, weight, bias, eps, axis)
 
 
 def cross_entropy(logits, targets):
@@ -574,10 +561,7 @@ def cross_entropy(logits, targets):
             shapes=[logits.shape, targets.shape],
             source=user_source(),
         )
-    # A select, not a product with the one-hot mask: a class whose logit is -inf has a log-probability
-    # of -inf, and 0 * -inf would make the loss NaN (PyTorch's loss is finite there).
-    picked = sum(where(one_hot(targets, logits.shape[-1], logits.dtype), log_softmax(logits, -1), 0.0), -1)
-    return -mean(picked)
+    return CROSS_ENTROPY.record(_recording, logits, targets)
 
 
 def mse(prediction, target):
@@ -608,13 +592,7 @@ def attention(q, k, v, causal=False, mask=None):
                 shapes=[q.shape, k.shape, v.shape],
                 source=user_source(),
             )
-    d = q.shape[-1]
-    scores = matmul(q, swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))
-    if causal:
-        mask = causal_mask(q.tape, q.shape[-2], q.dtype)
-    if mask is not None:
-        scores = where(mask, scores, -1e9)
-    return matmul(softmax(scores, -1), v)
+    return ATTENTION.record(_recording, q, k, v, causal, mask)
 
 
 # All or nothing ------------------------------------------------------------------------
@@ -682,3 +660,6 @@ for _name, _function in list(globals().items()):
     ):
         globals()[_name] = _all_or_nothing(_function)
 del _name, _function
+
+#: What a composite records through (``Composite.record(f, ...)``): this module's functions.
+_recording = sys.modules[__name__]
