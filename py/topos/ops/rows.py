@@ -164,6 +164,7 @@ class LayerNormGrad(Primitive):
     name = "LayerNormGrad"
     arity = 3
     kernel = "layer_norm"
+    entry = "layer_norm_grad"
     element_flops = 8  # g n, two row sums, their means, n m, two subtractions, times r
 
     def infer(self, metas, attrs):
@@ -229,7 +230,7 @@ class LayerNormGrad(Primitive):
         return ctx.elementwise("stablehlo.multiply", node, [result, rows])
 
     def wgsl_launch(self, k, node, views):
-        return k.rows("layer_norm", "layer_norm_grad", node, views)
+        return k.rows(self.kernel, self.entry, node, views)
 
     def wgsl_declines(self, k, node):
         return row_declines(k, node)

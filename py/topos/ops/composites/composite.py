@@ -19,6 +19,7 @@ holds, in one block, everything else topos knows about it:
 - ``cost(nodes, group)``: what that fused launch computes and moves.
 """
 
+from ...errors import MissingRuleError
 from ..registry import bytes_moved, lookup
 from .pattern import Group
 
@@ -37,7 +38,7 @@ class Composite:
     entry = None
 
     def record(self, f, *args, **kwargs):
-        raise NotImplementedError(f"{self.name} has no recording")
+        raise MissingRuleError(f"the composite {self.name} has no recording")
 
     def group(self, match):
         """The ``Group`` of a match: by default its source is the node bound to ``x``."""
@@ -46,7 +47,7 @@ class Composite:
     def vjp(self, e, g, group, values):
         """The cotangent of ``group.source`` from the root's cotangent ``g``; ``values[i]`` is node i's
         forward value in the emitter's terms."""
-        raise NotImplementedError(f"{self.name} has no closed-form derivative")
+        raise MissingRuleError(f"the composite {self.name} has no closed-form derivative")
 
     def wgsl_declines(self, k, group):
         """Why the device does not run a found group fused (a sentence), or None when it does.
