@@ -13,7 +13,8 @@ itself declines (``wgsl_declines``).
   kernel reads through strides. Leaves of one repeated value are constants that
   need no buffer at all.
 - Softmax, log-softmax, layer norm and mean run fused where the plan shows the
-  pattern their functions record (``topos.compiler.wgsl.patterns``).
+  pattern their functions record (``topos.compiler.wgsl.patterns``), as the launch
+  their composite names (``Composite.wgsl_launch``, ``topos.ops.composites``).
 - Buffers follow the plan's liveness: each value is first given a buffer of its
   own, then ``share_buffers`` packs them by lifetime (from the step that writes a
   value to the last that reads it), so the device holds about the plan's peak,

@@ -18,12 +18,15 @@ Matching reads node opcodes and attributes only; it never changes the nodes.
 """
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Op:
+    """A node of ``opcode`` whose operands match ``operands``, and for which ``where(matcher, index)`` holds."""
+
     opcode: str
     operands: tuple
     name: str = None
@@ -38,21 +41,26 @@ class Op:
 
 @dataclass(frozen=True)
 class Any:
+    """Any node, bound to ``name`` (the same node wherever the name appears)."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class Ref:
+    """The node bound to ``name`` earlier in the walk."""
+
     name: str
 
 
 @dataclass(frozen=True)
 class Constant:
+    """A node of one repeated float value (a leaf, or a broadcast or reshape of one); its value is bound."""
+
     name: str = None
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     """What one pattern found at ``root``: the ``covered`` nodes (sorted) and the ``bound`` names."""
 
     root: int
