@@ -126,19 +126,14 @@ class Matcher:
         self.readers = readers
         self.outputs = set(outputs)
         self.accepts = accepts
+        self._constants = {}
 
     def constant(self, index):
-        """The value of a constant node (a leaf of one repeated value, or a broadcast or reshape of one)."""
-        node = self.nodes[index]
-        while node.opcode in ("Broadcast", "Reshape"):
-            node = self.nodes[node.operands[0]]
-        if node.opcode != "Leaf" or node.dtype not in ("float32", "float64") or node.payload is None:
-            return None
-        payload = np.asarray(node.payload)
-        if payload.size == 0:
-            return None
-        first = payload.reshape(-1)[0]
-        return float(first) if np.all(payload == first) else None
+        """The value of a constant node (a leaf of one repeated value, or a broadcast or reshape of one),
+        or None; worked out once a node (nodes never change)."""
+        if index not in self._constants:
+            self._constants[index] = constant_value(self.nodes, index)
+        return self._constants[index]
 
     def match(self, pattern, root):
         """The ``Match`` of ``pattern`` with its top at node ``root``, or None."""
@@ -149,12 +144,13 @@ class Matcher:
         return Match(root, tuple(sorted(covered)), bound)
 
     def _walk(self, pattern, index, bound, covered):
-        if isinstance(pattern, Ref):
+        kind = type(pattern)
+        if kind is Ref:
             return bound.get(pattern.name) == index
-        if isinstance(pattern, Any):
+        if kind is Any:
             return bound.setdefault(pattern.name, index) == index
         node = self.nodes[index]
-        if isinstance(pattern, Constant):
+        if kind is Constant:
             value = self.constant(index)
             if value is None:
                 return False
@@ -188,13 +184,32 @@ class Matcher:
         taken = set()
         groups = {}
         for composite in composites:
+            pattern = composite.pattern
             for root in order:
-                found = self.match(composite.pattern, root)
+                # Most nodes fail at the top: a quick look at the opcode spares the walk.
+                if self.nodes[root].opcode != pattern.opcode:
+                    continue
+                found = self.match(pattern, root)
                 if found is None or taken & set(found.covered) or not self.private(found.covered, root):
                     continue
                 taken.update(found.covered)
                 groups[min(found.covered)] = composite.group(found)
         return groups
+
+
+def constant_value(nodes, index):
+    """The value of node ``index`` if it is a leaf of one repeated float value, or a broadcast or
+    reshape of one; None otherwise."""
+    node = nodes[index]
+    while node.opcode in ("Broadcast", "Reshape"):
+        node = nodes[node.operands[0]]
+    if node.opcode != "Leaf" or node.dtype not in ("float32", "float64") or node.payload is None:
+        return None
+    payload = np.asarray(node.payload)
+    if payload.size == 0:
+        return None
+    first = payload.reshape(-1)[0]
+    return float(first) if np.all(payload == first) else None
 
 
 def readers_of(nodes, indices):
