@@ -17,7 +17,7 @@ import weakref
 
 import numpy as np
 
-from ..compiler.wgsl.launch import PARAM_WORDS, Launch
+from ..compiler.wgsl.dispatch import PARAM_WORDS, Launch
 from ..compiler.wgsl.program import HostStep, Readback, Upload, ViewStep
 from ..errors import ArgumentTypeError
 from . import device as device_module
