@@ -75,7 +75,12 @@ def test_a_fallback_adapter_is_named_as_the_reason_auto_runs_numpy(monkeypatch):
 
     monkeypatch.setattr(device_module, "device", lambda: Device())
     status = json.loads(playground.status_json())
-    assert status == {"available": True, "fallback": True, "reason": "fallback", "detail": "SwiftShader (software fallback)"}
+    assert status == {
+        "available": True,
+        "fallback": True,
+        "reason": "fallback",
+        "detail": "SwiftShader (software fallback)",
+    }
 
 
 def test_a_device_that_fails_to_start_says_so(monkeypatch):

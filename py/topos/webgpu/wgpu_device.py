@@ -17,7 +17,9 @@ def request_wgpu_device():
         ) from None
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
-        raise NoAdapterError("wgpu-py found no WebGPU adapter (install a driver, e.g. Debian's mesa-vulkan-drivers)", reason="no-adapter")
+        raise NoAdapterError(
+            "wgpu-py found no WebGPU adapter (install a driver, e.g. Debian's mesa-vulkan-drivers)", reason="no-adapter"
+        )
     return WgpuDevice(adapter.request_device_sync(), adapter.info)
 
 
