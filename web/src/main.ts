@@ -5,17 +5,19 @@
 // the readings keep following the edits.
 
 import "./style.css";
-import type { Backend, Reading, ReadingName, RunResult, StageMessage, UserError } from "../protocol";
+import type { Backend, Reading, ReadingName, RunResult, UserError, WebGpuStatus } from "../protocol";
 import { CodeInput } from "./code-input";
 import { examples } from "./gallery";
+import { kernelsLine } from "./kernels-line";
 import { Links } from "./links";
+import { LoadingList } from "./loading-list";
 import { RunOutputPane } from "./panes/output-pane";
 import { createPanes, READING_NAMES } from "./panes/registry";
 import { ReadingTabs } from "./reading-tabs";
 import { errorSummary, RunDisplay, stopSummary } from "./run-display";
 import { ProgressLine } from "./run-progress";
 import { RunSession } from "./run-session";
-import { PythonSession, STAGE_TITLES } from "./session";
+import { PythonSession } from "./session";
 import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
 
@@ -30,7 +32,7 @@ const TIME_LIMIT_MS = Number(params.get("timeLimit") ?? 10_000);
 const element = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const statusLine = element<HTMLSpanElement>("status");
 const errorPanel = element<HTMLDivElement>("error");
-const loading = element<HTMLOListElement>("loading");
+const loading = new LoadingList(element<HTMLOListElement>("loading"));
 const backendPicker = element<HTMLSelectElement>("backend");
 const galleryPicker = element<HTMLSelectElement>("gallery");
 
@@ -71,42 +73,18 @@ element<HTMLButtonElement>("notice-dismiss").addEventListener("click", () => {
   onDismiss = null;
 });
 
-// Loading: one row a start-up stage, kept until the first readings are shown ----------------
-
-function showStage(message: StageMessage): void {
-  let row = loading.querySelector<HTMLLIElement>(`[data-stage="${message.stage}"]`);
-  if (!row) {
-    row = document.createElement("li");
-    row.dataset.stage = message.stage;
-    loading.append(row);
-  }
-  row.dataset.state = message.state;
-  const seconds = message.ms !== undefined ? ` (${(message.ms / 1000).toFixed(1)} s)` : "";
-  const detail = message.state !== "started" && message.detail ? `: ${message.detail}` : "";
-  row.textContent = `${STAGE_TITLES[message.stage]} ${message.state === "started" ? "loading…" : message.state}${seconds}${detail}`;
-}
-
-/** The last row: the first readings, waiting (or failed: the first code raised, see the error). */
-function showReadingsStage(state: "started" | "failed"): void {
-  let row = loading.querySelector<HTMLLIElement>('[data-stage="readings"]');
-  if (!row) {
-    row = document.createElement("li");
-    row.dataset.stage = "readings";
-    loading.append(row);
-  }
-  row.dataset.state = state;
-  row.textContent = state === "started" ? "first readings…" : "first readings: waiting for code that runs (see the error)";
-}
-
 let firstReadingsShown = false;
+/** The WebGPU adapter Python found, or why there is none (null until Python has looked). */
+let webGpu: WebGpuStatus | null = null;
 
 // Python starts first; Monaco, the largest part of the page, loads after the first
 // readings (see code-input.ts), so that the two do not compete for the processor.
 const session = new PythonSession(
   {
-    stage: showStage,
+    stage: (message) => loading.showStage(message),
     ready: (webgpu) => {
-      showReadingsStage("started");
+      webGpu = webgpu;
+      loading.showReadingsStage("started");
       backendPicker.title = webgpu.available ? `WebGPU: ${webgpu.detail}` : `no WebGPU: ${webgpu.detail}`;
       // The service worker registers now, so that its downloads never compete with the first start.
       startOfflineApp();
@@ -291,7 +269,7 @@ function showRan(result: RunResult, id: number): void {
     showError(errorSummary(result.error), traceback);
     setStatus(`${type}${where}; the readings are the last good ones`);
     if (!firstReadingsShown) {
-      showReadingsStage("failed");
+      loading.showReadingsStage("failed");
       void editor.load(); // the code needs fixing: the user wants the full editor now
     }
     return;
@@ -330,7 +308,8 @@ async function showResult(result: RunResult, id: number, ms: number): Promise<vo
   await Promise.all(renders);
   if (streaming?.id !== id) return; // a newer edit's readings arrived while the graph was laid out
   links.refresh();
-  const gpu = result.webgpu ? ` · kernels: ${result.webgpu.ran ? "WebGPU" : result.webgpu.detail}` : "";
+  const kernels = kernelsLine(backendPicker.value as Backend, webGpu, result.webgpu);
+  const gpu = kernels ? ` · ${kernels}` : "";
   setStatus(`readings in ${ms} ms (Python ${result.timings.total?.toFixed(0) ?? "?"} ms)${gpu}`);
   // When (since navigation) every reading of the edit was shown, and how many times: the benchmark reads these.
   document.body.dataset.readingsAt = performance.now().toFixed(1);
