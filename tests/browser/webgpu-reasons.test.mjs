@@ -28,7 +28,7 @@ const BROWSERS = {
   },
   "a fallback adapter": {
     prelude: "",
-    status: "kernels on numpy: the WebGPU adapter is a software fallback, slower than numpy (Backend: WebGPU uses it)",
+    status: "kernels on numpy: the WebGPU adapter is a software fallback (Backend: WebGPU uses it)",
     title: /^WebGPU: .*\(software fallback\)$/i,
   },
 };

@@ -13,7 +13,7 @@ const WHY_NOT: Record<WebGpuReason, string> = {
   "synchronous-entry": "Python was entered synchronously and cannot wait for WebGPU",
   "no-wgpu": "wgpu-py is not installed",
   failed: "the WebGPU adapter failed to start",
-  fallback: "the WebGPU adapter is a software fallback, slower than numpy (Backend: WebGPU uses it)",
+  fallback: "the WebGPU adapter is a software fallback (Backend: WebGPU uses it)",
 };
 
 /** The line: "kernels on WebGPU (adapter)", or "kernels on numpy: why"; empty before Python has looked. */
