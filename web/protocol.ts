@@ -104,9 +104,19 @@ export interface WebGpuStatus {
   available: boolean;
   /** A software adapter (SwiftShader): "auto" leaves the kernels to numpy there. */
   fallback: boolean;
+  /** Why "auto" does not take WebGPU, in a word (null: it does); see WebGpuReason. */
+  reason: WebGpuReason | null;
   /** The adapter's description, or why there is none. */
   detail: string;
 }
+
+/**
+ * Why the kernels run on numpy (Python's NoAdapterError.reason, py/topos/webgpu/device_interface.py):
+ * no navigator.gpu, no adapter, no JSPI (Python cannot wait for WebGPU's promises), Python entered
+ * synchronously, no wgpu-py (natively), an adapter that failed to start; or a fallback (software)
+ * adapter, which "auto" leaves to numpy.
+ */
+export type WebGpuReason = "no-webgpu" | "no-adapter" | "no-jspi" | "synchronous-entry" | "no-wgpu" | "failed" | "fallback";
 
 // Run mode: the page and the run worker (web/src/run-worker.ts) -----------------------------
 // The run worker runs one script at a time as a program (topos.playground.run_main), for as long

@@ -30,15 +30,18 @@ const FLAGS = [
  * a request for `/assets/...` from a site served under `/deploy/topos/` is one). `baseUrl` names
  * another local server; `intercept: false` only watches requests instead of routing them,
  * because Playwright's routing turns the HTTP cache off (the offline app's tests need it;
- * the host-resolver rule still leaves every outside name unresolvable).
+ * the host-resolver rule still leaves every outside name unresolvable). `device` replaces the
+ * desktop window with Playwright's emulation of another screen (`viewport`, `isMobile`,
+ * `hasTouch`, `deviceScaleFactor`).
  */
-export async function openBrowser({ baseUrl = BASE_URL, intercept = true } = {}) {
+export async function openBrowser({ baseUrl = BASE_URL, intercept = true, device = {} } = {}) {
   const profile = mkdtempSync(join(tmpdir(), "topos-browser-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: FLAGS,
     viewport: { width: 1400, height: 900 },
+    ...device,
   });
   const site = new URL("./", baseUrl).href;
   const foreign = [];

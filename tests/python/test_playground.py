@@ -242,6 +242,7 @@ def test_without_a_device_the_webgpu_report_says_why_and_that_numpy_ran(monkeypa
     assert json.loads(playground.status_json()) == {
         "available": False,
         "fallback": False,
+        "reason": "no-adapter",
         "detail": "Python cannot wait for WebGPU here: this browser lacks JavaScript Promise Integration",
     }
     assert json.loads(playground.webgpu_report_json()) == {

@@ -5,10 +5,12 @@
 // the readings keep following the edits.
 
 import "./style.css";
-import type { Backend, Reading, ReadingName, RunResult, UserError } from "../protocol";
+import type { Backend, Reading, ReadingName, RunResult, UserError, WebGpuStatus } from "../protocol";
 import { CodeInput } from "./code-input";
 import { examples } from "./gallery";
+import { kernelsLine } from "./kernels-line";
 import { Links } from "./links";
+import { LoadingList } from "./loading-list";
 import { RunOutputPane } from "./panes/output-pane";
 import { createPanes, READING_NAMES } from "./panes/registry";
 import { ReadingTabs } from "./reading-tabs";
@@ -16,7 +18,6 @@ import { errorSummary, RunDisplay, stopSummary } from "./run-display";
 import { ProgressLine } from "./run-progress";
 import { RunSession } from "./run-session";
 import { PythonSession } from "./session";
-import { showReadingsStage, showStage } from "./loading";
 import { FilesPanel } from "./files/panel";
 import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
@@ -32,7 +33,7 @@ const TIME_LIMIT_MS = Number(params.get("timeLimit") ?? 10_000);
 const element = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const statusLine = element<HTMLSpanElement>("status");
 const errorPanel = element<HTMLDivElement>("error");
-const loading = element<HTMLOListElement>("loading");
+const loading = new LoadingList(element<HTMLOListElement>("loading"));
 const backendPicker = element<HTMLSelectElement>("backend");
 const galleryPicker = element<HTMLSelectElement>("gallery");
 
@@ -74,14 +75,17 @@ element<HTMLButtonElement>("notice-dismiss").addEventListener("click", () => {
 });
 
 let firstReadingsShown = false;
+/** The WebGPU adapter Python found, or why there is none (null until Python has looked). */
+let webGpu: WebGpuStatus | null = null;
 
 // Python starts first; Monaco, the largest part of the page, loads after the first
 // readings (see code-input.ts), so that the two do not compete for the processor.
 const session = new PythonSession(
   {
-    stage: (message) => showStage(loading, message),
+    stage: (message) => loading.showStage(message),
     ready: (webgpu) => {
-      showReadingsStage(loading, "started");
+      webGpu = webgpu;
+      loading.showReadingsStage("started");
       backendPicker.title = webgpu.available ? `WebGPU: ${webgpu.detail}` : `no WebGPU: ${webgpu.detail}`;
       // The service worker registers now, so that its downloads never compete with the first start.
       startOfflineApp();
@@ -283,7 +287,7 @@ function showRan(result: RunResult, id: number): void {
     showError(errorSummary(result.error), traceback);
     setStatus(`${type}${where}; the readings are the last good ones`);
     if (!firstReadingsShown) {
-      showReadingsStage(loading, "failed");
+      loading.showReadingsStage("failed");
       void editor.load(); // the code needs fixing: the user wants the full editor now
     }
     return;
@@ -322,7 +326,8 @@ async function showResult(result: RunResult, id: number, ms: number): Promise<vo
   await Promise.all(renders);
   if (streaming?.id !== id) return; // a newer edit's readings arrived while the graph was laid out
   links.refresh();
-  const gpu = result.webgpu ? ` · kernels: ${result.webgpu.ran ? "WebGPU" : result.webgpu.detail}` : "";
+  const kernels = kernelsLine(backendPicker.value as Backend, webGpu, result.webgpu);
+  const gpu = kernels ? ` · ${kernels}` : "";
   setStatus(`readings in ${ms} ms (Python ${result.timings.total?.toFixed(0) ?? "?"} ms)${gpu}`);
   // When (since navigation) every reading of the edit was shown, and how many times: the benchmark reads these.
   document.body.dataset.readingsAt = performance.now().toFixed(1);

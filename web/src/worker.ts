@@ -35,7 +35,7 @@ const files = new WorkerFiles(pythonReady);
 // WebGPU is Python's own (topos.webgpu's browser device): the adapter is requested once topos is in.
 const gpuReady = pythonReady
   .then((pyodide) => stage(post, "webgpu", () => webGpuStatus(pyodide), (status) => status.detail))
-  .catch((error): WebGpuStatus => ({ available: false, fallback: false, detail: `WebGPU failed to start: ${error}` }));
+  .catch((error): WebGpuStatus => ({ available: false, fallback: false, reason: "failed", detail: `WebGPU failed to start: ${error}` }));
 
 async function start(): Promise<void> {
   try {

@@ -27,13 +27,19 @@ class NoReadingsError(ToposError, RuntimeError):
 
 
 def status():
-    """The WebGPU adapter as the page names it: ``{available, fallback, detail}`` (detail: why there is none)."""
+    """The WebGPU adapter as the page names it: ``{available, fallback, reason, detail}``.
+
+    ``detail`` names the adapter, or says why there is none; ``reason`` is that why in a word
+    (``NoAdapterError.reason``), ``"fallback"`` for an adapter that ``backend="auto"`` leaves to
+    numpy, and None where "auto" takes WebGPU.
+    """
     try:
         adapter = device_module.adapter()
     except NoAdapterError as error:
-        return {"available": False, "fallback": False, "detail": str(error)}
+        return {"available": False, "fallback": False, "reason": error.reason, "detail": str(error)}
     detail = f"{adapter.name} (software fallback)" if adapter.fallback else adapter.name
-    return {"available": True, "fallback": adapter.fallback, "detail": detail}
+    reason = "fallback" if adapter.fallback else None
+    return {"available": True, "fallback": adapter.fallback, "reason": reason, "detail": detail}
 
 
 def status_json():

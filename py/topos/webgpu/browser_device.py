@@ -33,10 +33,10 @@ def request_browser_device():
         raise _cannot_wait(js)
     gpu = getattr(js.navigator, "gpu", None)
     if gpu is None:
-        raise NoAdapterError("this browser has no WebGPU (navigator.gpu)")
+        raise NoAdapterError("this browser has no WebGPU (navigator.gpu)", reason="no-webgpu")
     adapter = run_sync(gpu.requestAdapter(_js_object({"powerPreference": "high-performance"})))
     if adapter is None:
-        raise NoAdapterError("WebGPU found no adapter")
+        raise NoAdapterError("WebGPU found no adapter", reason="no-adapter")
     return BrowserDevice(run_sync(adapter.requestDevice()), adapter)
 
 
@@ -49,7 +49,8 @@ def _cannot_wait(js):
         )
     return NoAdapterError(
         "Python cannot wait for WebGPU here: this browser lacks JavaScript Promise Integration (JSPI), "
-        "which pyodide.ffi.run_sync needs to wait for WebGPU's promises"
+        "which pyodide.ffi.run_sync needs to wait for WebGPU's promises",
+        reason="no-jspi",
     )
 
 

@@ -78,7 +78,7 @@ def device():
             except NoAdapterError as error:
                 _failure = error
             except Exception as error:  # noqa: BLE001  (a driver that fails to start is the same as no adapter)
-                _failure = NoAdapterError(f"the WebGPU adapter failed to start: {error}")
+                _failure = NoAdapterError(f"the WebGPU adapter failed to start: {error}", reason="failed")
         if _device is None:
             raise _failure
         return _device

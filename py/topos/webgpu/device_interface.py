@@ -13,12 +13,26 @@ from ..errors import ToposError
 
 
 class NoAdapterError(ToposError, RuntimeError):
-    """No WebGPU device could be had (wgpu-py missing, no driver, no JSPI in the page); also a ``RuntimeError``."""
+    """No WebGPU device could be had (wgpu-py missing, no driver, no JSPI in the page); also a ``RuntimeError``.
+
+    ``reason`` names the case in a word, for the page to say why its kernels run on numpy:
+    ``"no-webgpu"`` (the browser has no ``navigator.gpu``), ``"no-adapter"`` (WebGPU, or wgpu-py,
+    found none), ``"no-jspi"`` (the browser lacks JavaScript Promise Integration, so Python
+    cannot wait for WebGPU's promises), ``"synchronous-entry"`` (Python was entered synchronously),
+    ``"no-wgpu"`` (wgpu-py is not installed) or ``"failed"`` (the adapter failed to start).
+    """
+
+    def __init__(self, message, reason="no-adapter"):
+        super().__init__(message)
+        self.reason = reason
 
 
 class SynchronousEntryError(NoAdapterError):
     """In the page, Python entered synchronously from JavaScript cannot wait for WebGPU's promises
     now; entered through ``runPythonAsync`` or ``callPromising`` it may, so this refusal is not kept."""
+
+    def __init__(self, message):
+        super().__init__(message, reason="synchronous-entry")
 
 
 class DeviceError(ToposError, RuntimeError):

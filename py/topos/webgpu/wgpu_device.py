@@ -12,10 +12,14 @@ def request_wgpu_device():
     try:
         import wgpu
     except ImportError as error:
-        raise NoAdapterError(f"wgpu-py is not installed ({error}); pip install 'topos-autodiff[wgpu]'") from None
+        raise NoAdapterError(
+            f"wgpu-py is not installed ({error}); pip install 'topos-autodiff[wgpu]'", reason="no-wgpu"
+        ) from None
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     if adapter is None:
-        raise NoAdapterError("wgpu-py found no WebGPU adapter (install a driver, e.g. Debian's mesa-vulkan-drivers)")
+        raise NoAdapterError(
+            "wgpu-py found no WebGPU adapter (install a driver, e.g. Debian's mesa-vulkan-drivers)", reason="no-adapter"
+        )
     return WgpuDevice(adapter.request_device_sync(), adapter.info)
 
 

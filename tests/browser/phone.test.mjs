@@ -1,0 +1,225 @@
+// The site on a phone (390 x 844, Playwright's mobile emulation with touch), a tablet (768 x 1024)
+// and a laptop (1280 x 800). On a phone the playground stacks into one column (editor, then the tabs
+// and a reading, then the output: web/src/style.css, "Phones and narrow windows"), the page is no
+// wider than the screen and nothing shown runs off its edges; an edit updates the readings and the
+// output, Run runs, and a swipe scrolls the editor and the panes. The embed and every docs page hold
+// at that width too. A tablet and a laptop keep the editor and the readings side by side.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
+
+const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 };
+const TABLET = { viewport: { width: 768, height: 1024 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
+const LAPTOP = { viewport: { width: 1280, height: 800 } };
+const DOCS_PAGES = ["index", "getting-started", "readings", "playground", "kernels", "api"];
+
+// A script long enough to scroll everywhere: 46 lines in the editor, 81 rows in the spec, 60 printed lines.
+const LONG_SCRIPT = `from topos import Tape
+
+tape = Tape()
+x = tape.input(1.0)
+${Array.from({ length: 40 }, (_, i) => `x = x * ${(1 + i / 100).toFixed(2)}`).join("\n")}
+print(tape.describe())
+for line in range(60):
+    print("printed line", line)
+`;
+
+/**
+ * What of the page is outside [0, the screen's width]: the page's own width (scrollWidth), and each
+ * element whose visible part (its box cut by every ancestor that clips or scrolls it) reaches beyond
+ * either edge. An element wholly scrolled out of view inside its own pane is not shown, so not counted;
+ * a 1 px element is the visually hidden kind (screen-reader text).
+ */
+function offScreen(page) {
+  return page.evaluate(() => {
+    const width = window.innerWidth;
+    const outside = [];
+    for (const element of document.querySelectorAll("body *")) {
+      const style = getComputedStyle(element);
+      if (style.visibility === "hidden" || style.display === "contents") continue;
+      const box = element.getBoundingClientRect();
+      if (box.width < 2 || box.height < 2) continue;
+      let { left, right, top, bottom } = box;
+      for (let above = element.parentElement; above && above !== document.documentElement; above = above.parentElement) {
+        const clip = getComputedStyle(above);
+        const edges = above.getBoundingClientRect();
+        if (clip.overflowX !== "visible") [left, right] = [Math.max(left, edges.left), Math.min(right, edges.right)];
+        if (clip.overflowY !== "visible") [top, bottom] = [Math.max(top, edges.top), Math.min(bottom, edges.bottom)];
+        if (clip.position === "fixed") break;
+      }
+      if (right - left < 1 || bottom - top < 1) continue;
+      if (left < -0.5 || right > width + 0.5) {
+        const name = `${element.tagName.toLowerCase()}${element.id ? `#${element.id}` : ""}.${element.getAttribute("class") ?? ""}`;
+        outside.push(`${name} ${Math.round(left)}..${Math.round(right)}`);
+      }
+    }
+    return { width, scrollWidth: document.documentElement.scrollWidth, outside };
+  });
+}
+
+async function assertFits(page, what) {
+  const { width, scrollWidth, outside } = await offScreen(page);
+  assert.equal(width, page.viewportSize().width, `${what}: the page is laid out at the screen's width`);
+  assert.ok(scrollWidth <= width, `${what}: the page is ${scrollWidth} px wide on a ${width} px screen`);
+  assert.deepEqual(outside, [], `${what}: shown outside the screen`);
+}
+
+const box = (page, selector) => page.locator(selector).first().boundingBox();
+
+/** A finger's swipe up the middle of `selector`'s box, through the DevTools protocol's touch events. */
+async function swipeUp(page, selector) {
+  const { x, y, width, height } = await box(page, selector);
+  const cdp = await page.context().newCDPSession(page);
+  const at = (step) => [{ x: x + width / 2, y: y + height * (0.8 - (0.6 * step) / 12) }];
+  await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: at(0) });
+  for (let step = 1; step <= 12; step++) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: at(step) });
+  await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+  await cdp.detach();
+  await page.waitForTimeout(300);
+}
+
+describe("the playground on a phone", () => {
+  let browser;
+  let page;
+  let errors;
+
+  before(async () => {
+    browser = await openBrowser({ device: PHONE });
+    ({ page, errors } = await openPlayground(browser.context));
+    await page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor');
+  });
+
+  after(async () => {
+    await browser?.close();
+    assert.deepEqual(browser.foreign, []);
+    assert.deepEqual(errors, []);
+  });
+
+  test("fits the screen: one column of editor, tabs and reading, output; the toolbar and the footer fit", async () => {
+    await assertFits(page, "the playground");
+    const editor = await box(page, "#editor");
+    const tabs = await box(page, "#tabs");
+    const panes = await box(page, "#panes");
+    const output = await box(page, ".output-head");
+    const footer = await box(page, "footer");
+    assert.ok(editor.y + editor.height <= tabs.y + 1, "the tabs come under the editor");
+    assert.ok(panes.y + panes.height <= output.y + 1, "the output comes under the reading");
+    for (const part of [editor, panes]) assert.ok(part.width >= 380, `each part takes the screen's width: ${part.width} px`);
+    assert.ok(editor.height >= 200 && panes.height >= 150, `room for code and a reading: ${editor.height}, ${panes.height} px`);
+    assert.ok(footer.height <= 30, `the footer is one line, not ${footer.height} px`);
+    assert.ok(footer.y + footer.height <= 844 + 0.5, "the footer ends at the screen's bottom: the page does not scroll");
+    for (const tab of await page.$$("#tabs button")) {
+      const { x, width } = await tab.boundingBox();
+      assert.ok(x >= 0 && x + width <= 390, `every tab is in view: ${await tab.textContent()} at ${x}..${x + width}`);
+    }
+    for (const control of ["#gallery", "#backend", "#run", "#stop", "#share", "#status"]) {
+      const { x, width } = await box(page, control);
+      assert.ok(x >= 0 && x + width <= 390, `${control} is in the toolbar's width: ${x}..${x + width}`);
+    }
+  });
+
+  test("an edit typed in the editor updates the output and the readings", async () => {
+    await page.tap("#editor .view-lines");
+    await page.keyboard.press("ControlOrMeta+End");
+    await page.keyboard.type('\nprint("typed on a phone")\n');
+    await waitForPane(page, "output", (text) => text.includes("typed on a phone"));
+    await pasteCode(page, LONG_SCRIPT);
+    await waitForPane(page, "spec", (text) => text.includes("tape: 81 nodes"));
+    await waitForPane(page, "output", (text) => text.includes("printed line 59"));
+    await assertFits(page, "the playground with a long script");
+  });
+
+  test("Run runs the script and shows its output", async () => {
+    await page.tap("#run");
+    await page.waitForFunction(() => document.body.dataset.run === "finished", null, { timeout: 60_000 });
+    const printed = await page.$eval("[data-run-output]", (element) => element.textContent);
+    assert.match(printed, /printed line 59/);
+    await assertFits(page, "the playground after a run");
+    await page.tap("#show-live-output");
+  });
+
+  test("a swipe scrolls the editor, the reading and the output", async () => {
+    // Monaco scrolls itself (its own touch gestures): its scroll position is the lines' offset.
+    const editorTop = () => page.$eval("#editor .lines-content", (element) => element.style.top);
+    await page.tap("#editor .view-lines");
+    await page.keyboard.press("ControlOrMeta+Home");
+    await page.waitForFunction(() => document.querySelector("#editor .lines-content").style.top === "0px");
+    const before = await editorTop();
+    await swipeUp(page, "#editor");
+    assert.notEqual(await editorTop(), before, "the editor scrolled");
+
+    // The spec's tab panel and the output scroll natively.
+    for (const selector of ["#panel-spec", "#output"]) {
+      const scrolled = () => page.$eval(selector, (element) => element.scrollTop);
+      // (A line picked in the editor may have scrolled its row into view: start from the top.)
+      await page.$eval(selector, (element) => element.scrollTo(0, 0));
+      await swipeUp(page, selector);
+      assert.ok((await scrolled()) > 0, `${selector} scrolled`);
+    }
+    assert.equal(await page.evaluate(() => document.scrollingElement.scrollTop), 0, "the page itself did not scroll");
+    assert.match(await paneText(page, "spec"), /tape: 81 nodes/);
+  });
+});
+
+describe("the embed and the docs on a phone", () => {
+  let browser;
+
+  before(async () => {
+    browser = await openBrowser({ device: PHONE });
+  });
+
+  after(async () => {
+    await browser?.close();
+    assert.deepEqual(browser.foreign, []);
+  });
+
+  test("the embed fits the screen, its tabs included", async () => {
+    const page = await browser.context.newPage();
+    await page.goto(new URL("embed.html?example=01_scalar_chain", BASE_URL).href);
+    await page.waitForSelector('body[data-status="ok"]', { timeout: 120_000 });
+    await assertFits(page, "the embed");
+    for (const tab of await page.$$("#embed-tabs button")) {
+      const { x, width } = await tab.boundingBox();
+      assert.ok(x >= 0 && x + width <= 390, `every tab is in view: ${await tab.textContent()}`);
+    }
+    await page.close();
+  });
+
+  test("every docs page fits the screen, its tables and code included", async () => {
+    const page = await browser.context.newPage();
+    // The pages' embeds are kept out: this is the page's own layout (the embed is tested above).
+    await page.route("**/embed.html?*", (route) => route.abort("blockedbyclient"));
+    for (const name of DOCS_PAGES) {
+      await page.goto(new URL(`docs/${name}.html`, BASE_URL).href);
+      await assertFits(page, `docs/${name}.html`);
+      const list = await box(page, ".docs-nav");
+      assert.ok(list && list.height > 0, `docs/${name}.html lists the pages`);
+    }
+    await page.close();
+  });
+});
+
+for (const [name, device] of [
+  ["a tablet", TABLET],
+  ["a laptop", LAPTOP],
+]) {
+  test(`on ${name}, the editor and the readings stand side by side, and nothing runs off the screen`, async () => {
+    const browser = await openBrowser({ device });
+    try {
+      const { page, errors } = await openPlayground(browser.context);
+      await page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor');
+      await assertFits(page, `the playground on ${name}`);
+      const editor = await box(page, "#editor");
+      const panes = await box(page, "#panes");
+      assert.ok(editor.x + editor.width <= panes.x + 1 && Math.abs(editor.y - panes.y) < 40, "two columns");
+      const docs = await browser.context.newPage();
+      await docs.route("**/embed.html?*", (route) => route.abort("blockedbyclient"));
+      await docs.goto(new URL("docs/readings.html", BASE_URL).href);
+      await assertFits(docs, `docs/readings.html on ${name}`);
+      assert.deepEqual(errors, []);
+    } finally {
+      await browser.close();
+    }
+  });
+}
