@@ -19,6 +19,7 @@ import { ProgressLine } from "./run-progress";
 import { RunSession } from "./run-session";
 import { PythonSession } from "./session";
 import { FilesPanel } from "./files/panel";
+import { hideError, showError, showNotice } from "./notices";
 import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
 
@@ -32,7 +33,6 @@ const TIME_LIMIT_MS = Number(params.get("timeLimit") ?? 10_000);
 
 const element = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
 const statusLine = element<HTMLSpanElement>("status");
-const errorPanel = element<HTMLDivElement>("error");
 const loading = new LoadingList(element<HTMLOListElement>("loading"));
 const backendPicker = element<HTMLSelectElement>("backend");
 const galleryPicker = element<HTMLSelectElement>("gallery");
@@ -43,36 +43,6 @@ function setStatus(text: string): void {
   statusLine.textContent = line;
   statusLine.title = line;
 }
-
-// The error panel under the editor: a plain summary, the traceback behind "details" -------------
-
-function showError(summary: string, traceback: string | null): void {
-  element("error-summary").textContent = summary;
-  element("error-traceback").textContent = traceback ?? "";
-  element("error-details").hidden = !traceback;
-  errorPanel.hidden = false;
-}
-
-function hideError(): void {
-  errorPanel.hidden = true;
-}
-
-// A notice under the toolbar that stays until it is dismissed -----------------------------------
-
-const notice = element<HTMLDivElement>("notice");
-let onDismiss: (() => void) | null = null;
-
-function showNotice(text: string, dismissed: () => void): void {
-  element("notice-text").textContent = text;
-  notice.hidden = false;
-  onDismiss = dismissed;
-}
-
-element<HTMLButtonElement>("notice-dismiss").addEventListener("click", () => {
-  notice.hidden = true;
-  onDismiss?.();
-  onDismiss = null;
-});
 
 let firstReadingsShown = false;
 /** The WebGPU adapter Python found, or why there is none (null until Python has looked). */
