@@ -10,21 +10,14 @@ magnitude of each result (see ``assert_outputs_agree``).
 
 import numpy as np
 import pytest
+from seed_texts import SEED_HLO
 
 import topos
 from topos import LoweringError, Tape, detach
 from topos.compiler import Primitive, primitives, register, unregister
 from topos.ops import Meta
 
-SEED_STABLEHLO = """\
-module @topos {
-  func.func @main(%arg0: tensor<f64>, %arg1: tensor<f64>, %arg2: tensor<f64>) -> (tensor<f64>) {
-    %v3 = stablehlo.multiply %arg0, %arg1 : tensor<f64>
-    %v4 = stablehlo.subtract %v3, %arg2 : tensor<f64>
-    %v5 = stablehlo.multiply %v4, %v4 : tensor<f64>
-    return %v5 : tensor<f64>
-  }
-}"""
+SEED_STABLEHLO = SEED_HLO
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
 
