@@ -36,7 +36,7 @@ export interface SupersedeRequest {
   id: number;
 }
 
-export type HostToWorker = RunRequest | SupersedeRequest;
+export type HostToWorker = RunRequest | SupersedeRequest | FilesRequest | NotebookRequest;
 
 // Worker -> page -------------------------------------------------------------------------
 
@@ -90,7 +90,15 @@ export interface CrashedMessage {
   message: string;
 }
 
-export type WorkerToHost = StageMessage | ReadyMessage | RanMessage | ReadingMessage | DoneMessage | CrashedMessage;
+export type WorkerToHost =
+  | StageMessage
+  | ReadyMessage
+  | RanMessage
+  | ReadingMessage
+  | DoneMessage
+  | CrashedMessage
+  | FilesWrittenMessage
+  | NotebookMessage;
 
 export interface WebGpuStatus {
   available: boolean;
@@ -110,7 +118,7 @@ export interface RunMainRequest {
   code: string;
 }
 
-export type HostToRunWorker = RunMainRequest;
+export type HostToRunWorker = RunMainRequest | FilesRequest;
 
 /** The run worker has loaded Python and takes a run. */
 export interface RunWorkerReadyMessage {
@@ -153,7 +161,54 @@ export interface RunEndMessage {
   seconds: number;
 }
 
-export type RunWorkerToHost = StageMessage | RunWorkerReadyMessage | RunStartedMessage | RunOutputMessage | RunEndMessage | CrashedMessage;
+export type RunWorkerToHost =
+  | StageMessage
+  | RunWorkerReadyMessage
+  | RunStartedMessage
+  | RunOutputMessage
+  | RunEndMessage
+  | CrashedMessage
+  | FilesWrittenMessage;
+
+// The user's files and the files a run writes (web/src/files/), both workers ----------------
+// The page sends each worker the user's whole set of files whenever it changes (and to a fresh
+// worker); every run after starts in a working directory holding exactly those files
+// (topos.playground.files). After each run the worker sends what the run wrote there.
+
+/** The user's files, all of them: they replace the set the worker had. */
+export interface FilesRequest {
+  type: "files";
+  files: FileBytes[];
+}
+
+/** One file: its name (a path relative to the working directory, for a written file) and its bytes. */
+export interface FileBytes {
+  name: string;
+  bytes: Uint8Array;
+}
+
+/** What the run `id` wrote in its working directory: new files, and the user's files it changed. */
+export interface FilesWrittenMessage {
+  type: "files-written";
+  id: number;
+  files: FileBytes[];
+}
+
+/** Make the script a Jupyter notebook (topos.playground.notebook.notebook_json), in the readings worker. */
+export interface NotebookRequest {
+  type: "notebook";
+  id: number;
+  code: string;
+  title: string | null;
+}
+
+/** The notebook's JSON text, or why there is none. */
+export interface NotebookMessage {
+  type: "notebook";
+  id: number;
+  text?: string;
+  error?: string;
+}
 
 // A run's result (made by topos.playground.run in Python, completed by the worker) ---------
 

@@ -6,7 +6,9 @@ layers maps each point to three logits; ``topos.cross_entropy`` scores them
 against the int32 labels. ``optim.SGD`` with momentum trains it full-batch,
 as a pure transform of ``(parameters, gradients, state)``. The loss falls, on
 a plot card that grows while it trains, and the training accuracy climbs well
-above the one in three of a guess.
+above the one in three of a guess. The training runs only as a program
+(``if __name__ == "__main__":``), so the playground's readings, remade at
+every keystroke, read the recording without training it.
 
 A recording has fixed shapes, so to score 60 held-out points (a batch of
 another size) the model is recorded again over them, and that network adopts
@@ -86,29 +88,37 @@ def accuracy_of(run, logits, classes):
 
 
 network, (logits, loss) = Tape.record(build)
-parameters = network.parameters()
-optimizer = optim.SGD(lr=0.1, momentum=0.9)
-state = optimizer.init(parameters)
 
-losses = []
-curve = show.plot(loss_plot(losses))  # one card, updated at every step
-for step in range(STEPS + 1):
-    run = network.forward(parameters, {})
-    losses.append(run.of(loss).scalar())
-    curve.update(loss_plot(losses))
-    show.progress(step + 1, total=STEPS + 1)
-    if step % 50 == 0:
-        print(f"step {step:3d}  loss {losses[-1]:.4f}  accuracy {accuracy_of(run, logits, labels):.3f}")
-    if step == STEPS:
-        break
-    gradients = run.backward(loss).parameters(parameters)
-    parameters, state = optimizer.step(parameters, gradients, state)
 
-# The held-out points: the same model recorded over them, with the trained parameters.
-held_out, (held_out_logits, held_out_loss) = Tape.record(lambda tape: model(tape, held_out_features, held_out_labels))
-held_out_run = held_out.forward(held_out.adopt(parameters), {})
-held_out_accuracy = accuracy_of(held_out_run, held_out_logits, held_out_labels)
-print(
-    f"held-out points: {len(held_out_labels)}, cross-entropy {held_out_run.of(held_out_loss).scalar():.4f}, "
-    f"classified right {held_out_accuracy:.3f}"
-)
+# The training runs when the file runs as a program (Run in the playground, or python on the
+# command line). The playground's readings, remade at every keystroke, run the file under
+# another name: they read the recording above, and a keystroke never waits for the training.
+if __name__ == "__main__":
+    parameters = network.parameters()
+    optimizer = optim.SGD(lr=0.1, momentum=0.9)
+    state = optimizer.init(parameters)
+
+    losses = []
+    curve = show.plot(loss_plot(losses))  # one card, updated at every step
+    for step in range(STEPS + 1):
+        run = network.forward(parameters, {})
+        losses.append(run.of(loss).scalar())
+        curve.update(loss_plot(losses))
+        show.progress(step + 1, total=STEPS + 1)
+        if step % 50 == 0:
+            print(f"step {step:3d}  loss {losses[-1]:.4f}  accuracy {accuracy_of(run, logits, labels):.3f}")
+        if step == STEPS:
+            break
+        gradients = run.backward(loss).parameters(parameters)
+        parameters, state = optimizer.step(parameters, gradients, state)
+
+    # The held-out points: the same model recorded over them, with the trained parameters.
+    held_out, (held_out_logits, held_out_loss) = Tape.record(
+        lambda tape: model(tape, held_out_features, held_out_labels)
+    )
+    held_out_run = held_out.forward(held_out.adopt(parameters), {})
+    held_out_accuracy = accuracy_of(held_out_run, held_out_logits, held_out_labels)
+    print(
+        f"held-out points: {len(held_out_labels)}, cross-entropy {held_out_run.of(held_out_loss).scalar():.4f}, "
+        f"classified right {held_out_accuracy:.3f}"
+    )

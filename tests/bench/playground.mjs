@@ -12,19 +12,25 @@
 //    - the same edits with the cache on, as the page runs normally (a graph whose boxes keep
 //      their sizes keeps its layout);
 //    - edits that keep the model (a comment changes): the readings are all recomputed.
+// 3. Edit to readings per gallery example (docs/examples/*.py), as the file stands: EDITS edits
+//    of a comment each, one page for all of them (the first two edits of each warm up). A
+//    script that trained at the top level would pay its training here at every edit
+//    (docs/playground.md, "Training and the readings"). The load average is printed with it:
+//    measure a peer in the same run (SERIES=keep,gallery) to compare with the numbers above.
 //
-// SERIES picks what to measure (a comma list of cold, off, on, keep; all four unless given).
+// SERIES picks what to measure (a comma list of cold, off, on, keep, gallery; all five unless given).
 //
 // Usage: npm run bench:playground   (builds the site with the benchmark's bare page into a
 // folder of its own, and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to
 // measure a server that is already running a build made with TOPOS_BENCH_PAGES=1.
 
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { serveBenchSite } from "./bench-site.mjs";
 
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
 const EDITS = Number(process.env.EDITS ?? 20);
-const SERIES = (process.env.SERIES ?? "cold,off,on,keep").split(",");
+const SERIES = (process.env.SERIES ?? "cold,off,on,keep,gallery").split(",");
 
 const serve = serveBenchSite;
 
@@ -60,29 +66,58 @@ async function editToReadings(harness, makeEdit, query) {
   const browser = await harness.openBrowser();
   try {
     const { page } = await harness.openPlayground(browser.context, query);
-    const shown = () => page.$eval("body", (body) => Number(body.dataset.readingsShown));
-    const times = [];
-    for (let edit = -2; edit < EDITS; edit++) {
-      const before = await shown();
-      await page.click("#editor .view-lines");
-      await page.keyboard.press("ControlOrMeta+A");
-      // The paste is the edit; its time is taken in the page, on the clock the page stamps readings with.
-      const { code, width } = makeEdit(edit);
-      const pastedAt = await page.evaluate((code) => {
-        const data = new DataTransfer();
-        data.setData("text/plain", code);
-        const startedAt = performance.now();
-        document.activeElement.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
-        return startedAt;
-      }, code);
-      await page.waitForFunction((count) => Number(document.body.dataset.readingsShown) > count, before, { timeout: 60_000 });
-      const readingsAt = Number(await page.$eval("body", (body) => body.dataset.readingsAt));
-      const spec = await harness.paneText(page, "spec");
-      if (!spec.includes(`[16, 16, ${width}]`)) throw new Error(`the spec pane shows another model:\n${spec.slice(0, 400)}`);
-      if (edit >= 0) times.push(readingsAt - pastedAt); // the first two edits warm up
+    return await timeEdits(harness, page, makeEdit);
+  } finally {
+    await browser.close();
+  }
+}
+
+/** EDITS edits (after two that warm up) on an open page, each timed from its paste to every pane updated. */
+async function timeEdits(harness, page, makeEdit) {
+  const shown = () => page.$eval("body", (body) => Number(body.dataset.readingsShown));
+  const times = [];
+  let warmSpec = null;
+  for (let edit = -2; edit < EDITS; edit++) {
+    const before = await shown();
+    await page.click("#editor .view-lines");
+    await page.keyboard.press("ControlOrMeta+A");
+    // The paste is the edit; its time is taken in the page, on the clock the page stamps readings with.
+    const { code, width } = makeEdit(edit);
+    const pastedAt = await page.evaluate((code) => {
+      const data = new DataTransfer();
+      data.setData("text/plain", code);
+      const startedAt = performance.now();
+      document.activeElement.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+      return startedAt;
+    }, code);
+    await page.waitForFunction((count) => Number(document.body.dataset.readingsShown) > count, before, { timeout: 60_000 });
+    const readingsAt = Number(await page.$eval("body", (body) => body.dataset.readingsAt));
+    const spec = await harness.paneText(page, "spec");
+    // A width to look for (the transformer's edits), else the same spec as the warm-up's (a comment changed).
+    if (edit === -2) warmSpec = spec;
+    const same = width === undefined ? spec === warmSpec && spec.trim() !== "" : spec.includes(`[16, 16, ${width}]`);
+    if (!same) throw new Error(`edit ${edit}: the spec pane shows another model:\n${spec.slice(0, 400)}\nnot:\n${(warmSpec ?? "").slice(0, 400)}`);
+    if (edit >= 0) times.push(readingsAt - pastedAt); // the first two edits warm up
+  }
+  const status = await page.$eval("#status", (element) => element.textContent);
+  return { times, status };
+}
+
+/** Each gallery example's edits to readings, on one page: { file: { times, status } }. */
+async function galleryEdits(harness) {
+  const folder = new URL("../../docs/examples/", import.meta.url);
+  const files = readdirSync(folder).filter((name) => name.endsWith(".py")).sort();
+  const browser = await harness.openBrowser();
+  try {
+    const { page } = await harness.openPlayground(browser.context);
+    const results = {};
+    for (const file of files) {
+      const code = readFileSync(new URL(file, folder), "utf8");
+      results[file] = await timeEdits(harness, page, (edit) => ({ code: `${code}\n# edit ${edit}\n` })).catch((error) => {
+        throw new Error(`${file}: ${error.message}`);
+      });
     }
-    const status = await page.$eval("#status", (element) => element.textContent);
-    return { times, status };
+    return results;
   } finally {
     await browser.close();
   }
@@ -116,6 +151,15 @@ try {
     console.log(`  median ${median(times).toFixed(1)}  p95 ${quantile(times, 0.95).toFixed(1)}  (aim: median under 150)`);
     console.log(`  [${times.map((t) => t.toFixed(0)).join(", ")}]`);
     console.log(`  last status: ${status}`);
+  }
+  if (SERIES.includes("gallery")) {
+    const before = loadavg()[0];
+    const results = await galleryEdits(harness);
+    console.log(`edit to all readings updated, each gallery example, ${EDITS} edits of a comment (ms):`);
+    for (const [file, { times, status }] of Object.entries(results)) {
+      console.log(`  ${file.padEnd(28)} median ${median(times).toFixed(1).padStart(6)}  p95 ${quantile(times, 0.95).toFixed(1).padStart(6)}  (aim: median under 150)  last status: ${status}`);
+    }
+    console.log(`  load average (1 min) ${before.toFixed(2)} before, ${loadavg()[0].toFixed(2)} after`);
   }
 } finally {
   await server.stop();

@@ -5,7 +5,7 @@
 // the readings keep following the edits.
 
 import "./style.css";
-import type { Backend, Reading, ReadingName, RunResult, StageMessage, UserError } from "../protocol";
+import type { Backend, Reading, ReadingName, RunResult, UserError } from "../protocol";
 import { CodeInput } from "./code-input";
 import { examples } from "./gallery";
 import { Links } from "./links";
@@ -15,7 +15,9 @@ import { ReadingTabs } from "./reading-tabs";
 import { errorSummary, RunDisplay, stopSummary } from "./run-display";
 import { ProgressLine } from "./run-progress";
 import { RunSession } from "./run-session";
-import { PythonSession, STAGE_TITLES } from "./session";
+import { PythonSession } from "./session";
+import { showReadingsStage, showStage } from "./loading";
+import { FilesPanel } from "./files/panel";
 import { startOfflineApp } from "./pwa";
 import { autosave, codeFromFragment, historyCode, shareLink } from "./share";
 
@@ -71,42 +73,15 @@ element<HTMLButtonElement>("notice-dismiss").addEventListener("click", () => {
   onDismiss = null;
 });
 
-// Loading: one row a start-up stage, kept until the first readings are shown ----------------
-
-function showStage(message: StageMessage): void {
-  let row = loading.querySelector<HTMLLIElement>(`[data-stage="${message.stage}"]`);
-  if (!row) {
-    row = document.createElement("li");
-    row.dataset.stage = message.stage;
-    loading.append(row);
-  }
-  row.dataset.state = message.state;
-  const seconds = message.ms !== undefined ? ` (${(message.ms / 1000).toFixed(1)} s)` : "";
-  const detail = message.state !== "started" && message.detail ? `: ${message.detail}` : "";
-  row.textContent = `${STAGE_TITLES[message.stage]} ${message.state === "started" ? "loading…" : message.state}${seconds}${detail}`;
-}
-
-/** The last row: the first readings, waiting (or failed: the first code raised, see the error). */
-function showReadingsStage(state: "started" | "failed"): void {
-  let row = loading.querySelector<HTMLLIElement>('[data-stage="readings"]');
-  if (!row) {
-    row = document.createElement("li");
-    row.dataset.stage = "readings";
-    loading.append(row);
-  }
-  row.dataset.state = state;
-  row.textContent = state === "started" ? "first readings…" : "first readings: waiting for code that runs (see the error)";
-}
-
 let firstReadingsShown = false;
 
 // Python starts first; Monaco, the largest part of the page, loads after the first
 // readings (see code-input.ts), so that the two do not compete for the processor.
 const session = new PythonSession(
   {
-    stage: showStage,
+    stage: (message) => showStage(loading, message),
     ready: (webgpu) => {
-      showReadingsStage("started");
+      showReadingsStage(loading, "started");
       backendPicker.title = webgpu.available ? `WebGPU: ${webgpu.detail}` : `no WebGPU: ${webgpu.detail}`;
       // The service worker registers now, so that its downloads never compete with the first start.
       startOfflineApp();
@@ -115,6 +90,7 @@ const session = new PythonSession(
     reading: showReading,
     result: (result, id, ms) => void showResult(result, id, ms),
     busy: () => setStatus("running…"),
+    written: (written) => files.showWritten("typing", written),
     stopped: (reason, _id, failure) => {
       void editor.load();
       setStatus(reason);
@@ -246,6 +222,22 @@ const display = new RunDisplay(runOutput, progress, stopButton, {
 });
 const runs = new RunSession(display);
 
+// The user's files in, the files a run writes out (files/panel.ts): both workers get the user's files.
+const files = new FilesPanel(
+  {
+    code: () => editor.code,
+    notebook: (code, title) => session.notebook(code, title),
+    changed(set) {
+      session.setFiles(set);
+      runs.setFiles(set);
+      runNow();
+    },
+  },
+  element("files"),
+);
+runs.onWritten = (written) => files.showWritten("run", written);
+void files.load();
+
 function runProgram(): void {
   display.begin();
   showOutput("run");
@@ -291,7 +283,7 @@ function showRan(result: RunResult, id: number): void {
     showError(errorSummary(result.error), traceback);
     setStatus(`${type}${where}; the readings are the last good ones`);
     if (!firstReadingsShown) {
-      showReadingsStage("failed");
+      showReadingsStage(loading, "failed");
       void editor.load(); // the code needs fixing: the user wants the full editor now
     }
     return;

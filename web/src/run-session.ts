@@ -9,7 +9,7 @@
 //   any other way without a SharedArrayBuffer), and a fresh worker starts at once, so
 //   that the next run finds Python ready. A worker that failed is replaced the same way.
 
-import type { RunOutputMessage, RunWorkerToHost, StageMessage, UserError } from "../protocol";
+import type { FileBytes, HostToRunWorker, RunOutputMessage, RunWorkerToHost, StageMessage, UserError } from "../protocol";
 import { describeCrash, workerErrorStop, type Stop } from "./python-failure";
 import RunWorkerScript from "./run-worker?worker";
 
@@ -35,8 +35,18 @@ export class RunSession {
   /** The run the worker has (or will have once it is ready). */
   private current: { id: number; code: string; sent: boolean } | null = null;
   private nextId = 1;
+  /** The user's files, sent to every worker this session starts (web/src/files/). */
+  private files: FileBytes[] = [];
+  /** Told the files each run wrote in its working directory, as it ends (a run stopped tells nothing). */
+  onWritten: ((files: FileBytes[]) => void) | null = null;
 
   constructor(private readonly events: RunEvents) {}
+
+  /** The user's files: every run from now on starts in a working directory that holds them. */
+  setFiles(files: FileBytes[]): void {
+    this.files = files;
+    this.worker?.postMessage({ type: "files", files } satisfies HostToRunWorker);
+  }
 
   /** Run `code` as a program; a run in progress is stopped first. Returns the run's id. */
   run(code: string): number {
@@ -59,6 +69,7 @@ export class RunSession {
   private spawn(): Worker {
     this.ready = false;
     const worker = new RunWorkerScript({ name: "python-run" });
+    if (this.files.length) worker.postMessage({ type: "files", files: this.files } satisfies HostToRunWorker);
     worker.addEventListener("message", (event: MessageEvent<RunWorkerToHost>) => {
       if (worker === this.worker) this.receive(event.data);
     });
@@ -91,6 +102,9 @@ export class RunSession {
         break;
       case "run-output":
         if (current?.id === message.id) this.events.output(message);
+        break;
+      case "files-written":
+        if (current?.id === message.id) this.onWritten?.(message.files);
         break;
       case "run-end":
         if (current?.id !== message.id) break;

@@ -6,6 +6,7 @@
 
 import type { PyodideInterface } from "pyodide";
 import type { HostToRunWorker, RunWorkerToHost, UserError } from "../protocol";
+import { WorkerFiles } from "./files/worker-files";
 import { crashReason, loadPython } from "./python-loader";
 
 function post(message: RunWorkerToHost): void {
@@ -53,6 +54,8 @@ function wakeTimer(pyodide: PyodideInterface, signal: number) {
 }
 
 const pythonReady = loadPython(post, "topos.playground");
+/** The user's files: every run starts in a working directory that holds them (files/worker-files.ts). */
+const files = new WorkerFiles(pythonReady);
 
 async function start(): Promise<void> {
   try {
@@ -71,9 +74,12 @@ async function runMain(id: number, code: string): Promise<void> {
   const send = (batch: string) => post({ type: "run-output", id, ...JSON.parse(batch) });
   post({ type: "run-started", id });
   try {
+    await files.prepare();
     // Entered through callPromising, so that the script may wait on the browser's promises
     // (WebGPU's, through pyodide.ffi.run_sync): a plain call would not let it.
     const end = JSON.parse((await run.callPromising(code, send, timer)) as string) as RunEnd;
+    const written = await files.written(id);
+    self.postMessage(written.message, written.transfer);
     post({ type: "run-end", id, error: end.error, seconds: end.seconds });
   } catch (error) {
     post({ type: "crashed", id, reason: crashReason(error), message: String(error) });
@@ -89,6 +95,7 @@ let queue: Promise<void> = Promise.resolve();
 self.addEventListener("message", (event: MessageEvent<HostToRunWorker>) => {
   const request = event.data;
   if (request.type === "run-main") queue = queue.then(() => runMain(request.id, request.code));
+  else if (request.type === "files") queue = queue.then(() => files.replace(request.files));
 });
 
 void start();

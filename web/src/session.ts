@@ -14,6 +14,7 @@
 
 import type {
   Backend,
+  FileBytes,
   HostToWorker,
   Reading,
   ReadingName,
@@ -53,6 +54,8 @@ export interface PythonClient {
   result(result: RunResult, id: number, ms: number): void;
   /** The client's run was stopped (its time limit, or Python failed during it); the worker has been restarted. */
   stopped(stop: Stop, id: number): void;
+  /** The files the client's run wrote in its working directory (none, often), before its result. */
+  written?(files: FileBytes[], id: number): void;
 }
 
 /** What the worker tells its owner, for every client. */
@@ -96,6 +99,11 @@ export class PythonWorker {
   /** The start-up so far, replayed to a client that joins late. */
   private readonly stages = new Map<StageName, StageMessage>();
   private webgpu: WebGpuStatus | null = null;
+  /** The user's files, sent again to a fresh worker (web/src/files/). */
+  private files: FileBytes[] = [];
+  /** Notebook exports waiting for the worker, by id. */
+  private readonly notebooks = new Map<number, { resolve: (text: string) => void; reject: (error: Error) => void }>();
+  private nextNotebookId = 1;
 
   constructor(private readonly events: PythonEvents) {
     this.spawn();
@@ -125,10 +133,24 @@ export class PythonWorker {
     this.pump();
   }
 
+  /** The user's files: every run from now on starts in a working directory that holds them. */
+  setFiles(files: FileBytes[]): void {
+    this.files = files;
+    this.worker.postMessage({ type: "files", files } satisfies HostToWorker);
+  }
+
+  /** The code as a Jupyter notebook's JSON text, made by the worker's Python (after the run in flight). */
+  notebook(code: string, title: string | null): Promise<string> {
+    const id = this.nextNotebookId++;
+    this.worker.postMessage({ type: "notebook", id, code, title } satisfies HostToWorker);
+    return new Promise((resolve, reject) => this.notebooks.set(id, { resolve, reject }));
+  }
+
   private spawn(): void {
     this.started = false;
     this.stages.clear();
     this.worker = new WorkerScript({ name: "python" });
+    if (this.files.length) this.worker.postMessage({ type: "files", files: this.files } satisfies HostToWorker);
     this.worker.addEventListener("message", (event: MessageEvent<WorkerToHost>) => this.receive(event.data));
     // An uncaught error in the worker (a WebAssembly trap, for one) leaves Python unusable.
     this.worker.addEventListener("error", (event) => {
@@ -173,6 +195,18 @@ export class PythonWorker {
           this.clients.get(request.client)?.result(whole, request.id, message.ms);
         }
         this.pump();
+        break;
+      }
+      case "files-written": {
+        const request = this.current(message.id);
+        if (request) this.clients.get(request.client)?.written?.(message.files, request.id);
+        break;
+      }
+      case "notebook": {
+        const waiting = this.notebooks.get(message.id);
+        this.notebooks.delete(message.id);
+        if (message.text !== undefined) waiting?.resolve(message.text);
+        else waiting?.reject(new Error(message.error ?? "no notebook"));
         break;
       }
       case "crashed": {
@@ -221,6 +255,8 @@ export class PythonWorker {
   private restart(stop: Stop): void {
     const request = this.finish();
     this.worker.terminate();
+    for (const waiting of this.notebooks.values()) waiting.reject(new Error(`Python was restarted: ${stop.reason}`));
+    this.notebooks.clear();
     if (request) this.clients.get(request.client)?.stopped(stop, request.id);
     else this.events.restarted(stop);
     this.spawn();
@@ -243,6 +279,8 @@ export interface SessionEvents {
   stopped(reason: string, id: number | null, failure?: UserError | null): void;
   /** A run was sent to the worker (the page shows that it is busy). */
   busy(id: number): void;
+  /** The files a run wrote in its working directory. */
+  written?(files: FileBytes[], id: number): void;
 }
 
 const PAGE = "page";
@@ -269,7 +307,16 @@ export class PythonSession {
       reading: (name, reading, id) => events.reading?.(name, reading, id),
       result: (result, id, ms) => events.result(result, id, ms),
       stopped,
+      written: (files, id) => events.written?.(files, id),
     });
+  }
+
+  setFiles(files: FileBytes[]): void {
+    this.worker.setFiles(files);
+  }
+
+  notebook(code: string, title: string | null): Promise<string> {
+    return this.worker.notebook(code, title);
   }
 
   /** Queue `code` to run, the reading `first` made first; returns the request id. */

@@ -20,6 +20,7 @@ import {
   type WebGpuStatus,
   type WorkerToHost,
 } from "../protocol";
+import { notebookText, WorkerFiles } from "./files/worker-files";
 import { crashReason, loadPython, stage } from "./python-loader";
 import { callPython, callPythonJson, webGpuStatus } from "./webgpu";
 
@@ -28,6 +29,8 @@ function post(message: WorkerToHost): void {
 }
 
 const pythonReady = loadPython(post, "topos.playground");
+/** The user's files: every run starts in a working directory that holds them (files/worker-files.ts). */
+const files = new WorkerFiles(pythonReady);
 
 // WebGPU is Python's own (topos.webgpu's browser device): the adapter is requested once topos is in.
 const gpuReady = pythonReady
@@ -85,6 +88,7 @@ async function run({ id, code, backend, first }: RunRequest): Promise<void> {
   const python = await streamed;
   const begun = performance.now();
   try {
+    await files.prepare();
     // Entered so that the script's own plan.run(backend="webgpu") and DeviceTrainer can wait for WebGPU.
     const head = await callJson<RunResult>(python.start, code);
     post({ type: "ran", id, result: head });
@@ -99,6 +103,8 @@ async function run({ id, code, backend, first }: RunRequest): Promise<void> {
       post({ type: "reading", id, name, reading });
     }
     const { timings } = await callJson<{ timings: Record<string, number> }>(python.finish);
+    const written = await files.written(id);
+    self.postMessage(written.message, written.transfer);
     let webgpu: WebGpuReport | undefined;
     if (complete && head.recording && wantsGpu(backend, status)) {
       webgpu = await callPythonJson<WebGpuReport>(pyodide, "topos.playground", "webgpu_report_json");
@@ -111,12 +117,22 @@ async function run({ id, code, backend, first }: RunRequest): Promise<void> {
   }
 }
 
+async function exportNotebook(id: number, code: string, title: string | null): Promise<void> {
+  try {
+    post({ type: "notebook", id, text: await notebookText(pythonReady, code, title) });
+  } catch (error) {
+    post({ type: "notebook", id, error: String(error) });
+  }
+}
+
 // Requests run one after another: a run is never interleaved with another one.
 let queue: Promise<void> = Promise.resolve();
 self.addEventListener("message", (event: MessageEvent<HostToWorker>) => {
   const request = event.data;
   if (request.type === "run") queue = queue.then(() => run(request));
   else if (request.type === "supersede") supersededUpTo = Math.max(supersededUpTo, request.id);
+  else if (request.type === "files") queue = queue.then(() => files.replace(request.files));
+  else if (request.type === "notebook") queue = queue.then(() => exportNotebook(request.id, request.code, request.title));
 });
 
 void start();

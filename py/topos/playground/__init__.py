@@ -15,6 +15,8 @@ Each job has its module:
 - ``state``: what a run may change in this Python, and putting it back;
 - ``gpu``: the kernels reading's program run on WebGPU (the browser's, in the page), for the kernels pane.
 - ``program``: Run mode: the code run as ``__main__``, its output streamed while it runs.
+- ``files``: the working directory every run starts in, holding the user's files as stored, and what a run wrote there;
+- ``notebook``: a script as a Jupyter notebook (the page's "download as .ipynb").
 
 One Python serves every run, so a run leaves no trace in it: whatever the script
 changed in topos, numpy or Python's process-wide settings is put back when the run
