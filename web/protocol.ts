@@ -271,7 +271,12 @@ export interface ReadingRow {
 }
 
 export interface GraphJson {
-  nodes: { index: number; opcode: string; shape: string; line: number | null }[];
+  /**
+   * `scope`: the calls the node was recorded inside, outermost first (the user's functions, then the
+   * topos function the innermost called: ["build", "causal_self_attention", "softmax"]); the drawing
+   * groups nodes by it. Absent in a `Graph.to_json()` (a graph card of a compiler graph).
+   */
+  nodes: { index: number; opcode: string; shape: string; line: number | null; scope?: string[] }[];
   edges: [number, number][];
 }
 

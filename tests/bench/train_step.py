@@ -31,7 +31,7 @@ runtime on one thread. Before any step is timed the bench asserts that JAX's
 loss and gradients on the first batch equal topos's (within float32 rounding).
 
 A network prepares its forward and backward plans on their second run
-(``topos.compiler.program``): values go into an arena allocated once and
+(``topos.model.interpreter``): values go into an arena allocated once and
 reused, so a step allocates little but the gradients and the optimizer's new
 tables. ``--keep-freed-memory`` asks glibc to keep freed memory (``mallopt``)
 rather than hand it back to the kernel, to show what the remaining page
@@ -270,7 +270,7 @@ def measure(config, arguments):
 SHARES = (
     ("BLAS (matrix products)", ("topos/ops/linalg.py",)),
     ("other numpy compute", ("topos/ops/", "method 'reduce' of", "method 'at' of", "method 'accumulate' of")),
-    ("optimizer", ("topos/model/optim.py",)),
+    ("optimizer", ("topos/model/optim.py", "topos/model/optim_state.py")),
 )
 
 

@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "py"))
 import numpy as np  # noqa: E402
 from test_plan_gallery import EXAMPLES, example, load_example  # noqa: E402
 
-from topos.compiler.xla import execute_plan  # noqa: E402
 from topos.model import optim  # noqa: E402
 from topos.model.network import Gradients  # noqa: E402
+from topos.xla import run_plan  # noqa: E402
 from topos.xla.spmd import DataParallel, DataParallelTrainer  # noqa: E402
 
 path = next(p for p in EXAMPLES if p.stem == "06_char_transformer")
@@ -53,7 +53,7 @@ def train(step_outputs):
     return np.array(losses), parameters
 
 
-one_losses, one = train(lambda parameters, batch: execute_plan(plan, parameters, batch))
+one_losses, one = train(lambda parameters, batch: run_plan(plan, parameters, batch).outputs())
 many_losses, many = train(parallel.outputs)
 # The whole step as one program on N devices: the update runs on every device, nothing returns but the loss.
 trainer = DataParallelTrainer(plan, network.parameters(), optimizer, dict.fromkeys(batch_inputs, 0), DEVICES)

@@ -18,7 +18,7 @@ from test_plan_gallery import EXAMPLES, example, plans_of
 
 import topos
 from topos import IndexingError, Tape
-from topos.compiler.arena import ALIGNMENT, Arena
+from topos.model.interpreter import ALIGNMENT, Arena
 
 SEED_ARENA = "arena: 128 bytes for 2 values, peak 128 bytes at node 4; outside: 3 sources, 1 kept"
 

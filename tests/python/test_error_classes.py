@@ -63,7 +63,7 @@ ALLOWED = {
         "NotImplementedError",
     ): "an abstract method of the emitter base: only topos's own emitters subclass it, and each defines it",
     (
-        "model/optim.py",
+        "model/optim_state.py",
         "OptimizerState.__setattr__",
         "AttributeError",
     ): "Python's attribute protocol: setting an attribute of an immutable object raises AttributeError, as a "

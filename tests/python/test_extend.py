@@ -24,7 +24,7 @@ from topos.compiler import (
     unregister_backend,
 )
 from topos.compiler.backends import NumpyExecutor
-from topos.compiler.xla import execute_plan
+from topos.xla import run_plan
 
 SOFTPLUS_WGSL = "max(x, 0.0) + log(1.0 + exp(-abs(x)))"
 
@@ -123,7 +123,7 @@ def test_it_lowers_emits_and_runs_on_xla(registered, dtype):
     assert "stablehlo.log_plus_one" in text
     parameters = network.parameters()
     result = plan.run(parameters)
-    assert_outputs_agree(result.outputs(), execute_plan(plan, parameters), dtype, "softplus")
+    assert_outputs_agree(result.outputs(), run_plan(plan, parameters).outputs(), dtype, "softplus")
     row = next(r for r in plan.describe(costs=True).splitlines() if "Softplus" in r)
     width = 4 if dtype == "float32" else 8
     assert row.endswith(f"  [36 flops, {12 * width} bytes]")

@@ -19,8 +19,8 @@ from hypothesis.extra.numpy import array_shapes
 import topos
 from topos import Gradients, Tape, Tensor, detach
 from topos.compiler import Primitive, register, unregister
-from topos.compiler.xla import execute_plan
 from topos.model import optim
+from topos.xla import run_plan
 
 SETTINGS = settings(max_examples=80, deadline=None, derandomize=True, database=None)
 
@@ -552,7 +552,7 @@ def test_logsumexp_of_rows_of_minus_infinity_matches_torch_forward_and_backward(
     # The plan and XLA read the same.
     plan = network.entry([per_row]).lower()
     assert np.array_equal(plan.run(network.parameters()).outputs()[0], run.of(per_row).numpy())
-    np.testing.assert_allclose(execute_plan(plan, network.parameters())[0], run.of(per_row).numpy(), rtol=1e-12)
+    np.testing.assert_allclose(run_plan(plan, network.parameters()).outputs()[0], run.of(per_row).numpy(), rtol=1e-12)
 
 
 @pytest.mark.parametrize("exponent", [0.0, 1.0, 2.0, -1.0, 0.5])
@@ -648,7 +648,7 @@ def test_a_recording_with_an_empty_axis_runs_differentiates_lowers_and_runs_on_x
     for got, want in zip(outputs, [run.of(loss).numpy()] + [field.of(p).numpy() for p in parameters]):
         assert np.array_equal(got, want, equal_nan=True)
     assert "tensor<" in plan.emit_stablehlo()
-    for got, want in zip(execute_plan(plan, table, optimize=False), outputs):
+    for got, want in zip(run_plan(plan, table, optimize=False).outputs(), outputs):
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want, rtol=1e-12, equal_nan=True)
     assert "kernels:" in plan.kernels().describe()
@@ -661,7 +661,7 @@ def test_an_empty_constant_is_emitted_as_mlirs_empty_literal():
     network, (total,) = Tape.record(build)
     text = network.entry([total]).lower().emit_stablehlo()
     assert "stablehlo.constant dense<> : tensor<2x0xf64>" in text
-    assert execute_plan(network.entry([total]).lower(), network.parameters())[0] == 0.0
+    assert run_plan(network.entry([total]).lower(), network.parameters()).outputs()[0] == 0.0
 
 
 def test_an_entry_that_reads_nothing_is_refused_but_gradients_alone_are_fine():

@@ -22,6 +22,7 @@ from test_plan_gallery import EXAMPLES, example, load_example
 import topos
 from topos import CheckpointError, Network, Tape
 from topos.model import checkpoint
+from topos.ops import attributes as kinds
 from topos.ops import primitives
 from topos.ops.registry import Meta, Primitive, register, unregister
 
@@ -239,6 +240,48 @@ def test_a_users_primitive_is_held_to_its_own_normalize(tmp_path, clip_registere
         return
     with pytest.raises(CheckpointError, match=rf"node 1 \({Clip.name}\): {expected}"):
         Network.load(path)
+
+
+class Repeat(Primitive):
+    """A user's primitive that declares its attribute's kind: loading holds it to that declaration too."""
+
+    name = "TestLoadRepeat"
+    arity = 1
+    attributes = {"times": kinds.positive}
+
+    def normalize(self, metas, attrs):
+        return {"times": attrs["times"]}
+
+    def infer(self, metas, attrs):
+        return metas[0]
+
+    def forward(self, inputs, attrs):
+        return inputs[0] * attrs["times"]
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [g]
+
+    def stablehlo(self, ctx, node):
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("times, expected", [(3, None), (0, "expected a positive integer; the file has 0")])
+def test_a_users_primitive_is_held_to_the_attributes_it_declares(tmp_path, times, expected):
+    register(Repeat)
+    try:
+        network, _ = Tape.record(lambda tape: [tape.apply(Repeat.name, [tape.parameter([0.5, 3.0])], times=2)])
+        path = tmp_path / "repeat.json"
+        network.save(path)
+        document = json.loads(path.read_text())
+        document["nodes"][1]["attrs"]["times"] = times
+        path.write_text(json.dumps(document))
+        if expected is None:
+            assert Network.load(path).nodes()[1].attrs == {"times": 3}
+            return
+        with pytest.raises(CheckpointError, match=rf"node 1 \({Repeat.name}\): attribute 'times': {expected}"):
+            Network.load(path)
+    finally:
+        unregister(Repeat.name)
 
 
 def nested(depth):

@@ -8,7 +8,7 @@ holding every special value, each op once per dtype:
   with their signs, finite values close; the places where topos decides otherwise
   (``TORCH_DIFFERS``) are checked against topos's own documented answer instead;
 - XLA against the interpreter (``plan.run(..., backend="xla")``, and the same StableHLO
-  through jaxlib with XLA's unoptimised compile, ``topos.compiler.xla.execute_plan``);
+  compiled with XLA's unoptimised compile, ``topos.xla.run_plan(..., optimize=False)``);
 - WebGPU on lavapipe (float32) against the interpreter, every node run by a kernel.
 
 A subnormal operand may read as a zero of its sign on XLA (its CPU flushes them, as JAX
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 import topos
 from topos import Tape
-from topos.compiler.xla import execute_plan
+from topos.xla import run_plan
 
 DTYPES = ("float32", "float64")
 RELATIVE = {"float32": 1e-5, "float64": 1e-12}
@@ -267,8 +267,8 @@ def test_xla_agrees_with_the_interpreter(name, dtype):
     feeds = dict(zip(inputs, arrays))
     on_xla = plan.run(network.parameters(), feeds, backend="xla").of(result)
     assert_backend_agrees(on_xla, name, dtype, network, inputs, result, arrays)
-    # The same module through jaxlib, compiled without XLA's optimisations.
-    (unoptimised,) = execute_plan(plan, network.parameters(), feeds, optimize=False)
+    # The same module, compiled without XLA's optimisations.
+    (unoptimised,) = run_plan(plan, network.parameters(), feeds, optimize=False).outputs()
     assert_backend_agrees(unoptimised, name, dtype, network, inputs, result, arrays)
 
 

@@ -100,10 +100,12 @@ def test_graph_card_is_an_svg_with_a_box_a_node(outputs):
     assert data["text/plain"] == str(expected)
     card, want = data[MIME_TYPE], expected.to_json()
     assert card["rows"] == want["rows"] and card["graph"]["edges"] == want["graph"]["edges"]
-    # Each node's line is the notebook cell's line: the rest is the same.
-    without_line = [{k: v for k, v in node.items() if k != "line"} for node in want["graph"]["nodes"]]
-    assert [{k: v for k, v in node.items() if k != "line"} for node in card["graph"]["nodes"]] == without_line
+    # Each node's line is the notebook cell's line, and its scope the cell's top level (none): the rest is the same.
+    where = ("line", "scope")
+    without_line = [{k: v for k, v in node.items() if k not in where} for node in want["graph"]["nodes"]]
+    assert [{k: v for k, v in node.items() if k not in where} for node in card["graph"]["nodes"]] == without_line
     assert [node["line"] for node in card["graph"]["nodes"]] == [5, 6, 7, 8, 8, 9]
+    assert all(node.get("scope", []) == [] for node in card["graph"]["nodes"])
     svg = data["text/html"]
     assert svg.startswith("<svg")
     for node in expected.to_json()["graph"]["nodes"]:

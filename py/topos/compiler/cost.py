@@ -1,24 +1,22 @@
 """The cost of a plan: floating-point operations and bytes moved, per node and in total.
 
-The model is deliberately simple and stated here so that its numbers can be read:
+The model is deliberately simple, so that its numbers can be read:
 
-- FLOPs: one per output element for elementwise arithmetic, comparisons and
-  selections (transcendentals count one too; ``Gelu`` counts its 9 steps,
-  ``GeluGrad`` its 15, the row derivatives ``SoftmaxGrad``, ``LogSoftmaxGrad``
-  and ``LayerNormGrad`` 4, 4 and 8 an element);
-  ``2 m n k`` per batch for ``MatMul``; one per input element folded away for
-  reductions (``in - out``); one per update for ``ScatterAdd``; none for sources
-  and for ops that only move elements (reshape, broadcast, transpose, slice, pad,
-  concatenate, take).
+- FLOPs: each primitive counts its own, beside its other rules (``Primitive.cost``):
+  by default ``element_flops`` a result element, which is 1 for elementwise
+  arithmetic, comparisons and selections (a transcendental counts one too), the
+  steps of its formula for an op that fuses several (``Gelu``, ``GeluGrad``, the
+  row derivatives), and 0 for an op that only moves elements; an op whose count
+  is not per result element (``MatMul``, the reductions, ``ScatterAdd``, the
+  sources) writes its own ``cost``, its count stated in its block.
 - Bytes moved: each operand read once and the result written once, at the
-  dtype's width. Sources move nothing (their values are already resident), and
-  ``Reshape`` and ``StopGradient`` move nothing (they relabel memory).
+  dtype's width (``bytes_moved``), unless the primitive says otherwise: sources
+  move nothing (their values are already resident), and ``Reshape`` and
+  ``StopGradient`` move nothing (they relabel memory).
 
-Each primitive states its own cost beside its other rules (``Primitive.cost``:
-by default ``element_flops`` a result element and every value read or written
-once; ops that differ say so in their block), and one registered from outside
-may define ``cost(self, operand_metas, meta, attrs)`` returning
-``(flops, bytes)`` the same way.
+A primitive registered from outside may define ``cost(self, operand_metas,
+meta, attrs)`` returning ``(flops, bytes)`` the same way, or set
+``element_flops``.
 """
 
 from ..ops import lookup

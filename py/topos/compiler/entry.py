@@ -6,14 +6,15 @@ those need. Entries are immutable: ``backward`` returns a new one.
 
 ``Entry`` registers itself as what ``Network.entry`` makes
 (``topos.model.network.register_entry_class``): the model sits below the
-compiler and does not import it.
+compiler and does not import it. Only ``network.entry`` goes through that
+registration: the model's own forward and backward run through
+``topos.model.lowering`` and ``topos.model.interpreter``, which it imports.
 """
 
 from ..errors import ArgumentError, ArgumentTypeError
 from ..model.autodiff import check_backward
+from ..model.lowering import lower
 from ..model.network import register_entry_class
-from ..model.nodes import Node
-from .gradient import append_backward
 from .plan import Plan
 
 
@@ -62,67 +63,13 @@ class Entry:
                 "this entry reads nothing: name a readable (network.entry([loss])) or the gradients of a target "
                 "(network.entry([]).backward(loss))"
             )
-        forward = self.network.nodes()
-        if self.target is None:
-            nodes, gradients = forward, ()
-        else:
-            nodes, gradients = append_backward(self.network, self.target, self.wrt)
-        outputs = self.readables + tuple(gradients)
-        evaluated = needed_by(nodes, outputs)
-        if self.target is not None:
-            nodes, gradients, evaluated = _drop_dead_backward(nodes, len(forward), gradients, evaluated)
+        nodes, schedule, gradients = lower(self.network, self.readables, self.target, self.wrt)
         return Plan(
             network=self.network,
             nodes=nodes,
-            forward_count=len(forward),
-            schedule=tuple(i for i in range(len(nodes)) if evaluated[i]),
+            forward_count=len(self.network),
+            schedule=schedule,
             readables=self.readables,
             gradients=tuple(zip(self.wrt, gradients)),
             target=self.target,
         )
-
-
-def needed_by(nodes, outputs):
-    """Marks (a bytearray) of the nodes that ``outputs`` read, directly or not, and the outputs."""
-    needed = bytearray(len(nodes))
-    for index in outputs:
-        needed[index] = 1
-    for index in range(max(outputs, default=-1), -1, -1):
-        if needed[index]:
-            for operand in nodes[index].operands:
-                needed[operand] = 1
-    return needed
-
-
-def _drop_dead_backward(nodes, forward_count, gradients, evaluated):
-    """Remove backward nodes that no gradient reads (a rule's unused cotangent) and renumber the rest."""
-    renumber = list(range(forward_count))
-    kept = list(nodes[:forward_count])
-    for node in nodes[forward_count:]:
-        if not evaluated[node.index]:
-            renumber.append(None)
-            continue
-        index = len(kept)
-        renumber.append(index)
-        if index == node.index:
-            kept.append(node)
-        else:
-            operands = tuple(renumber[j] for j in node.operands)
-            kept.append(
-                Node(
-                    index,
-                    node.opcode,
-                    operands,
-                    node.shape,
-                    node.dtype,
-                    node.attrs,
-                    payload=node.payload,
-                    name=node.name,
-                    source=node.source,
-                )
-            )
-    new_evaluated = bytearray(len(kept))
-    for old, new in enumerate(renumber):
-        if new is not None and evaluated[old]:
-            new_evaluated[new] = 1
-    return tuple(kept), tuple(renumber[g] for g in gradients), new_evaluated

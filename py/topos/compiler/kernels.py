@@ -13,7 +13,8 @@ itself declines (``wgsl_declines``).
   kernel reads through strides. Leaves of one repeated value are constants that
   need no buffer at all.
 - Softmax, log-softmax, layer norm and mean run fused where the plan shows the
-  pattern their functions record (``topos.compiler.wgsl.patterns``).
+  pattern their functions record (``topos.compiler.wgsl.patterns``), as the launch
+  their composite names (``Composite.wgsl_launch``, ``topos.ops.composites``).
 - Buffers follow the plan's liveness: each value is first given a buffer of its
   own, then ``share_buffers`` packs them by lifetime (from the step that writes a
   value to the last that reads it), so the device holds about the plan's peak,
@@ -228,11 +229,9 @@ class Selector:
             if reason is not None:
                 self.declined[index] = reason
         groups = find_groups(self.nodes, plan.schedule, plan.outputs, self.runs_on_device)
-        # A row kernel's invocations each walk 1/64 of a row: rows too long for one loop stay unfused.
+        # A group its composite declines (rows too long for a row kernel's loop) runs unfused.
         self.groups = {
-            first: group
-            for first, group in groups.items()
-            if group.kind == "mean" or -(-self.nodes[group.source].shape[-1] // LANES) <= LOOP_LIMIT
+            first: group for first, group in groups.items() if group.composite.wgsl_declines(self, group) is None
         }
         self.covered = {i for group in self.groups.values() for i in group.covered}
 
@@ -364,21 +363,8 @@ class Selector:
         return KernelReading(plan, Program(buffers, steps), self.backends, self.groups, self.declined)
 
     def emit_group(self, group):
-        node = self.nodes[group.root]
-        source = self.with_buffer(self.views[group.source], node)
-        out = self.allocate(node.shape)
-        if group.kind == "mean":
-            total = next(self.nodes[i] for i in group.covered if self.nodes[i].opcode == "Sum")
-            launches = build.reduce(
-                "Sum", source, total.attrs["axes"], out.buffer, scale=group.constant, allocate=self.pool.allocate
-            )
-        elif group.kind == "layer_norm":
-            launches = [build.layer_norm(source, out.buffer, group.constant)]
-        else:
-            launches = [getattr(build, group.kind)(source, out.buffer)]
-        for launch in launches:
-            self.launch(launch, group.covered, group.kind)
-        self.views[group.root] = out
+        """The fused launch of a group, as its composite names it (``Composite.wgsl_launch``)."""
+        self.views[group.root] = group.composite.wgsl_launch(self, group, self.views[group.source])
 
     def emit(self, index, views):
         """The launches (or the new view) of one device node, as its primitive's rule writes them."""
@@ -431,6 +417,23 @@ class Selector:
         out = self.output(node)
         views = [self.with_buffer(view, node) for view in views]
         self.launch(build.rows(kernel, entry, views[0], out.buffer, others=views[1:]), node.index)
+        return out
+
+    def fused_rows(self, kernel, entry, group, source, eps=0.0):
+        """A row kernel (``kernels/<kernel>.wgsl``'s ``entry``) computing a fused group from view ``source``."""
+        node = self.nodes[group.root]
+        source = self.with_buffer(source, node)
+        out = self.allocate(node.shape)
+        self.launch(build.rows(kernel, entry, source, out.buffer, eps=eps), group.covered, group.kind)
+        return out
+
+    def fused_reduce(self, fold, group, source, axes, scale):
+        """The reduce kernel's ``fold`` over ``axes`` of view ``source``, times ``scale``: a fused group."""
+        node = self.nodes[group.root]
+        source = self.with_buffer(source, node)
+        out = self.allocate(node.shape)
+        for launch in build.reduce(fold, source, axes, out.buffer, scale=scale, allocate=self.pool.allocate):
+            self.launch(launch, group.covered, group.kind)
         return out
 
     def take(self, node, values, indices):

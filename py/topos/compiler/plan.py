@@ -6,10 +6,12 @@ schedule (the evaluated nodes, in index order), and for each evaluated value
 its last reader. From those follow the live volume at each node, the peak and
 the retain-all volume, which ``describe()`` prints and which the interpreter
 (``plan.run``) reproduces by freeing each value after its last reader. From
-the same liveness follows the arena (``plan.arena``, ``topos.compiler.arena``):
+the same liveness follows the arena (``plan.arena``, ``topos.model.interpreter.arena``):
 the byte offset of every value the interpreter computes, two values sharing
 bytes only when their lifetimes do not meet; ``describe(arena=True)`` shows
-it after the peak.
+it after the peak. A ``Plan`` is a ``Schedule`` (``topos.model.interpreter``)
+with the readings added: the liveness, the arena and the prepared form are
+the interpreter's, which the model's own runs use too.
 
 The other readings of a plan live in their own modules and take the plan as
 data: ``stablehlo`` (``emit_stablehlo``), ``backends`` (``run``), ``cost``
@@ -17,14 +19,13 @@ data: ``stablehlo`` (``emit_stablehlo``), ``backends`` (``run``), ``cost``
 same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 """
 
-import threading
-
 from ..display import bundle, table_html, text_card
+from ..model.interpreter import Schedule
 from ..model.nodes import source_value
 from ..text import format_shape, plural
 
 
-class Plan:
+class Plan(Schedule):
     """A lowered entry: immutable, safe to run from several threads at once.
 
     Attributes: ``network``; ``nodes`` (forward nodes, then backward ones);
@@ -34,53 +35,15 @@ class Plan:
     index, or None); ``last_reader`` (index -> the last scheduled node reading it,
     None for a kept value); ``live`` (index -> live elements at that node);
     ``peak``, ``peak_node`` and ``retain_all``; ``arena``, where the interpreter
-    puts each value (planned on first use). What it caches (costs, the arena, its
-    prepared form) never changes a reading or a result.
+    puts each value (planned on first use); ``runs`` (its ``PreparedOnSecondRun``).
+    What it caches (costs, the arena, its prepared form) never changes a reading or a result.
     """
 
     def __init__(self, network, nodes, forward_count, schedule, readables, gradients, target):
+        super().__init__(nodes, schedule, readables, gradients, forward_count)
         self.network = network
-        self.nodes = tuple(nodes)
-        self.forward_count = forward_count
-        self.schedule = tuple(schedule)
-        self.readables = tuple(readables)
-        self.gradients = tuple(gradients)
         self.target = target
-        self.outputs = self.readables + tuple(g for _, g in self.gradients)
-        self._liveness()
         self._costs = None
-        self._arena = None
-        self._prepared = None
-        self._prepare_lock = threading.Lock()  # threads running the plan at once prepare it once
-        #: how many times the numpy interpreter has run this plan (it prepares it for the second run)
-        self.numpy_runs = 0
-
-    # Liveness -------------------------------------------------------------------
-    def _liveness(self):
-        nodes = self.nodes
-        last_reader = {}
-        for index in self.schedule:
-            for operand in nodes[index].operands:
-                last_reader[operand] = index
-        kept = set(self.outputs)
-        self.last_reader = {i: (None if i in kept else last_reader.get(i, i)) for i in self.schedule}
-        # release_after[k]: the values whose last reader is node k, freed once k has run.
-        self.release_after = {}
-        for index, reader in self.last_reader.items():
-            if reader is not None:
-                self.release_after.setdefault(reader, []).append(index)
-        self.live = {}
-        live = 0
-        self.peak, self.peak_node, self.retain_all = 0, None, 0
-        for index in self.schedule:
-            size = nodes[index].size
-            live += size
-            self.retain_all += size
-            self.live[index] = live
-            if self.peak_node is None or live > self.peak:
-                self.peak, self.peak_node = live, index
-            for freed in self.release_after.get(index, ()):
-                live -= nodes[freed].size
 
     @property
     def direction(self):
@@ -175,34 +138,6 @@ class Plan:
 
             self._costs = plan_costs(self)
         return self._costs
-
-    @property
-    def arena(self):
-        """Where the numpy interpreter keeps each value it computes: an ``Arena``
-        (``topos.compiler.arena``), planned on first use; ``plan.arena.describe()`` reads it."""
-        if self._arena is None:
-            from .arena import Arena
-
-            self._arena = Arena(self)
-        return self._arena
-
-    def prepared(self):
-        """The plan's ``PreparedPlan`` (``topos.compiler.program``): its calls bound once, its arena reused."""
-        if self._prepared is None:
-            from .program import PreparedPlan
-
-            with self._prepare_lock:
-                if self._prepared is None:
-                    self._prepared = PreparedPlan(self)
-        return self._prepared
-
-    def prepare(self, keep_inside=False, after_forward=False):
-        """A new ``PreparedPlan`` with options: ``keep_inside`` places the kept values in the arena
-        (the run then holds it); ``after_forward`` evaluates only the backward nodes, reading
-        the forward values from the run it is given (what ``Run.backward`` does)."""
-        from .program import PreparedPlan
-
-        return PreparedPlan(self, keep_inside=keep_inside, bound=self.forward_count if after_forward else 0)
 
     def emit_stablehlo(self):
         """The plan as StableHLO MLIR text; results are the readables, then the gradients."""

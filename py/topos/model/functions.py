@@ -3,92 +3,43 @@
 Primitives are recorded through ``tape.apply``; binary and ternary operations
 broadcast their operands numpy's way, each broadcast recorded as its own
 ``Broadcast`` node. Composites (softmax, layer_norm, cross_entropy, attention)
-are written here from primitives and need no derivative rule of their own.
+are recorded in primitives by their classes (``topos.ops.composites``), which
+these functions hand themselves to; they need no derivative rule of their own.
 ``Value``'s operators and methods (``topos.model.value_methods``) call these.
 """
 
-import builtins
-import functools
 import inspect
-import math
 import numbers
+import sys
 
 import numpy as np
 
-from ..errors import ArgumentError, ArgumentTypeError, IndexingError, RecordingError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, IndexingError, ShapeError
+from ..ops.composites import ATTENTION, CROSS_ENTROPY, LAYER_NORM, LOG_SOFTMAX, LOGSUMEXP, MEAN, SOFTMAX
 from ..ops.registry import axis_index, axis_tuple
 from ..ops.shape import reshape_target
-from ..tensor import Tensor
 from ..text import format_shape
+from . import arguments
 from .nodes import user_source
 from .tape import Tape
 from .value import Value
 
-# Operands ----------------------------------------------------------------------
-
-
-def _tape_of(*operands):
-    tape = None
-    for operand in operands:
-        if isinstance(operand, Value):
-            if tape is None:
-                tape = operand.tape
-            elif operand.tape is not tape:
-                raise RecordingError("operands were recorded on different tapes", user_source())
-    if tape is None:
-        raise ArgumentTypeError("at least one operand must be a recorded value")
-    return tape
-
-
-def _recorded(value, what):
-    """``value`` itself if it is a recorded value; raises ``ArgumentTypeError`` naming ``what`` otherwise."""
-    if not isinstance(value, Value):
-        raise ArgumentTypeError(f"{what} takes a recorded value, got {type(value).__name__}")
-    return value
-
-
-def _as_value(tape, operand, dtype):
-    """A recorded value for an operand; numbers, lists, arrays and tensors become leaves."""
-    if isinstance(operand, Value):
-        return operand
-    if isinstance(operand, (numbers.Number, list, tuple, np.ndarray, np.generic, Tensor)):
-        return tape.leaf(operand, dtype=dtype)
-    raise ArgumentTypeError(f"cannot record an operand of type {type(operand).__name__}")
-
-
-def _float_dtype(tape, operands):
-    for operand in operands:
-        if isinstance(operand, Value) and operand.dtype in ("float32", "float64"):
-            return operand.dtype
-    return tape.dtype
-
-
-def _integer_shape(shape, opcode, value):
-    """``shape`` (an int or a sequence of ints) as a tuple of ints; raises ``ShapeError`` otherwise."""
-    if isinstance(shape, numbers.Integral) and not isinstance(shape, bool):
-        shape = (shape,)
-    if not isinstance(shape, (tuple, list)) or any(
-        isinstance(d, bool) or not isinstance(d, numbers.Integral) for d in shape
-    ):
-        raise ShapeError(
-            f"{opcode}: the shape must be a tuple of integers, got {shape!r}", opcode=opcode, shapes=[value.shape]
-        )
-    return tuple(int(d) for d in shape)
+# Operands (``topos.model.arguments`` turns what the user passes into recorded values) ------------
 
 
 def broadcast_to(value, shape):
     """``value`` broadcast to ``shape`` by numpy's rules (records ``Broadcast``; none if the shape already matches)."""
-    _recorded(value, "broadcast_to")
-    shape = _integer_shape(shape, "Broadcast", value)
+    arguments.recorded(value, "broadcast_to")
+    shape = arguments.integer_shape(shape, "Broadcast", value)
     if value.shape == shape:
         return value
     return value.tape.apply("Broadcast", [value], shape=shape)
 
 
 def _broadcast_all(opcode, operands):
-    tape = _tape_of(*operands)
-    dtype = _float_dtype(tape, operands)
-    values = [_as_value(tape, operand, dtype) for operand in operands]
+    tape = arguments.tape_of(*operands)
+    dtype = arguments.float_dtype(tape, operands)
+    values = [arguments.as_value(tape, operand, dtype) for operand in operands]
     try:
         shape = np.broadcast_shapes(*(v.shape for v in values))
     except ValueError:
@@ -181,7 +132,7 @@ def where(condition, a, b):
 
 
 def _unary(opcode, value):
-    return _recorded(value, opcode).tape.apply(opcode, [value])
+    return arguments.recorded(value, opcode).tape.apply(opcode, [value])
 
 
 def neg(v):
@@ -254,7 +205,7 @@ def square(v):
 
 
 def _reduce(opcode, value, axis, keepdims):
-    return _recorded(value, opcode).tape.apply(opcode, [value], axes=axis, keepdims=keepdims)
+    return arguments.recorded(value, opcode).tape.apply(opcode, [value], axes=axis, keepdims=keepdims)
 
 
 def sum(value, axis=None, keepdims=False):  # noqa: A001
@@ -277,9 +228,7 @@ def mean(value, axis=None, keepdims=False):
 
     Over an empty axis it is NaN (0 / 0), as in numpy and PyTorch.
     """
-    total = sum(value, axis, keepdims)
-    count = math.prod(value.shape[a] for a in total.node.attrs["axes"])
-    return total / float(count)
+    return MEAN.record(_recording, value, axis, keepdims)
 
 
 def var(value, axis=None, keepdims=False):
@@ -293,7 +242,7 @@ def var(value, axis=None, keepdims=False):
 
 def reshape(value, shape):
     """The same elements in a new ``shape`` (an int or a tuple; records ``Reshape``, none if unchanged)."""
-    shape = reshape_target(shape, _recorded(value, "reshape").shape)
+    shape = reshape_target(shape, arguments.recorded(value, "reshape").shape)
     if shape == value.shape:
         return value
     return value.tape.apply("Reshape", [value], shape=shape)
@@ -301,7 +250,7 @@ def reshape(value, shape):
 
 def transpose(value, axes=None):
     """Axes permuted to ``axes`` (default: reversed), as ``numpy.transpose`` (records ``Transpose``)."""
-    _recorded(value, "transpose")
+    arguments.recorded(value, "transpose")
     if axes is None:
         axes = tuple(reversed(range(value.ndim)))
     if not isinstance(axes, (tuple, list)):
@@ -321,7 +270,7 @@ def permute(value, axes):
 
 def swapaxes(value, a, b):
     """Axes ``a`` and ``b`` exchanged, as ``numpy.swapaxes`` (a ``Transpose``)."""
-    a = axis_index(a, _recorded(value, "swapaxes").shape, "swapaxes")
+    a = axis_index(a, arguments.recorded(value, "swapaxes").shape, "swapaxes")
     b = axis_index(b, value.shape, "swapaxes")
     axes = list(range(value.ndim))
     axes[a], axes[b] = axes[b], axes[a]
@@ -330,7 +279,7 @@ def swapaxes(value, a, b):
 
 def expand_dims(value, axis):
     """A new axis of length 1 at ``axis``, as ``numpy.expand_dims`` (a ``Reshape``)."""
-    axis = axis_index(axis, _recorded(value, "expand_dims").shape, "expand_dims", new_axis=True)
+    axis = axis_index(axis, arguments.recorded(value, "expand_dims").shape, "expand_dims", new_axis=True)
     shape = list(value.shape)
     shape.insert(axis, 1)
     return reshape(value, shape)
@@ -339,9 +288,9 @@ def expand_dims(value, axis):
 def squeeze(value, axis=None):
     """Axes of length 1 removed (all of them, or those in ``axis``), as ``numpy.squeeze`` (a ``Reshape``)."""
     if axis is None:
-        shape = [d for d in _recorded(value, "squeeze").shape if d != 1]
+        shape = [d for d in arguments.recorded(value, "squeeze").shape if d != 1]
     else:
-        axes = axis_tuple(axis, _recorded(value, "squeeze").shape, "squeeze")
+        axes = axis_tuple(axis, arguments.recorded(value, "squeeze").shape, "squeeze")
         for a in axes:
             if value.shape[a] != 1:
                 raise ShapeError(
@@ -356,7 +305,7 @@ def squeeze(value, axis=None):
 
 def concatenate(values, axis=0):
     """The values joined along an existing ``axis``, as ``numpy.concatenate``; numbers and arrays become leaves."""
-    values = _joined(values, "concatenate")
+    values = arguments.joined(values, "concatenate")
     if len(values) == 1:
         axis_index(axis, values[0].shape, "Concatenate")
         return values[0]
@@ -365,21 +314,9 @@ def concatenate(values, axis=0):
 
 def stack(values, axis=0):
     """The values joined along a new ``axis``, as ``numpy.stack`` (``Reshape``s, then a ``Concatenate``)."""
-    values = _joined(values, "stack")
+    values = arguments.joined(values, "stack")
     axis = axis_index(axis, values[0].shape, "stack", new_axis=True)
     return concatenate([expand_dims(v, axis) for v in values], axis)
-
-
-def _joined(values, what):
-    """The operands of concatenate or stack as recorded values (numbers and arrays become leaves)."""
-    if isinstance(values, (Value, str, bytes)) or not hasattr(values, "__iter__"):
-        raise ArgumentTypeError(f"{what} takes a list of values, got {type(values).__name__}")
-    values = list(values)
-    if not values:
-        raise ArgumentError(f"{what} needs at least one value")
-    tape = _tape_of(*values)
-    dtype = _float_dtype(tape, values)
-    return [_as_value(tape, v, dtype) for v in values]
 
 
 def getitem(value, index):
@@ -389,7 +326,7 @@ def getitem(value, index):
     An index that does not fit raises ``IndexingError`` (an ``IndexError``); a
     slice that takes nothing gives an empty axis, as in numpy.
     """
-    _recorded(value, "indexing")
+    arguments.recorded(value, "indexing")
     if isinstance(index, list) and any(isinstance(i, (bool, np.bool_)) for i in index):
         raise IndexingError(
             "boolean masks are not supported as indices; use topos.where", opcode="Slice", shapes=[value.shape]
@@ -399,54 +336,7 @@ def getitem(value, index):
     if not isinstance(index, tuple):
         index = (index,)
 
-    def fail(message):
-        raise IndexingError(
-            f"{message} (indexing a value of shape {format_shape(value.shape)})", opcode="Slice", shapes=[value.shape]
-        )
-
-    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
-        fail("an index can only have a single ellipsis ('...')")
-    explicit = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
-    if explicit > value.ndim:
-        fail(f"too many indices: {explicit} for {value.ndim} axes")
-    expanded = []
-    for item in index:
-        if item is Ellipsis:
-            expanded.extend([slice(None)] * (value.ndim - explicit))
-        else:
-            expanded.append(item)
-    if Ellipsis not in index:
-        expanded.extend([slice(None)] * (value.ndim - explicit))
-    start, stop, step, out_shape = [], [], [], []
-    axis = 0
-    for item in expanded:
-        if item is None:
-            out_shape.append(1)
-            continue
-        extent = value.shape[axis]
-        if isinstance(item, slice):
-            try:
-                lo, hi, st = item.indices(extent)
-            except (TypeError, ValueError) as error:
-                fail(f"slice {item} of axis {axis}: {error}")
-            if st < 1:
-                fail("negative slice steps are not supported; use a gather (take) instead")
-            count = builtins.max(0, (hi - lo + st - 1) // st)
-            start.append(lo)
-            stop.append(lo + (count - 1) * st + 1 if count else lo)
-            step.append(st)
-            out_shape.append(count)
-        elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
-            i = int(item)
-            if not -extent <= i < extent:
-                fail(f"index {i} is out of range for axis {axis} with extent {extent}")
-            i %= extent
-            start.append(i)
-            stop.append(i + 1)
-            step.append(1)
-        else:
-            fail(f"unsupported index {item!r}: indices are ints, slices, None, ... or a list of ints")
-        axis += 1
+    start, stop, step, out_shape = arguments.basic_index(value.shape, index)
     result = value
     if tuple(start) != (0,) * value.ndim or tuple(stop) != value.shape or set(step) - {1}:
         result = value.tape.apply("Slice", [value], start=tuple(start), stop=tuple(stop), step=tuple(step))
@@ -458,9 +348,9 @@ def getitem(value, index):
 
 def matmul(a, b):
     """numpy's matmul: vectors are promoted and batch axes broadcast, as recorded nodes."""
-    tape = _tape_of(a, b)
-    dtype = _float_dtype(tape, [a, b])
-    a, b = _as_value(tape, a, dtype), _as_value(tape, b, dtype)
+    tape = arguments.tape_of(a, b)
+    dtype = arguments.float_dtype(tape, [a, b])
+    a, b = arguments.as_value(tape, a, dtype), arguments.as_value(tape, b, dtype)
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(
             "MatMul: operands must have at least one axis (use * for scalars)",
@@ -496,15 +386,9 @@ def matmul(a, b):
 # Indices ----------------------------------------------------------------------------
 
 
-def _as_indices(tape, indices):
-    if isinstance(indices, Value):
-        return indices
-    return tape.leaf(indices, dtype="int32")
-
-
 def take(value, indices, axis=0):
     """Gather along ``axis`` (an embedding lookup); ``indices`` is int32."""
-    indices = _as_indices(_recorded(value, "take").tape, indices)
+    indices = arguments.as_indices(arguments.recorded(value, "take").tape, indices)
     return value.tape.apply("Take", [value, indices], axis=axis)
 
 
@@ -526,39 +410,27 @@ def logsumexp(v, axis=-1, keepdims=False):
     +inf): the shift is the maximum clamped to the finite range, so -inf - -inf
     never makes a NaN. The gradient is PyTorch's too, NaN on such a row.
     """
-    largest = float(np.finfo(_recorded(v, "logsumexp").dtype).max)
-    shift = stop_gradient(maximum(minimum(max(v, axis, keepdims=True), largest), -largest))
-    total = log(sum(exp(v - shift), axis, keepdims=True)) + shift
-    return total if keepdims else squeeze(total, axis)
+    return LOGSUMEXP.record(_recording, arguments.recorded(v, "logsumexp"), axis, keepdims)
 
 
 def softmax(v, axis=-1):
     """``exp(v) / sum(exp(v))`` over ``axis``, computed stably; a composite of primitives."""
-    shifted = exp(v - stop_gradient(max(v, axis, keepdims=True)))
-    return shifted / sum(shifted, axis, keepdims=True)
+    return SOFTMAX.record(_recording, v, axis)
 
 
 def log_softmax(v, axis=-1):
     """``log(softmax(v))`` over ``axis``, computed stably without forming the softmax."""
-    shifted = v - stop_gradient(max(v, axis, keepdims=True))
-    return shifted - log(sum(exp(shifted), axis, keepdims=True))
+    return LOG_SOFTMAX.record(_recording, v, axis)
 
 
 def layer_norm(x, weight=None, bias=None, eps=1e-5, axis=-1):
     """(x - mean) / sqrt(var + eps) over ``axis``, then ``* weight + bias``."""
-    centred = x - mean(x, axis, keepdims=True)
-    variance = mean(centred * centred, axis, keepdims=True)
-    result = centred * rsqrt(variance + eps)
-    if weight is not None:
-        result = result * weight
-    if bias is not None:
-        result = result + bias
-    return result
+    return LAYER_NORM.record(_recording, x, weight, bias, eps, axis)
 
 
 def cross_entropy(logits, targets):
     """Mean negative log-likelihood of int32 ``targets`` under ``logits`` (classes on the last axis)."""
-    targets = _as_indices(_recorded(logits, "cross_entropy").tape, targets)
+    targets = arguments.as_indices(arguments.recorded(logits, "cross_entropy").tape, targets)
     if logits.ndim == 0:
         raise ShapeError(
             "cross_entropy: logits need a class axis, got a rank-0 value",
@@ -574,10 +446,7 @@ def cross_entropy(logits, targets):
             shapes=[logits.shape, targets.shape],
             source=user_source(),
         )
-    # A select, not a product with the one-hot mask: a class whose logit is -inf has a log-probability
-    # of -inf, and 0 * -inf would make the loss NaN (PyTorch's loss is finite there).
-    picked = sum(where(one_hot(targets, logits.shape[-1], logits.dtype), log_softmax(logits, -1), 0.0), -1)
-    return -mean(picked)
+    return CROSS_ENTROPY.record(_recording, logits, targets)
 
 
 def mse(prediction, target):
@@ -601,74 +470,14 @@ def attention(q, k, v, causal=False, mask=None):
     ``mask`` (1.0 = may attend) or ``causal=True`` masks scores before the softmax.
     """
     for name, operand in (("q", q), ("k", k), ("v", v)):
-        if _recorded(operand, "attention").ndim < 2:
+        if arguments.recorded(operand, "attention").ndim < 2:
             raise ShapeError(
                 f"attention: {name} needs at least two axes (positions, features), got {format_shape(operand.shape)}",
                 opcode="attention",
                 shapes=[q.shape, k.shape, v.shape],
                 source=user_source(),
             )
-    d = q.shape[-1]
-    scores = matmul(q, swapaxes(k, -1, -2)) * (1.0 / math.sqrt(d))
-    if causal:
-        mask = causal_mask(q.tape, q.shape[-2], q.dtype)
-    if mask is not None:
-        scores = where(mask, scores, -1e9)
-    return matmul(softmax(scores, -1), v)
-
-
-# All or nothing ------------------------------------------------------------------------
-
-
-def _tape_in(args):
-    """The tape of the first recorded value in ``args``, looking into lists and tuples.
-
-    A loop rather than recursion, so that a deep nesting cannot exhaust the stack;
-    each list is looked into once, so that one holding itself cannot loop forever.
-    """
-    pending = [iter(args)]
-    seen = set()
-    while pending:
-        for arg in pending[-1]:
-            if isinstance(arg, Value):
-                return arg.tape
-            if isinstance(arg, (list, tuple)) and id(arg) not in seen:
-                seen.add(id(arg))
-                pending.append(iter(arg))
-                break
-        else:
-            pending.pop()
-    return None
-
-
-def _all_or_nothing(function):
-    """Wrap a recording function so that an error leaves the tape as it was.
-
-    A composite records several nodes (a leaf, its broadcast, the operation);
-    when a later one fails its shape check, the earlier ones are removed again,
-    so a bad line in the user's code loses nothing and adds nothing. A
-    ``ShapeError`` raised before any node was appended (an axis out of range,
-    say) is given the user's line here, as ``tape.append`` gives it to the rest.
-    """
-
-    @functools.wraps(function)
-    def recording(*args, **kwargs):
-        tape = _tape_in(args)
-        mark = len(tape._nodes) if tape is not None else 0
-        try:
-            return function(*args, **kwargs)
-        except ShapeError as error:
-            if tape is not None:
-                del tape._nodes[mark:]
-            if error.source is not None:
-                raise
-            raise type(error)(str(error), opcode=error.opcode, shapes=error.shapes, source=user_source()) from None
-        except BaseException:
-            if tape is not None:
-                del tape._nodes[mark:]
-            raise
-
-    return recording
+    return ATTENTION.record(_recording, q, k, v, causal, mask)
 
 
 # Every public function records atomically; module-internal calls go through
@@ -680,5 +489,8 @@ for _name, _function in list(globals().items()):
         and _function.__module__ == __name__
         and _name != "user_source"
     ):
-        globals()[_name] = _all_or_nothing(_function)
+        globals()[_name] = arguments.all_or_nothing(_function)
 del _name, _function
+
+#: What a composite records through (``Composite.record(f, ...)``): this module's functions.
+_recording = sys.modules[__name__]

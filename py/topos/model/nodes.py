@@ -7,6 +7,7 @@ and the compiler all build on these, and nothing here knows of them.
   payload, name and the user's source line);
 - ``Symbol``: names one node of one network (and of the networks reopened from it);
 - ``user_source()``: the user's line that is recording now;
+- ``recording_scope()``: the calls it is recording inside (the graph's groups);
 - ``source_value()``: what a source node holds in one run (the one place that says so);
 - ``describe_nodes`` (the spec reading), ``describe_node`` (how errors name a node).
 """
@@ -43,12 +44,47 @@ def user_source():
     return ("<unknown>", 0)
 
 
+def recording_scope():
+    """The calls that the node being recorded now is recorded inside, outermost first.
+
+    These are the functions of the user's file on the stack (by qualified name,
+    ``"causal_self_attention.split_heads"``), and last the module-level topos function
+    that the innermost of them called (``"layer_norm"``), as TensorBoard's name scopes
+    group a graph. The module's top level, lambdas and comprehensions name no scope;
+    the walk ends at the first frame of another file (``Tape.record`` calling a lambda:
+    what called ``Tape.record`` is not counted).
+    """
+    frame = sys._getframe(1)
+    called = []  # the topos frames under the user's innermost frame, innermost first
+    while frame is not None and _inside_package(frame.f_code.co_filename):
+        called.append(frame.f_code)
+        frame = frame.f_back
+    if frame is None:
+        return ()
+    names = []
+    # A method the user called (``x + y``, ``x.reshape``) names no scope; a public function
+    # (``topos.layer_norm``, reached through its all-or-nothing wrapper) does, by its own name.
+    public = [code for code in called if "." not in code.co_qualname and not code.co_name.startswith(("_", "<"))]
+    method = called and "." in called[-1].co_qualname and "<locals>" not in called[-1].co_qualname
+    if public and not method:
+        names.append(public[-1].co_qualname)
+    # The user's frames, outwards until the first frame of another file (``Tape.record``, a test
+    # runner, the playground's runner): a walk of a few frames for each node recorded.
+    filename = frame.f_code.co_filename
+    while frame is not None and frame.f_code.co_filename == filename:
+        code = frame.f_code
+        if not code.co_name.startswith("<"):
+            names.append(code.co_qualname.replace(".<locals>", ""))
+        frame = frame.f_back
+    return tuple(reversed(names))
+
+
 class Node:
     """One recorded operation. Nodes are never changed after recording."""
 
-    __slots__ = ("index", "opcode", "operands", "shape", "dtype", "attrs", "payload", "name", "source")
+    __slots__ = ("index", "opcode", "operands", "shape", "dtype", "attrs", "payload", "name", "source", "scope")
 
-    def __init__(self, index, opcode, operands, shape, dtype, attrs, payload=None, name=None, source=None):
+    def __init__(self, index, opcode, operands, shape, dtype, attrs, payload=None, name=None, source=None, scope=()):
         self.index = index
         self.opcode = opcode
         self.operands = tuple(operands)
@@ -58,6 +94,8 @@ class Node:
         self.payload = payload
         self.name = name
         self.source = source
+        # The calls it was recorded inside (recording_scope()); only the graph's drawing groups by them.
+        self.scope = tuple(scope)
 
     @property
     def meta(self):

@@ -41,17 +41,16 @@ donation.
 """
 
 import math
-import sys
 from dataclasses import dataclass
-from types import MappingProxyType
 
 import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError, DtypeError, FeedError, ShapeError
-from ..tensor import freeze, frozen
-from ..text import format_shape, plural
+from ..tensor import freeze
+from ..text import format_shape
 from .network import Gradients, Parameters, related_networks
 from .nodes import describe_node
+from .optim_state import DONATED_STATE, AdamSlot, Flat, Layout, OptimizerState, SGDSlot, only_the_state_holds
 
 __all__ = [
     "SGD",
@@ -63,204 +62,6 @@ __all__ = [
     "AdamSlot",
     "clip_by_global_norm",
 ]
-
-# State ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SGDSlot:
-    """One parameter's SGD state: its momentum buffer (``None`` until the first step)."""
-
-    momentum_buffer: np.ndarray = None
-
-
-@dataclass(frozen=True)
-class AdamSlot:
-    """One parameter's Adam state: its step count and both moment estimates."""
-
-    step: int
-    exp_avg: np.ndarray
-    exp_avg_sq: np.ndarray
-
-
-class Layout:
-    """Where the parameters of one dtype lie in a flat array: ``indices`` (parameter nodes, in
-    order), each one's ``offsets``, ``sizes`` and ``shapes``, and ``size`` elements in all."""
-
-    def __init__(self, dtype, indices, shapes):
-        self.dtype = np.dtype(dtype)
-        self.indices = tuple(indices)
-        self.shapes = tuple(tuple(shape) for shape in shapes)
-        self.sizes = tuple(math.prod(shape) for shape in self.shapes)
-        self.offsets = tuple(sum(self.sizes[:position]) for position in range(len(self.sizes)))
-        self.size = sum(self.sizes)
-        self._runs = {}
-
-    def gather(self, arrays):
-        """A new flat array of this dtype holding ``arrays`` (parameter index -> an array of its
-        shape, or None for zeros) end to end."""
-        flat = np.empty(self.size, self.dtype)
-        for index, offset, size in zip(self.indices, self.offsets, self.sizes):
-            array = arrays[index]
-            flat[offset : offset + size] = 0.0 if array is None else np.ravel(array)
-        return flat
-
-    def runs(self, keys, length):
-        """The stretches of the flat arrays that one update each covers: ``(start, stop, key, pieces)``.
-
-        Neighbouring parameters whose ``keys`` (index -> key, None for one that is
-        not updated) are equal join one stretch, cut into runs of at most ``length``
-        elements; a piece ``(index, low, high)`` says that elements low..high of that
-        parameter (flattened) lie in the run.
-        """
-        cache_key = (tuple(keys[index] for index in self.indices), length)
-        runs = self._runs.get(cache_key)
-        if runs is not None:
-            return runs
-        stretches = []  # [key, start, stop, [(index, offset, size)]]
-        for index, offset, size in zip(self.indices, self.offsets, self.sizes):
-            key = keys[index]
-            if key is None or size == 0:
-                continue
-            if stretches and stretches[-1][0] == key and stretches[-1][2] == offset:
-                stretches[-1][2] = offset + size
-                stretches[-1][3].append((index, offset, size))
-            else:
-                stretches.append([key, offset, offset + size, [(index, offset, size)]])
-        runs = []
-        for key, first, last, members in stretches:
-            for start in range(first, last, length):
-                stop = min(start + length, last)
-                pieces = [
-                    (index, max(start, offset) - offset, min(stop, offset + size) - offset)
-                    for index, offset, size in members
-                    if offset < stop and start < offset + size
-                ]
-                runs.append((start, stop, key, pieces))
-        self._runs[cache_key] = runs
-        return runs
-
-    def views(self, flat):
-        """Parameter index -> a read-only view of its part of ``flat``, in its shape."""
-        return {
-            index: frozen(flat[offset : offset + size].reshape(shape))
-            for index, offset, size, shape in zip(self.indices, self.offsets, self.sizes, self.shapes)
-        }
-
-
-class Flat:
-    """A state's flat arrays for one ``layout``: ``arrays`` by name (each moment's; ``"param"``, the
-    parameters of the table the step returned; after a donated step, ``"spare"``, those of the table
-    before it, for a later donated step to reuse; the step's small ``"grad"`` and ``"scratch"``)."""
-
-    def __init__(self, layout, arrays):
-        self.layout = layout
-        self.arrays = arrays
-        self._views = {}
-
-    def views(self, name):
-        """Parameter index -> a read-only view of its part of array ``name`` (made once)."""
-        views = self._views.get(name)
-        if views is None:
-            views = self._views[name] = self.layout.views(self.arrays[name])
-        return views
-
-
-class OptimizerState:
-    """An optimizer's state: one slot state per parameter, and the number of steps taken.
-
-    Immutable: ``slots`` is a read-only mapping (node index -> slot state) of
-    frozen dataclasses holding read-only arrays (views of the state's flat arrays).
-    """
-
-    __slots__ = ("optimizer", "network", "steps", "_slots", "_keys", "_flats", "_table", "_donated")
-
-    def __init__(self, optimizer, network, steps, slots=None, keys=None, flats=None, table=None):
-        object.__setattr__(self, "optimizer", optimizer)
-        object.__setattr__(self, "network", network)
-        object.__setattr__(self, "steps", steps)
-        # The slot states, or None: then they are made from the flat arrays and the keys when first read.
-        object.__setattr__(self, "_slots", None if slots is None else MappingProxyType(dict(slots)))
-        # Each parameter's key (Adam's step count; whether SGD's momentum buffer has started).
-        if keys is None:
-            keys = {index: optimizer._slot_key(slot) for index, slot in self._slots.items()}
-        object.__setattr__(self, "_keys", keys)
-        object.__setattr__(self, "_flats", flats or {})  # dtype -> Flat
-        # The parameters table the step that made this state returned: its slots view the flats' "param".
-        object.__setattr__(self, "_table", table)
-        object.__setattr__(self, "_donated", False)
-
-    @property
-    def slots(self):
-        """Node index -> the slot state of that parameter (a read-only mapping).
-
-        Raises ``ArgumentError`` for a state given up to a donated step.
-        """
-        if self._donated:
-            raise ArgumentError(DONATED_STATE)
-        if self._slots is None:
-            slots = {}
-            for flat in self._flats.values():
-                slots.update(self.optimizer._slot_states(flat, self._keys))
-            object.__setattr__(self, "_slots", MappingProxyType({index: slots[index] for index in self._keys}))
-        return self._slots
-
-    def __setattr__(self, name, value):
-        raise AttributeError("an optimizer state is immutable: step() returns a new one")
-
-    def _drop_views(self):
-        """Forget the slot states and views made from the flat arrays (a donated step reads them no more)."""
-        object.__setattr__(self, "_slots", None)
-        for flat in self._flats.values():
-            flat._views.clear()
-
-    def _give_up(self):
-        """After a donated step: let go of every array, so that the state refuses to step or be read."""
-        self._drop_views()
-        object.__setattr__(self, "_flats", {})
-        object.__setattr__(self, "_table", None)
-        object.__setattr__(self, "_donated", True)
-
-    def of(self, symbol):
-        """The slot state of one parameter (an ``SGDSlot`` or an ``AdamSlot``)."""
-        index = self.network.index_of(symbol)
-        if index not in self.slots:
-            raise FeedError(f"{describe_node(self.network.nodes()[index])} has no slot in this optimizer state")
-        return self.slots[index]
-
-    def __repr__(self):
-        slots = len(self._keys)
-        return (
-            f"<OptimizerState of {type(self.optimizer).__name__}: "
-            f"{plural(slots, 'slot')}, {plural(self.steps, 'step')}>"
-        )
-
-
-# The shared step ---------------------------------------------------------------------
-
-#: What a donated state says when it is stepped or read again.
-DONATED_STATE = "this optimizer state was donated to a step (donate=True): continue from the state that step returned"
-
-
-def _references(arrays, name):
-    """How many references ``arrays[name]`` has, counted as ``only_the_state_holds`` counts them."""
-    return sys.getrefcount(arrays[name])
-
-
-#: The count for an array that only its flat table refers to (measured once: it differs between Pythons).
-_SOLE_REFERENCE = _references({"probe": np.empty(1)}, "probe")
-
-
-def only_the_state_holds(arrays, name):
-    """Whether nothing but the state's table ``arrays`` refers to the flat array ``name``.
-
-    Every numpy view refers to the array that owns its memory, so a parameters
-    table, a run, a tensor or a slot state that still views it (or anything made
-    from one of those without a copy) counts: a donated step writes only into
-    memory that nobody can read any more.
-    """
-    return _references(arrays, name) <= _SOLE_REFERENCE
-
 
 #: The bytes of one run of the flat update (``Optimizer._step_dtype``): the dozen passes over a run
 #: find its arrays in the processor's caches. Measured on the d 256 transformer (1.6 M parameters):

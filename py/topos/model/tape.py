@@ -25,7 +25,7 @@ from ..errors import ArgumentError, ArgumentTypeError, FeedError, RecordingError
 from ..ops import lookup
 from ..tensor import freeze, int32_problem, numeric_array
 from ..text import format_shape, plural
-from .nodes import Node, Symbol, describe_node_rows, describe_nodes, user_source
+from .nodes import Node, Symbol, describe_node_rows, describe_nodes, recording_scope, user_source
 from .value import Value
 
 _LINEAGE_IDS = itertools.count(1)
@@ -77,6 +77,11 @@ def register_network_class(network_class):
     global _network_class
     _network_class = network_class
     return network_class
+
+
+def is_network(value):
+    """Whether ``value`` is a sealed network (of the class ``Tape.seal`` makes)."""
+    return _network_class is not None and isinstance(value, _network_class)
 
 
 class Tape:
@@ -145,7 +150,8 @@ class Tape:
             self._names.add(name)
         elif name is not None:
             name = str(name)
-        node = Node(index, opcode, (), payload.shape, dtype, {}, payload=payload, name=name, source=source)
+        scope = recording_scope()
+        node = Node(index, opcode, (), payload.shape, dtype, {}, payload=payload, name=name, source=source, scope=scope)
         self._nodes.append(node)
         return Value(self, index)
 
@@ -158,11 +164,13 @@ class Tape:
                 raise ArgumentTypeError(f"{opcode}: an operand is a {type(operand).__name__}, not a recorded value")
             if operand.tape is not self:
                 raise RecordingError(f"{opcode}: an operand was recorded on another tape", user_source())
-        index = self.append(opcode, [v.index for v in operands], attrs, user_source())
+        index = self.append(opcode, [v.index for v in operands], attrs, user_source(), recording_scope())
         return Value(self, index)
 
-    def append(self, opcode, operand_indices, attrs, source):
-        """Check and append one node over node indices; returns its index."""
+    def append(self, opcode, operand_indices, attrs, source, scope=()):
+        """Check and append one node over node indices; returns its index.
+
+        ``scope`` is the calls it is recorded inside (``recording_scope()``)."""
         primitive = lookup(opcode)
         if primitive.is_source:
             raise ArgumentError(f"a {opcode} is recorded with tape.{opcode.lower()}(payload), not applied")
@@ -176,7 +184,9 @@ class Tape:
             # The same class (an AxisError stays one), now naming the user's line.
             raise type(error)(str(error), opcode=opcode, shapes=error.shapes, source=source) from None
         index = len(self._nodes)
-        self._nodes.append(Node(index, opcode, operand_indices, meta.shape, meta.dtype, attrs, source=source))
+        self._nodes.append(
+            Node(index, opcode, operand_indices, meta.shape, meta.dtype, attrs, source=source, scope=scope)
+        )
         return index
 
     def _check_open(self):

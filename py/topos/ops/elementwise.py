@@ -1,10 +1,14 @@
 """Elementwise primitives: operands of one shape (recording inserts the broadcasts).
 
-Each class is one opcode: its numpy forward, its shape rule, its derivative
-rule, its StableHLO lowering and its WGSL expression (``wgsl``, over the
-operands x, y and z: the elementwise kernel's template computes it). Derivative
-rules are written with the emitter ``e`` so the same rule runs eagerly
-(``Run.backward``) and writes backward graph nodes (``topos.compiler``).
+A plain op is one row of a table, as JAX's ``standard_unop`` and tinygrad's
+pattern tables write them: ``unary``, ``binary`` and ``comparison`` make and
+register its class from its numpy function, its StableHLO op, its WGSL
+expression (over the operands x, y and z: the elementwise kernel's template
+computes it) and its derivative, written beside the row. An op whose forward
+or lowering is more than one call (Rsqrt, Relu, Gelu, Pow, Where...) is a class
+of its own. Derivative rules are written with the emitter ``e`` so the same
+rule runs eagerly (``Run.backward``) and writes backward graph nodes
+(``topos.compiler``).
 """
 
 import math
@@ -32,99 +36,93 @@ class Binary(Primitive):
         return same_shape(self, metas)
 
 
-class Comparison(Binary):
-    """Compares elementwise; the result is 1.0 where true and 0.0 elsewhere."""
+class TableRow(Primitive):
+    """The rules of an op that is one row of the table, read from what ``table_row`` sets.
+
+    ``numpy_function`` computes the forward (a ufunc also writes into ``out``),
+    ``hlo_op`` is the StableHLO op over the operands and ``derivative(e, g,
+    *operands, out)`` the derivative rule.
+    """
+
+    numpy_function = None
+    hlo_op = None
+    derivative = None
+
+    def forward(self, inputs, attrs):
+        return self.numpy_function(*inputs)
+
+    def forward_into(self, inputs, attrs, out):
+        return self.numpy_function(*inputs, out=out)
+
+    def vjp(self, e, g, operands, out, attrs):
+        return self.derivative(e, g, *operands, out)
+
+    def stablehlo(self, ctx, node):
+        return ctx.elementwise(self.hlo_op, node)
+
+
+class UnaryRow(TableRow, Unary):
+    """A plain unary op: its ``derivative(e, g, x, out)`` returns its one cotangent in a list."""
+
+
+class BinaryRow(TableRow, Binary):
+    """A plain binary op: its ``derivative(e, g, a, b, out)`` returns its two cotangents (or None)."""
+
+
+class Comparison(TableRow, Binary):
+    """Compares elementwise; the result is 1.0 where true and 0.0 elsewhere (``hlo_op`` is the direction)."""
 
     differentiable = False
-    #: each comparison sets these two: the numpy ufunc and StableHLO's comparison_direction
-    numpy_function = None
-    hlo_direction = None
 
     def forward(self, inputs, attrs):
         a, b = inputs
-        return type(self).numpy_function(a, b).astype(a.dtype)
-
-    def forward_into(self, inputs, attrs, out):
-        return type(self).numpy_function(inputs[0], inputs[1], out=out)
+        return self.numpy_function(a, b).astype(a.dtype)
 
     def stablehlo(self, ctx, node):
-        return ctx.comparison(self.hlo_direction, node)
+        return ctx.comparison(self.hlo_op, node)
+
+
+def table_row(base, name, numpy, hlo, wgsl, vjp=None):
+    """Make and register the primitive class of one row, a subclass of ``base``, and return it."""
+    rules = {"__module__": __name__, "__qualname__": name, "name": name, "wgsl": wgsl, "hlo_op": hlo}
+    rules.update(numpy_function=staticmethod(numpy), derivative=staticmethod(vjp))
+    if not isinstance(numpy, np.ufunc):
+        # A function that takes no ``out=``: its value is copied into the arena's slot.
+        rules["forward_into"] = Primitive.forward_into
+    return register(type(name, (base,), rules))
+
+
+def unary(name, numpy, hlo, wgsl, vjp):
+    return table_row(UnaryRow, name, numpy, hlo, wgsl, vjp)
+
+
+def binary(name, numpy, hlo, wgsl, vjp):
+    return table_row(BinaryRow, name, numpy, hlo, wgsl, vjp)
+
+
+def comparison(name, numpy, hlo, wgsl):
+    return table_row(Comparison, name, numpy, hlo, wgsl)
 
 
 # Unary -------------------------------------------------------------------
 
 
-@register
-class Neg(Unary):
-    name = "Neg"
-    wgsl = "-x"
+Neg = unary("Neg", numpy=np.negative, hlo="stablehlo.negate", wgsl="-x", vjp=lambda e, g, x, out: [e.neg(g)])
 
-    def forward(self, inputs, attrs):
-        return np.negative(inputs[0])
+# d exp(x) = exp(x), the output itself
+Exp = unary(
+    "Exp", numpy=np.exp, hlo="stablehlo.exponential", wgsl="safe_exp(x)", vjp=lambda e, g, x, out: [e.mul(g, out)]
+)
 
-    def forward_into(self, inputs, attrs, out):
-        return np.negative(inputs[0], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return [e.neg(g)]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.negate", node)
+Log = unary("Log", numpy=np.log, hlo="stablehlo.log", wgsl="precise_log(x)", vjp=lambda e, g, x, out: [e.div(g, x)])
 
 
-@register
-class Exp(Unary):
-    name = "Exp"
-    wgsl = "safe_exp(x)"
-
-    def forward(self, inputs, attrs):
-        return np.exp(inputs[0])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.exp(inputs[0], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return [e.mul(g, out)]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.exponential", node)
+def sqrt_vjp(e, g, x, out):
+    # d sqrt(x) = 1 / (2 sqrt(x))
+    return [e.div(g, e.mul(e.like(out, 2.0), out))]
 
 
-@register
-class Log(Unary):
-    name = "Log"
-    wgsl = "precise_log(x)"
-
-    def forward(self, inputs, attrs):
-        return np.log(inputs[0])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.log(inputs[0], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return [e.div(g, operands[0])]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.log", node)
-
-
-@register
-class Sqrt(Unary):
-    name = "Sqrt"
-    wgsl = "safe_sqrt(x)"
-
-    def forward(self, inputs, attrs):
-        return np.sqrt(inputs[0])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.sqrt(inputs[0], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        # d sqrt(x) = 1 / (2 sqrt(x))
-        return [e.div(g, e.mul(e.like(out, 2.0), out))]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.sqrt", node)
+Sqrt = unary("Sqrt", numpy=np.sqrt, hlo="stablehlo.sqrt", wgsl="safe_sqrt(x)", vjp=sqrt_vjp)
 
 
 @register
@@ -150,42 +148,28 @@ class Rsqrt(Unary):
         return ctx.elementwise("stablehlo.rsqrt", node)
 
 
-@register
-class Tanh(Unary):
-    name = "Tanh"
-    wgsl = "safe_tanh(x)"
-
-    def forward(self, inputs, attrs):
-        return np.tanh(inputs[0])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.tanh(inputs[0], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return [e.mul(g, e.sub(e.like(out, 1.0), e.mul(out, out)))]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.tanh", node)
+def tanh_vjp(e, g, x, out):
+    # d tanh(x) = 1 - tanh(x)^2
+    return [e.mul(g, e.sub(e.like(out, 1.0), e.mul(out, out)))]
 
 
-@register
-class Sigmoid(Unary):
-    name = "Sigmoid"
-    wgsl = "sigmoid(x)"
+Tanh = unary("Tanh", numpy=np.tanh, hlo="stablehlo.tanh", wgsl="safe_tanh(x)", vjp=tanh_vjp)
 
-    def forward(self, inputs, attrs):
-        x = inputs[0]
-        # Two branches so that neither exp overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below.
-        positive = x >= 0
-        z = np.exp(np.where(positive, -x, x))
-        one = np.ones((), dtype=x.dtype)
-        return np.where(positive, one / (one + z), z / (one + z)).astype(x.dtype, copy=False)
 
-    def vjp(self, e, g, operands, out, attrs):
-        return [e.mul(g, e.mul(out, e.sub(e.like(out, 1.0), out)))]
+def stable_sigmoid(x):
+    """1 / (1 + e^-x) in two branches so that neither exp overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below."""
+    positive = x >= 0
+    z = np.exp(np.where(positive, -x, x))
+    one = np.ones((), dtype=x.dtype)
+    return np.where(positive, one / (one + z), z / (one + z)).astype(x.dtype, copy=False)
 
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.logistic", node)
+
+def sigmoid_vjp(e, g, x, out):
+    # d sigmoid(x) = sigmoid(x) (1 - sigmoid(x))
+    return [e.mul(g, e.mul(out, e.sub(e.like(out, 1.0), out)))]
+
+
+Sigmoid = unary("Sigmoid", numpy=stable_sigmoid, hlo="stablehlo.logistic", wgsl="sigmoid(x)", vjp=sigmoid_vjp)
 
 
 @register
@@ -373,82 +357,33 @@ class StopGradient(Unary):
 # Binary ------------------------------------------------------------------
 
 
-@register
-class Add(Binary):
-    name = "Add"
-    wgsl = "x + y"
+Add = binary("Add", numpy=np.add, hlo="stablehlo.add", wgsl="x + y", vjp=lambda e, g, a, b, out: [g, g])
 
-    def forward(self, inputs, attrs):
-        return np.add(inputs[0], inputs[1])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.add(inputs[0], inputs[1], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return [g, g]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.add", node)
+Sub = binary(
+    "Sub",
+    numpy=np.subtract,
+    hlo="stablehlo.subtract",
+    wgsl="x - y",
+    vjp=lambda e, g, a, b, out: [g, e.neg(g) if e.wants(1) else None],
+)
 
 
-@register
-class Sub(Binary):
-    name = "Sub"
-    wgsl = "x - y"
-
-    def forward(self, inputs, attrs):
-        return np.subtract(inputs[0], inputs[1])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.subtract(inputs[0], inputs[1], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return [g, e.neg(g) if e.wants(1) else None]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.subtract", node)
+def mul_vjp(e, g, a, b, out):
+    # An operand the scan drops (a constant factor, say) gets no cotangent computed.
+    return [e.mul(g, b) if e.wants(0) else None, e.mul(g, a) if e.wants(1) else None]
 
 
-@register
-class Mul(Binary):
-    name = "Mul"
-    wgsl = "x * y"
-
-    def forward(self, inputs, attrs):
-        return np.multiply(inputs[0], inputs[1])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.multiply(inputs[0], inputs[1], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        a, b = operands
-        # An operand the scan drops (a constant factor, say) gets no cotangent computed.
-        return [e.mul(g, b) if e.wants(0) else None, e.mul(g, a) if e.wants(1) else None]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.multiply", node)
+Mul = binary("Mul", numpy=np.multiply, hlo="stablehlo.multiply", wgsl="x * y", vjp=mul_vjp)
 
 
-@register
-class Div(Binary):
-    name = "Div"
-    wgsl = "x / y"
+def div_vjp(e, g, a, b, out):
+    # d(a/b)/db = -a / b^2; a divisor the scan drops (a constant count, say) costs nothing.
+    grad_a = e.div(g, b) if e.wants(0) else None
+    grad_b = e.neg(e.div(e.mul(g, a), e.mul(b, b))) if e.wants(1) else None
+    return [grad_a, grad_b]
 
-    def forward(self, inputs, attrs):
-        return np.divide(inputs[0], inputs[1])
 
-    def forward_into(self, inputs, attrs, out):
-        return np.divide(inputs[0], inputs[1], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        a, b = operands
-        # d(a/b)/db = -a / b^2; a divisor the scan drops (a constant count, say) costs nothing.
-        grad_a = e.div(g, b) if e.wants(0) else None
-        grad_b = e.neg(e.div(e.mul(g, a), e.mul(b, b))) if e.wants(1) else None
-        return [grad_a, grad_b]
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.divide", node)
+Div = binary("Div", numpy=np.divide, hlo="stablehlo.divide", wgsl="x / y", vjp=div_vjp)
 
 
 def c_power(x, y, out=None):
@@ -495,45 +430,20 @@ class Pow(Binary):
         return ctx.elementwise("stablehlo.power", node)
 
 
-@register
-class Maximum(Binary):
-    name = "Maximum"
-    wgsl = "nan_max(x, y)"
-
-    def forward(self, inputs, attrs):
-        return np.maximum(inputs[0], inputs[1])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.maximum(inputs[0], inputs[1], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return _select_grads(e, g, e.greater(operands[0], operands[1]), operands)
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.maximum", node)
+def maximum_vjp(e, g, a, b, out):
+    return select_grads(e, g, e.greater(a, b), a, b)
 
 
-@register
-class Minimum(Binary):
-    name = "Minimum"
-    wgsl = "nan_min(x, y)"
-
-    def forward(self, inputs, attrs):
-        return np.minimum(inputs[0], inputs[1])
-
-    def forward_into(self, inputs, attrs, out):
-        return np.minimum(inputs[0], inputs[1], out=out)
-
-    def vjp(self, e, g, operands, out, attrs):
-        return _select_grads(e, g, e.less(operands[0], operands[1]), operands)
-
-    def stablehlo(self, ctx, node):
-        return ctx.elementwise("stablehlo.minimum", node)
+def minimum_vjp(e, g, a, b, out):
+    return select_grads(e, g, e.less(a, b), a, b)
 
 
-def _select_grads(e, g, a_wins, operands):
+Maximum = binary("Maximum", numpy=np.maximum, hlo="stablehlo.maximum", wgsl="nan_max(x, y)", vjp=maximum_vjp)
+Minimum = binary("Minimum", numpy=np.minimum, hlo="stablehlo.minimum", wgsl="nan_min(x, y)", vjp=minimum_vjp)
+
+
+def select_grads(e, g, a_wins, a, b):
     """Gradients of max/min: to the winner, split evenly on ties (as PyTorch does)."""
-    a, b = operands
     tie = e.equal(a, b)
     half = e.mul(g, e.like(g, 0.5))
     zero = e.like(g, 0.0)
@@ -542,52 +452,15 @@ def _select_grads(e, g, a_wins, operands):
     return [grad_a, grad_b]
 
 
-@register
-class Less(Comparison):
-    name = "Less"
-    wgsl = "select(0.0, 1.0, x < y)"
-    numpy_function = np.less
-    hlo_direction = "LT"
-
-
-@register
-class LessEqual(Comparison):
-    name = "LessEqual"
-    wgsl = "select(0.0, 1.0, x <= y)"
-    numpy_function = np.less_equal
-    hlo_direction = "LE"
-
-
-@register
-class Greater(Comparison):
-    name = "Greater"
-    wgsl = "select(0.0, 1.0, x > y)"
-    numpy_function = np.greater
-    hlo_direction = "GT"
-
-
-@register
-class GreaterEqual(Comparison):
-    name = "GreaterEqual"
-    wgsl = "select(0.0, 1.0, x >= y)"
-    numpy_function = np.greater_equal
-    hlo_direction = "GE"
-
-
-@register
-class Equal(Comparison):
-    name = "Equal"
-    wgsl = "select(0.0, 1.0, x == y)"
-    numpy_function = np.equal
-    hlo_direction = "EQ"
-
-
-@register
-class NotEqual(Comparison):
-    name = "NotEqual"
-    wgsl = "select(0.0, 1.0, x != y || is_nan(x) || is_nan(y))"  # NaN differs from everything
-    numpy_function = np.not_equal
-    hlo_direction = "NE"
+Less = comparison("Less", numpy=np.less, hlo="LT", wgsl="select(0.0, 1.0, x < y)")
+LessEqual = comparison("LessEqual", numpy=np.less_equal, hlo="LE", wgsl="select(0.0, 1.0, x <= y)")
+Greater = comparison("Greater", numpy=np.greater, hlo="GT", wgsl="select(0.0, 1.0, x > y)")
+GreaterEqual = comparison("GreaterEqual", numpy=np.greater_equal, hlo="GE", wgsl="select(0.0, 1.0, x >= y)")
+Equal = comparison("Equal", numpy=np.equal, hlo="EQ", wgsl="select(0.0, 1.0, x == y)")
+# NaN differs from everything
+NotEqual = comparison(
+    "NotEqual", numpy=np.not_equal, hlo="NE", wgsl="select(0.0, 1.0, x != y || is_nan(x) || is_nan(y))"
+)
 
 
 @register

@@ -6,6 +6,7 @@ import numpy as np
 from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from ..errors import IndexingError
 from ..text import format_shape
+from . import attributes as kinds
 from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register
 
 
@@ -49,6 +50,7 @@ class Take(Primitive):
     """
 
     name = "Take"
+    attributes = {"axis": kinds.axis}
     arity = 2
     kernel = "gather"
     element_flops = 0  # it only moves elements
@@ -114,6 +116,7 @@ class ScatterAdd(Primitive):
     """
 
     name = "ScatterAdd"
+    attributes = {"axis": kinds.scatter_axis, "extent": kinds.count}
     arity = 2
     kernel = None  # declined on WebGPU: float atomics are not portable WGSL
 
@@ -191,6 +194,7 @@ class OneHot(Primitive):
     """
 
     name = "OneHot"
+    attributes = {"depth": kinds.positive, "dtype": kinds.dtype_name}
     arity = 1
     differentiable = False
     kernel = "gather"

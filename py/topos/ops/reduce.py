@@ -1,13 +1,28 @@
 """Reductions over a set of axes, with or without keeping them as size 1."""
 
+from dataclasses import dataclass
+
 import numpy as np
 
+from . import attributes as kinds
 from .registry import Meta, Primitive, bytes_moved, normalize_axes, register, require_float
+
+
+@dataclass(frozen=True)
+class Fold:
+    """How the reduce kernel (``kernels/reduce.wgsl``) folds the terms: ``combine`` of ``a`` and ``b``
+    in WGSL, starting from ``identity`` (a WGSL expression too)."""
+
+    identity: str
+    combine: str
 
 
 class Reduction(Primitive):
     arity = 1
     kernel = "reduce"
+    attributes = {"axes": kinds.axes, "keepdims": kinds.flag}
+    #: how the reduce kernel folds this reduction's terms (a ``Fold``); each reduction states its own
+    fold = None
 
     def normalize(self, metas, attrs):
         axes = normalize_axes(self, metas, attrs.get("axes"), metas[0].rank)
@@ -18,7 +33,7 @@ class Reduction(Primitive):
         return Meta(reduced_shape(metas[0].shape, attrs["axes"], attrs["keepdims"]), metas[0].dtype)
 
     def wgsl_launch(self, k, node, views):
-        # The reduce kernel folds by this op's name (its fold: Sum adds, Max takes the larger).
+        # The reduce kernel folds as this op's ``fold`` says (Sum adds, Max takes the larger).
         return k.reduce(self.name, node, views[0])
 
     def cost(self, operands, meta, attrs):
@@ -43,6 +58,7 @@ def expand_reduced(e, value, in_shape, attrs):
 @register
 class Sum(Reduction):
     name = "Sum"
+    fold = Fold(identity="0.0", combine="a + b")
 
     def forward(self, inputs, attrs):
         x = inputs[0]
@@ -69,6 +85,7 @@ class Max(Reduction):
     """The largest element over ``axes``; over an empty axis it is -inf (the StableHLO reduce's identity)."""
 
     name = "Max"
+    fold = Fold(identity="-infinity()", combine="nan_max(a, b)")  # NaN if any term is, as in numpy (common.wgsl)
 
     def forward(self, inputs, attrs):
         x = inputs[0]

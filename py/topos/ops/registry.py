@@ -20,7 +20,9 @@ A primitive declares, in one class body:
   its family could (a contraction longer than a kernel's loop, say);
 - ``cost(operands, meta, attrs)``: its FLOPs and bytes moved (``plan.costs()``),
   by default ``element_flops`` a result element and every value read or
-  written once.
+  written once;
+- ``attributes``: the attributes it takes, each name with its kind
+  (``topos.ops.attributes``), which loading a network holds every node to.
 
 Passes only look rules up here, on the primitive, never on its name;
 ``REQUIRED_RULES`` is what a test checks every registered primitive for, so
@@ -78,9 +80,13 @@ class Primitive:
     #: FLOPs one result element costs in the default cost model (``cost``): 0 for an op that only moves elements
     element_flops = 1
     #: True where the numpy forward returns a view of operand 0 rather than a new array (reshape,
-    #: transpose, slice): the interpreter's arena (``topos.compiler.arena``) gives its value no memory
+    #: transpose, slice): the interpreter's arena (``topos.model.interpreter``) gives its value no memory
     #: of its own and keeps the operand's memory as long as the view is read
     returns_view = False
+    #: the attributes this op takes as ``normalize`` leaves them, each name with its kind (a check of the
+    #: value, ``topos.ops.attributes``): loading a network holds every node to them. None where the op
+    #: does not declare them; a built-in op that declares none takes none
+    attributes = None
 
     def infer(self, metas, attrs):
         """The shape rule: the output's ``Meta`` (shape, dtype) from the operands' metas.
@@ -118,7 +124,7 @@ class Primitive:
         """The numpy evaluation written into ``out``, which it returns: what the interpreter runs.
 
         ``out`` is a writable array of the shape and dtype ``infer`` gave, a slot of
-        the plan's arena (``topos.compiler.arena``) that no input overlaps; the
+        the plan's arena (``topos.model.interpreter``) that no input overlaps; the
         interpreter reuses it from run to run. This base copies ``forward``'s value in;
         an op whose numpy call takes ``out=`` writes there directly and spares an
         allocation and a copy. The result must equal ``forward``'s to the last bit.
@@ -137,7 +143,7 @@ class Primitive:
         ``g`` is the cotangent of the node's output; ``operands`` and ``out`` are the
         forward values of its operands and of itself. All are handles of the emitter
         ``e`` (``topos.model.autodiff``): numpy arrays for ``EagerEmitter``
-        (``Run.backward``), node indices for the compiler's ``GraphEmitter`` (the
+        (``Run.backward``), node indices for ``topos.model.lowering``'s ``GraphEmitter`` (the
         gradient reading), so compute only through ``e``: its helpers (``e.add``,
         ``e.mul``, ``e.sum(a, axes, keepdims)``, ``e.broadcast``, ...),
         ``e.apply(opcode, operands, **attrs)``, ``e.shape(handle)`` and

@@ -1,8 +1,9 @@
 """Row primitives: the closed-form derivatives of softmax, log-softmax and layer norm.
 
 ``topos.softmax``, ``topos.log_softmax`` and ``topos.layer_norm`` are recorded
-as primitives; the reverse scan finds them again (``topos.model.composites``)
-and differentiates each in one of these nodes, as PyTorch's
+as primitives; the reverse scan finds them again (their composites,
+``topos.ops.composites``, declare the pattern and name the node) and
+differentiates each in one of these nodes, as PyTorch's
 ``softmax_backward_data``, ``log_softmax_backward_data`` and
 ``native_layer_norm_backward`` do, instead of through the rules of a dozen
 primitives. Each works along the last axis, one row at a time:
@@ -164,6 +165,7 @@ class LayerNormGrad(Primitive):
     name = "LayerNormGrad"
     arity = 3
     kernel = "layer_norm"
+    entry = "layer_norm_grad"
     element_flops = 8  # g n, two row sums, their means, n m, two subtractions, times r
 
     def infer(self, metas, attrs):
@@ -229,7 +231,7 @@ class LayerNormGrad(Primitive):
         return ctx.elementwise("stablehlo.multiply", node, [result, rows])
 
     def wgsl_launch(self, k, node, views):
-        return k.rows("layer_norm", "layer_norm_grad", node, views)
+        return k.rows(self.kernel, self.entry, node, views)
 
     def wgsl_declines(self, k, node):
         return row_declines(k, node)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..text import format_shape
+from . import attributes as kinds
 from .registry import Meta, Primitive, axis_index, integer_tuple_attr, register
 
 
@@ -49,6 +50,7 @@ def reshape_target(shape, source_shape):
 @register
 class Reshape(Primitive):
     name = "Reshape"
+    attributes = {"shape": kinds.extents}
     arity = 1
     kernel = "copy"
     returns_view = True  # numpy copies instead where the operand's strides cannot be reshaped
@@ -85,6 +87,7 @@ class Broadcast(Primitive):
     """numpy's broadcast_to: new leading axes, and size-1 axes stretched."""
 
     name = "Broadcast"
+    attributes = {"shape": kinds.extents}
     arity = 1
     kernel = "copy"
     element_flops = 0
@@ -134,6 +137,7 @@ class Transpose(Primitive):
     """Permutes axes: output axis i is input axis ``axes[i]``."""
 
     name = "Transpose"
+    attributes = {"axes": kinds.permutation}
     arity = 1
     kernel = "copy"
     element_flops = 0
@@ -181,6 +185,7 @@ class Slice(Primitive):
     """
 
     name = "Slice"
+    attributes = {"start": kinds.per_axis, "stop": kinds.per_axis, "step": kinds.per_axis}
     arity = 1
     kernel = "copy"
     element_flops = 0
@@ -234,6 +239,7 @@ class Pad(Primitive):
     """Zero padding: ``low`` before, ``high`` after, ``interior`` between elements (all >= 0)."""
 
     name = "Pad"
+    attributes = {"low": kinds.per_axis, "high": kinds.per_axis, "interior": kinds.per_axis}
     arity = 1
     kernel = "copy"
     element_flops = 0
@@ -296,6 +302,7 @@ class Concatenate(Primitive):
     """Joins operands of one rank along ``axis``; the other axes must agree."""
 
     name = "Concatenate"
+    attributes = {"axis": kinds.axis}
     arity = None
     kernel = "copy"
     element_flops = 0

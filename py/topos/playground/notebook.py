@@ -80,7 +80,8 @@ def split_cells(code):
 def _paragraph_start(lines, statement, floor):
     """The 0-based line where ``statement`` starts, with its decorators and the comment lines just above it
     (at the left margin, below line ``floor``, where the statement before it ends)."""
-    first = min([statement.lineno, *(decorator.lineno for decorator in getattr(statement, "decorator_list", []))]) - 1
+    decorators = [decorator.lineno for decorator in getattr(statement, "decorator_list", [])]
+    first = min(decorators, default=statement.lineno) - 1
     while first > floor and lines[first - 1].startswith("#"):
         first -= 1
     return first

@@ -108,10 +108,14 @@ class Readings:
         return text_reading(self.network.describe_rows())
 
     def read_graph(self):
-        data = show.graph_json(Graph.from_nodes(self.network.nodes()))
-        for node in data["nodes"]:
+        nodes = self.network.nodes()
+        data = show.graph_json(Graph.from_nodes(nodes))
+        for node, recorded in zip(data["nodes"], nodes):
             if node.get("file", self.filename) != self.filename:
                 node["line"] = None  # recorded inside topos, not by a line the editor shows
+            # The calls it was recorded inside (layer_norm, the user's own functions): the drawing's groups.
+            # The reading's text does not show them.
+            node["scope"] = list(recorded.scope)
         return {"graph": data, **text_reading(show.graph_rows(data))}
 
     def read_plan(self):

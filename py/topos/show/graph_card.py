@@ -84,6 +84,8 @@ def nodes_json(nodes):
                 "opcode": node.opcode,
                 "shape": format_shape(node.shape),
                 "line": node.source[1] if node.source else None,
+                # The calls it was recorded inside, outermost first: the drawing groups nodes by them.
+                "scope": list(node.scope),
             }
             for node in nodes
         ],

@@ -8,6 +8,8 @@ and any caller with a module of its own (a sharded one, say):
 - ``compile_module(text, devices=None, options=None, optimize=True)``: a
   ``Compiled`` executable and how long XLA took, cached by text for the default
   devices and options;
+- ``compile_options(optimize, options)``: the options every compile takes, with
+  NaN-propagating min/max (docs/kernels.md, "NaN and infinities");
 - ``to_device(array)`` and ``to_host(array)``: buffers in and out.
 
 jax is the optional extra ``topos-autodiff[xla]``; without it every entry
@@ -20,7 +22,6 @@ import time
 
 import numpy as np
 
-from ..compiler.xla import compile_options
 from ..errors import ToposError
 
 
@@ -63,6 +64,35 @@ class Compiled:
         return self.executable.hlo_modules()[0].to_string()
 
 
+#: XLA's fast min/max compares without checking for NaN: ``maximum(inf, nan)`` is inf, and a
+#: max-reduction over ``[nan, 1.0]`` is 1.0. jaxlib's ``compile_and_load`` without options has it
+#: on for the CPU (jax.jit passes options where it is off); topos switches it off, by name, on
+#: every compile, whatever ``XLA_FLAGS`` says.
+NAN_PROPAGATING_OVERRIDES = (("xla_cpu_enable_fast_min_max", False), ("xla_gpu_enable_fast_min_max", False))
+
+
+def compile_options(optimize=True, options=None):
+    """``options`` (a new ``xla_client.CompileOptions`` by default, else changed in place) with
+    NaN-propagating min/max.
+
+    ``optimize=False`` compiles about four times faster, for checking numbers
+    rather than speed: XLA's older CPU emitters instead of its fusion emitters,
+    and LLVM at -O0 without its expensive passes. The operations are the same.
+    """
+    from jax._src.lib import xla_client
+
+    options = xla_client.CompileOptions() if options is None else options
+    overrides = dict(options.env_option_overrides)
+    overrides.update(NAN_PROPAGATING_OVERRIDES)
+    if not optimize:
+        debug = options.executable_build_options.debug_options
+        debug.xla_backend_optimization_level = 0
+        debug.xla_llvm_disable_expensive_passes = True
+        overrides["xla_cpu_use_fusion_emitters"] = False
+    options.env_option_overrides = list(overrides.items())
+    return options
+
+
 def compile_module(text, devices=None, options=None, optimize=True):
     """Compile MLIR ``text`` for ``devices`` (default: the first device) with ``options``
     (an ``xla_client.CompileOptions``); returns a ``Compiled``.
@@ -72,7 +102,7 @@ def compile_module(text, devices=None, options=None, optimize=True):
     rather than speed: XLA's older CPU emitters instead of its fusion emitters,
     and LLVM at -O0 without its expensive passes. The operations are the same.
     Every compile, with the caller's ``options`` too, goes through
-    ``topos.compiler.xla.compile_options``: a maximum or minimum with a NaN operand is NaN.
+    ``compile_options``: a maximum or minimum with a NaN operand is NaN.
     """
     if devices is None and options is None:
         return _compile_cached(text, optimize)

@@ -10,13 +10,15 @@ execute the same data.
 The builders below turn views (``topos.compiler.wgsl.views``) into launches; each
 one follows the parameter layout written in its kernel file's header comment.
 What an op computes is its own: an elementwise primitive states its expression
-(``wgsl`` in its op block), which ``elementwise`` puts into the shared template.
+(``wgsl`` in its op block), which ``elementwise`` puts into the shared template, and
+a reduction its ``fold``, which ``reduce`` puts into the reduce kernel.
 """
 
 import struct
 from dataclasses import dataclass, field
 
 from ...errors import ArgumentError, ShapeError
+from ...ops import primitives
 from ...text import format_shape
 from .views import View, contiguous_strides, element_count
 
@@ -34,12 +36,6 @@ LANES = 64
 #: leaves a loop after 32767 iterations (measured: a serial sum of 40000 ones gives 32767), so
 #: the builders split work until every loop stays within this.
 LOOP_LIMIT = 32767
-
-#: How the reduce kernel folds for each reduction opcode: (identity, combine).
-REDUCTIONS = {
-    "Sum": ("0.0", "a + b"),
-    "Max": ("-infinity()", "nan_max(a, b)"),  # NaN if any term is, as in numpy (common.wgsl)
-}
 
 
 def f32_bits(value):
@@ -277,14 +273,14 @@ def _check_loop(what, iterations):
 
 
 def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=None, chunk=CHUNK_TERMS, label=""):
-    """Reduce view ``source`` over ``axes`` into ``out_buffer`` (contiguous, the kept axes in order).
-
-    Returns the launches: one, or two for a two-pass reduction, whose partial results
-    go to a scratch buffer from ``allocate(elements)``.
+    """Reduce view ``source`` over ``axes`` into ``out_buffer`` (contiguous, the kept axes in order), folding
+    as the primitive ``opcode`` declares (its ``fold``). Returns the launches: one, or two for a two-pass
+    reduction, whose partial results go to a scratch buffer from ``allocate(elements)``.
     """
-    if opcode not in REDUCTIONS:
-        raise ArgumentError(f"reduce: no fold for {opcode!r}; the kernel folds {', '.join(REDUCTIONS)}")
-    identity, combine = REDUCTIONS[opcode]
+    folds = {name: primitive.fold for name, primitive in primitives().items() if getattr(primitive, "fold", None)}
+    if opcode not in folds:
+        raise ArgumentError(f"reduce: no fold for {opcode!r}; the kernel folds {', '.join(folds)}")
+    fold = folds[opcode]
     kept = [axis for axis in range(source.rank) if axis not in axes]
     outer = View(source.buffer, 0, tuple(source.shape[a] for a in kept), tuple(source.strides[a] for a in kept))
     inner = View(source.buffer, 0, tuple(source.shape[a] for a in axes), tuple(source.strides[a] for a in axes))
@@ -297,7 +293,7 @@ def reduce(opcode, source, axes, out_buffer, scale=1.0, allocate=None, strategy=
         )
     outputs, terms = outer.size, inner.size
     strategy = strategy or reduction_strategy(outputs, terms)
-    specialisation = (("COMBINE", combine), ("IDENTITY", identity))
+    specialisation = (("COMBINE", fold.combine), ("IDENTITY", fold.identity))
 
     def launch(entry, read, outer, inner, out, per_chunk, chunks, launch_scale, groups):
         words = (

@@ -4,7 +4,7 @@
 primitive's ``forward_into`` with its operands' positions, its attributes and
 its place (a slot of the arena, a buffer of its own for a kept value, or
 nothing for a view). ``run`` then only walks that list. The arena
-(``topos.compiler.arena``) is allocated when a run first needs one, with a
+(``topos.model.interpreter.arena``) is allocated when a run first needs one, with a
 view of every slot made once; a finished run hands it back to the prepared
 plan's pool, and the next run takes it again, so a training loop allocates
 almost nothing per step. Two runs at once (two threads) take two arenas.
@@ -17,15 +17,15 @@ any value later) kept values live in the arena too: the run then holds its
 arena and gives it back with ``release``, which the ``Run`` calls when it is
 gone, and what the ``Run`` hands out is a copy.
 
-A plan's first run needs none of this: ``NumpyExecutor`` and ``Network`` run
-the plain interpreter once and prepare from the second run on, so that a
-one-off run pays no preparation.
+A plan's first run needs none of this: ``PreparedOnSecondRun``
+(``topos.model.interpreter.schedule``) runs the plain interpreter once and
+prepares from the second run on, so that a one-off run pays no preparation.
 """
 
 import numpy as np
 
-from ..errors import ShapeError, located
-from ..ops import lookup
+from ...errors import ShapeError, located
+from ...ops import lookup
 from .arena import ALIGNMENT, Arena
 
 

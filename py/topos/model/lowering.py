@@ -1,4 +1,13 @@
-"""The gradient reading: the reverse scan written as graph nodes.
+"""Lowering: the nodes a reading evaluates, the backward written as graph nodes.
+
+``lower(network, readables, target, wrt)`` gives what ``entry.lower()`` and the
+network's own prepared forward and backward run: every node (the backward ones
+appended after the network's), the schedule and the gradients' nodes. It
+lives in the model because the model runs its own backward through the one
+interpreter (``topos.model.interpreter``); the compiler's ``Entry`` and ``Plan``
+read the same.
+
+The backward (the gradient reading):
 
 ``GraphEmitter`` is the emitter whose handles are node indices. It runs the very
 ``reverse_scan`` that ``Run.backward`` runs (``topos.model.autodiff``), so each
@@ -13,10 +22,10 @@ gradients agree to the last bit.
 
 import numpy as np
 
-from ..model.autodiff import Emitter, needed_nodes, reverse_scan
-from ..model.composites import differentiated_composites
-from ..model.nodes import Node
-from ..model.tape import Tape
+from .autodiff import Emitter, needed_nodes, reverse_scan
+from .composites import differentiated_composites
+from .nodes import Node
+from .tape import Tape
 
 
 class GradientTape(Tape):
@@ -92,3 +101,69 @@ def append_backward(network, target, wrt):
             gradient = emitter.constant(node.shape, node.dtype, 0.0)
         gradients.append(emitter.broadcast(gradient, node.shape))
     return tape.nodes(), gradients
+
+
+def lower(network, readables, target=None, wrt=()):
+    """The nodes that the readables (and the gradients of ``target`` with respect to ``wrt``) need.
+
+    ``readables`` and ``wrt`` are node indices. Returns ``(nodes, schedule,
+    gradients)``: every node (the network's, then the backward nodes that a
+    gradient reads, renumbered after them), the indices evaluated (ascending),
+    and for each index in ``wrt`` the node holding its gradient.
+    """
+    forward = network.nodes()
+    if target is None:
+        nodes, gradients = forward, ()
+    else:
+        nodes, gradients = append_backward(network, target, wrt)
+    evaluated = needed_by(nodes, tuple(readables) + tuple(gradients))
+    if target is not None:
+        nodes, gradients, evaluated = _drop_dead_backward(nodes, len(forward), gradients, evaluated)
+    return nodes, tuple(i for i in range(len(nodes)) if evaluated[i]), tuple(gradients)
+
+
+def needed_by(nodes, outputs):
+    """Marks (a bytearray) of the nodes that ``outputs`` read, directly or not, and the outputs."""
+    needed = bytearray(len(nodes))
+    for index in outputs:
+        needed[index] = 1
+    for index in range(max(outputs, default=-1), -1, -1):
+        if needed[index]:
+            for operand in nodes[index].operands:
+                needed[operand] = 1
+    return needed
+
+
+def _drop_dead_backward(nodes, forward_count, gradients, evaluated):
+    """Remove backward nodes that no gradient reads (a rule's unused cotangent) and renumber the rest."""
+    renumber = list(range(forward_count))
+    kept = list(nodes[:forward_count])
+    for node in nodes[forward_count:]:
+        if not evaluated[node.index]:
+            renumber.append(None)
+            continue
+        index = len(kept)
+        renumber.append(index)
+        if index == node.index:
+            kept.append(node)
+        else:
+            operands = tuple(renumber[j] for j in node.operands)
+            kept.append(
+                Node(
+                    index,
+                    node.opcode,
+                    operands,
+                    node.shape,
+                    node.dtype,
+                    node.attrs,
+                    payload=node.payload,
+                    name=node.name,
+                    source=node.source,
+                    scope=node.scope,
+                )
+            )
+    new_evaluated = bytearray(len(kept))
+    for old, new in enumerate(renumber):
+        if new is not None and evaluated[old]:
+            new_evaluated[new] = 1
+    return tuple(kept), tuple(renumber[g] for g in gradients), new_evaluated

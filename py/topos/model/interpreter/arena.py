@@ -4,7 +4,7 @@ The plan knows every value's size and its last reader, so memory can be
 assigned as compilers assign it (XLA's buffer assignment, TVM's static memory
 planner): every value the interpreter computes gets a byte offset in one block,
 the *arena*, and two values share bytes only when their lifetimes do not meet.
-The interpreter (``topos.compiler.program``) allocates the block once per plan,
+The interpreter (``topos.model.interpreter.prepared``) allocates the block once per plan,
 reuses it from run to run, and each kernel writes its value into its own slice
 (``Primitive.forward_into``).
 
@@ -42,8 +42,8 @@ transformer's forward plan, by about a tenth), and ``describe()`` prints both.
 
 import numpy as np
 
-from ..ops import lookup
-from ..text import plural
+from ...ops import lookup
+from ...text import plural
 
 #: Bytes every offset and every slot size is a multiple of (a cache line; wide vector loads stay aligned).
 ALIGNMENT = 64

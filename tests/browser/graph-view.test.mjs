@@ -1,0 +1,235 @@
+// The graph at any size, in headless Chromium: the gallery's transformer opens with its nodes in
+// the pane's visible rectangle, folded into the calls that recorded them (layer_norm,
+// causal_self_attention, mlp); the wheel zooms at the pointer, a drag pans, the keys zoom, pan
+// and fit, the fit control shows the whole; a node selected in the spec pane is brought into
+// view; a group expands in place and collapses again. A graph card in the output pane is drawn
+// the same way, its wheel zooming only with Ctrl (a plain wheel scrolls the output).
+
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { after, before, describe, test } from "node:test";
+import { openBrowser, openPlayground, pasteCode } from "./harness.mjs";
+
+const TRANSFORMER = readFileSync(new URL("../../docs/examples/06_char_transformer.py", import.meta.url), "utf8");
+const PANE = '[data-reading="graph"]';
+
+/** The view of the pane's drawing (its viewBox once a gesture rests), and the canvas's size on screen, once a frame wrote it. */
+async function view(page, root = PANE) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  return page.$eval(`${root} .graph-canvas`, (canvas) => {
+    const [x, y, width, height] = canvas.dataset.view.split(" ").map(Number);
+    return { x, y, width, height, scale: Number(canvas.dataset.scale), screenWidth: canvas.clientWidth };
+  });
+}
+
+/** The labels of the boxes (nodes and groups) whose rectangles lie wholly inside the canvas on screen. */
+async function boxesInView(page, root = PANE) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  return page.$eval(`${root} .graph-canvas`, (canvas) => {
+    const frame = canvas.getBoundingClientRect();
+    return [...canvas.querySelectorAll(".node, .group")]
+      .filter((box) => {
+        const r = box.getBoundingClientRect();
+        return r.width > 0 && r.left >= frame.left - 0.5 && r.right <= frame.right + 0.5 && r.top >= frame.top - 0.5 && r.bottom <= frame.bottom + 0.5;
+      })
+      .map((box) => box.textContent);
+  });
+}
+
+/** Wait until the pane's drawing is done (its layout arrived and is drawn). */
+async function drawn(page, root = PANE) {
+  await page.waitForFunction((root) => {
+    const view = document.querySelector(`${root} .graph-view`);
+    return view && view.ariaBusy === "false" && view.querySelector("svg");
+  }, root, { timeout: 60_000 });
+}
+
+async function canvasCentre(page) {
+  const box = await (await page.$(`${PANE} .graph-canvas`)).boundingBox();
+  return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
+}
+
+describe("the graph view", () => {
+  let browser;
+  let page;
+  let errors;
+
+  before(async () => {
+    browser = await openBrowser();
+    ({ page, errors } = await openPlayground(browser.context));
+    await page.selectOption("#gallery", "06_char_transformer.py");
+    await page.click("#tab-graph");
+    await page.waitForSelector(`${PANE} .group`, { timeout: 60_000 });
+    await drawn(page);
+  });
+
+  after(async () => {
+    await browser?.close();
+  });
+
+  test("the transformer opens with its nodes in the pane's visible rectangle, folded into its calls", async () => {
+    const seen = await boxesInView(page);
+    assert.ok(seen.length >= 4, `only ${seen.length} boxes in view: ${JSON.stringify(seen)}`);
+    const { scale } = await view(page);
+    assert.ok(scale >= 0.75, `the opening view is too small to read: scale ${scale}`);
+    // 249 nodes drawn as a few dozen boxes: the calls of layer_norm, attention and the MLP are one box each.
+    const groups = await page.$$eval(`${PANE} .group`, (boxes) => boxes.map((box) => box.textContent));
+    const boxes = await page.$$eval(`${PANE} .node, ${PANE} .group`, (all) => all.length);
+    assert.ok(boxes < 40, `${boxes} boxes`);
+    for (const name of ["layer_norm", "causal_self_attention", "mlp", "cross_entropy", "record_parameters"]) {
+      assert.ok(groups.some((label) => label.startsWith(`${name} · `)), `no ${name} group in ${JSON.stringify(groups)}`);
+    }
+    assert.equal(groups.filter((label) => label.startsWith("causal_self_attention · ")).length, 2, "one attention box a block");
+    assert.deepEqual(errors, []);
+  });
+
+  test("the wheel zooms at the pointer, a drag pans, and fit shows the whole drawing", async () => {
+    const centre = await canvasCentre(page);
+    await page.mouse.move(centre.x, centre.y);
+    const before = await view(page);
+    await page.mouse.wheel(0, -400);
+    await page.waitForFunction((scale) => Number(document.querySelector('[data-reading="graph"] .graph-canvas').dataset.scale) > scale, before.scale);
+    const zoomed = await view(page);
+    assert.ok(zoomed.scale > before.scale * 1.2, `${before.scale} -> ${zoomed.scale}`);
+    // The drawing's point under the pointer stayed under it.
+    const under = (v) => [v.x + v.width / 2, v.y + v.height / 2];
+    for (const [a, b] of under(before).map((value, i) => [value, under(zoomed)[i]])) assert.ok(Math.abs(a - b) < 2, `${a} vs ${b}`);
+
+    await page.mouse.move(centre.x, centre.y);
+    await page.mouse.down();
+    await page.mouse.move(centre.x - 60, centre.y - 40, { steps: 6 });
+    await page.mouse.up();
+    const panned = await view(page);
+    assert.ok(Math.abs(panned.x - zoomed.x - 60 / zoomed.scale) < 1, `x ${zoomed.x} -> ${panned.x}`);
+    assert.ok(Math.abs(panned.y - zoomed.y - 40 / zoomed.scale) < 1, `y ${zoomed.y} -> ${panned.y}`);
+    assert.equal(panned.scale, zoomed.scale);
+    assert.equal(await page.$$eval(`${PANE} .linked`, (lit) => lit.length), 0, "a drag is not a click: it selects nothing");
+
+    await page.click(`${PANE} [data-action="fit"]`);
+    const all = await page.$$eval(`${PANE} .node, ${PANE} .group`, (boxes) => boxes.length);
+    assert.equal((await boxesInView(page)).length, all, "fit shows every box");
+  });
+
+  test("the keys zoom, pan and fit while the pane has focus", async () => {
+    await page.focus(PANE);
+    const fitted = await view(page);
+    await page.keyboard.press("+");
+    const zoomed = await view(page);
+    assert.ok(Math.abs(zoomed.scale / fitted.scale - 1.25) < 0.01, `${fitted.scale} -> ${zoomed.scale}`);
+    await page.keyboard.press("ArrowRight");
+    const moved = await view(page);
+    assert.ok(moved.x > zoomed.x, `ArrowRight moves the view right: ${zoomed.x} -> ${moved.x}`);
+    await page.keyboard.press("-");
+    assert.ok(Math.abs((await view(page)).scale - fitted.scale) < 0.001);
+    await page.keyboard.press("0");
+    const refitted = await view(page);
+    await page.click(`${PANE} [data-action="fit"]`);
+    assert.deepEqual(refitted, await view(page));
+    assert.ok(refitted.scale < zoomed.scale);
+  });
+
+  test("two fingers pinch to zoom at their midpoint, one finger pans", async () => {
+    const box = await (await page.$(`${PANE} .graph-canvas`)).boundingBox();
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("Emulation.setTouchEmulationEnabled", { enabled: true, maxTouchPoints: 2 });
+    const cx = box.x + box.width / 2;
+    const cy = box.y + box.height / 2;
+    const fingers = (apart) => [{ x: cx - apart, y: cy, id: 1 }, { x: cx + apart, y: cy, id: 2 }];
+    const before = await view(page);
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: fingers(40) });
+    for (let apart = 45; apart <= 100; apart += 5) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: fingers(apart) });
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+    const pinched = await view(page);
+    // The fingers moved 2.5 times as far apart: the scale grew as much, about the same midpoint.
+    assert.ok(Math.abs(pinched.scale / before.scale - 2.5) < 0.05, `${before.scale} -> ${pinched.scale}`);
+    const centre = (v) => [v.x + v.width / 2, v.y + v.height / 2];
+    for (const [a, b] of centre(before).map((value, i) => [value, centre(pinched)[i]])) assert.ok(Math.abs(a - b) < 2, `${a} vs ${b}`);
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchStart", touchPoints: [{ x: cx, y: cy, id: 3 }] });
+    for (let moved = 5; moved <= 50; moved += 5) await cdp.send("Input.dispatchTouchEvent", { type: "touchMove", touchPoints: [{ x: cx - moved, y: cy, id: 3 }] });
+    await cdp.send("Input.dispatchTouchEvent", { type: "touchEnd", touchPoints: [] });
+    const panned = await view(page);
+    assert.ok(Math.abs(panned.x - pinched.x - 50 / pinched.scale) < 1, `${pinched.x} -> ${panned.x}`);
+    await cdp.send("Emulation.setTouchEmulationEnabled", { enabled: false });
+    await cdp.detach();
+  });
+
+  test("a node selected in the spec pane is in view in the graph, at a readable scale", async () => {
+    // Fitted, the transformer is too small to read; the last node (the loss) sits at the bottom.
+    await page.click(`${PANE} [data-action="fit"]`);
+    assert.ok((await view(page)).scale < 0.75);
+    await page.click("#tab-spec");
+    const last = await page.$$eval('[data-reading="spec"] [data-nodes]', (rows) => rows.at(-1).dataset.nodes);
+    await page.click(`[data-reading="spec"] [data-nodes="${last}"]`);
+    await page.click("#tab-graph");
+    await page.waitForFunction(() => document.querySelector('[data-reading="graph"] .linked'));
+    const lit = await page.$eval(`${PANE} .linked`, (box) => box.textContent);
+    // The loss is recorded inside topos.cross_entropy: its group stands for it while collapsed.
+    assert.match(lit, /^cross_entropy · \d+ nodes$/);
+    await page.waitForFunction((label) => {
+      const canvas = document.querySelector('[data-reading="graph"] .graph-canvas').getBoundingClientRect();
+      const r = document.querySelector('[data-reading="graph"] .linked').getBoundingClientRect();
+      return r.left >= canvas.left && r.right <= canvas.right && r.top >= canvas.top && r.bottom <= canvas.bottom;
+    }, lit);
+    assert.ok((await view(page)).scale >= 0.75);
+    assert.ok((await boxesInView(page)).includes(lit));
+  });
+
+  test("a group expands in place and collapses again", async () => {
+    await page.click(`${PANE} [data-action="fit"]`);
+    const nodesBefore = await page.$$eval(`${PANE} .node`, (nodes) => nodes.length);
+    const group = await page.$eval(`${PANE} .group[data-group]`, (box) => {
+      const label = [...document.querySelectorAll('[data-reading="graph"] .group')].find((g) => g.textContent.startsWith("layer_norm"));
+      return { id: label.dataset.group, count: label.dataset.nodes.split(" ").length };
+    });
+    await page.click(`${PANE} .group[data-group="${group.id}"] [data-toggle]`);
+    await page.waitForSelector(`${PANE} .frame[data-group="${group.id}"]`);
+    await drawn(page);
+    assert.equal(await page.$$eval(`${PANE} .node`, (nodes) => nodes.length), nodesBefore + group.count);
+    assert.equal(await page.$(`${PANE} .group[data-group="${group.id}"]`), null);
+    // The opened group stays in view.
+    const frameInView = await page.$eval(`${PANE} .frame[data-group="${group.id}"]`, (frame) => {
+      const canvas = document.querySelector('[data-reading="graph"] .graph-canvas').getBoundingClientRect();
+      const r = frame.getBoundingClientRect();
+      return r.right > canvas.left && r.left < canvas.right && r.bottom > canvas.top && r.top < canvas.bottom;
+    });
+    assert.ok(frameInView);
+
+    await page.click(`${PANE} .frame[data-group="${group.id}"] [data-toggle]`);
+    await page.waitForSelector(`${PANE} .group[data-group="${group.id}"]`);
+    await drawn(page);
+    assert.equal(await page.$$eval(`${PANE} .node`, (nodes) => nodes.length), nodesBefore);
+    assert.equal(await page.$(`${PANE} .frame`), null);
+  });
+
+  test("a new recording in a view panned away from every box opens on its nodes", async () => {
+    await page.focus(PANE);
+    for (let step = 0; step < 40; step++) await page.keyboard.press("ArrowLeft");
+    assert.equal((await boxesInView(page)).length, 0, "the view was panned off the drawing");
+    await page.selectOption("#gallery", "03_matmul.py");
+    await page.waitForFunction(() => !document.querySelector('[data-reading="graph"] .group'), null, { timeout: 60_000 });
+    await drawn(page);
+    assert.ok((await boxesInView(page)).length >= 3);
+  });
+
+  test("a graph card in the output pane opens on its nodes; Ctrl and the wheel zoom it, the plain wheel scrolls the output", async () => {
+    await pasteCode(page, `${TRANSFORMER}\nshow.graph(network)\n`);
+    const card = '[data-reading="output"] .card-graph';
+    await page.waitForSelector(`${card} .group`, { timeout: 60_000 });
+    await drawn(page, card);
+    assert.ok((await boxesInView(page, card)).length >= 4);
+    const box = await (await page.$(`${card} .graph-canvas`)).boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    const before = await view(page, card);
+    await page.mouse.wheel(0, -300);
+    await page.waitForTimeout(100);
+    assert.equal((await view(page, card)).scale, before.scale, "a plain wheel does not zoom a card");
+    await page.keyboard.down("Control");
+    await page.mouse.wheel(0, -100);
+    await page.keyboard.up("Control");
+    await page.waitForFunction(
+      ([card, scale]) => Number(document.querySelector(`${card} .graph-canvas`).dataset.scale) > scale,
+      [card, before.scale],
+    );
+    assert.deepEqual(errors, []);
+  });
+});
