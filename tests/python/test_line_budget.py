@@ -20,11 +20,6 @@ BEING_SPLIT = "being split under issue 20"
 # Each exception: the path from the repository root, and why it may be longer for now.
 EXCEPTIONS = {
     "py/topos/compiler/wgsl/launch.py": f"{BEING_SPLIT} (20A row kernels, 20B reduce folds)",
-    "py/topos/ops/elementwise.py": f"{BEING_SPLIT} (20B elementwise table rows)",
-    "py/topos/model/optim.py": f"{BEING_SPLIT} (20C)",
-    "py/topos/model/functions.py": f"{BEING_SPLIT} (20A composites)",
-    "py/topos/model/network.py": f"{BEING_SPLIT} (20C one interpreter)",
-    "py/topos/model/checkpoint.py": f"{BEING_SPLIT} (20B attribute schemas)",
     "web/src/main.ts": f"{BEING_SPLIT} (the lead splits the playground page's entry)",
 }
 
