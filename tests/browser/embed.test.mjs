@@ -10,12 +10,13 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 import LZString from "lz-string";
-import { BASE_URL, cpythonRun, openBrowser } from "./harness.mjs";
+import { BASE_URL, cpythonRun, openBrowser, READING_NAMES } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_RECORDING } from "./seed.mjs";
 
 const ROOT = new URL("../../", import.meta.url);
 const MATMUL = readFileSync(new URL("docs/examples/03_matmul.py", ROOT), "utf8");
-const TEXT_READINGS = ["spec", "plan", "gradient", "hlo", "kernels"];
+// The readings whose pane is text (the graph is a picture).
+const TEXT_READINGS = READING_NAMES.filter((name) => name !== "graph");
 
 function embedSrc(id, params, origins) {
   const query = new URLSearchParams({ id, ...params, origins });

@@ -2,7 +2,7 @@
 // playwright-core, with WebGPU on and no way to reach anything but the local server.
 
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -74,6 +74,18 @@ export async function openPlayground(context, suffix = "", timeout = 120_000) {
   await page.waitForSelector('body[data-state="ready"]', { timeout });
   return { page, errors };
 }
+
+/**
+ * The readings in the page's order, read from the one list the page itself uses
+ * (READING_NAMES in web/protocol.ts; tests/python/test_playground_rows.py holds it to
+ * topos.playground.READINGS), so no test types the order again.
+ */
+export const READING_NAMES = (() => {
+  const protocol = readFileSync(new URL("../../web/protocol.ts", import.meta.url), "utf8");
+  const list = protocol.match(/export const READING_NAMES: ReadingName\[\] = \[([^\]]+)\]/);
+  if (!list) throw new Error("web/protocol.ts no longer declares READING_NAMES as a list of names");
+  return [...list[1].matchAll(/"([a-z]+)"/g)].map((match) => match[1]);
+})();
 
 /** The text content of a pane (data-reading="spec|graph|plan|gradient|hlo|kernels|output"). */
 export function paneText(page, name) {

@@ -16,11 +16,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { firstVisitRequests, precacheEntries } from "../../web/scripts/report-size.mjs";
-import { openBrowser, paneText, pasteCode, waitForPane } from "./harness.mjs";
+import { openBrowser, paneText, pasteCode, READING_NAMES, waitForPane } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_RECORDING } from "./seed.mjs";
 import { startStaticServer } from "./static-server.mjs";
 
-const READINGS = ["spec", "graph", "plan", "gradient", "hlo", "kernels", "output"];
+const READINGS = [...READING_NAMES, "output"];
 const START_TIMEOUT = 120_000;
 const SUB_PATH = "/some/sub/path/";
 

@@ -20,6 +20,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "py"))
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+
+from op_specs import check_operand, check_operands  # noqa: E402  (each op's domain, written once for every test)
 
 import topos  # noqa: E402
 from topos import Tape  # noqa: E402
@@ -182,6 +185,7 @@ def unary_cases():
         "StopGradient": (normal(7, 9), lambda t, x: topos.stop_gradient(x), lambda x: x),
     }
     for opcode, (data, record, oracle) in ranges.items():
+        check_operands(opcode, [data])
         yield Case(f"{opcode} [7, 9]", [(data, F)], record, oracle)
 
 
@@ -207,14 +211,19 @@ def binary_cases():
     )
     yield Case(
         "Div broadcast [5, 7] / [5, 1]",
-        [(normal(5, 7), F), (uniform(0.5, 3, 5, 1), F)],
+        [(normal(5, 7), F), (check_operand("Div", 1, uniform(0.5, 3, 5, 1)), F)],
         lambda t, a, b: a / b,
         lambda a, b: a / b,
     )
-    yield Case("Div of a Python number by a value", [(uniform(0.5, 3, 13), F)], lambda t, a: 1.0 / a, lambda a: 1.0 / a)
+    yield Case(
+        "Div of a Python number by a value",
+        [(check_operand("Div", 1, uniform(0.5, 3, 13)), F)],
+        lambda t, a: 1.0 / a,
+        lambda a: 1.0 / a,
+    )
     yield Case(
         "Pow positive base [6, 5] ** [1, 5]",
-        [(uniform(0.1, 4, 6, 5), F), (uniform(-2, 3, 1, 5), F)],
+        [(check_operand("Pow", 0, uniform(0.1, 4, 6, 5)), F), (uniform(-2, 3, 1, 5), F)],
         lambda t, a, b: a**b,
         lambda a, b: a**b,
     )

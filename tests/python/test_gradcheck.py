@@ -10,9 +10,9 @@ For a recorded function ``f`` and a random cotangent ``u`` the test records
 Shapes come from hypothesis, size-1 and broadcast axes included, and every
 operation is recorded through the public recording functions, so ``Broadcast``,
 ``Reshape`` and ``Leaf`` nodes appear exactly as a user would record them.
-Inputs are drawn inside each operation's smooth domain: positive arguments for
-log, sqrt and the base of pow, and values kept apart from kinks (relu at 0,
-max and maximum at ties).
+Inputs are drawn inside each operation's smooth domain, as tests/python/op_specs.py
+gives it: positive arguments for log, sqrt and the base of pow, and values kept
+apart from kinks (relu at 0, max and maximum at ties).
 """
 
 from dataclasses import dataclass
@@ -22,12 +22,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
+from op_specs import ANY_SHAPE, GRADCHECK_EPS, smooth_sampler
 
 import topos
 from topos import Tape, detach
 from topos.ops import primitives
 
-EPS = 1e-6
+EPS = GRADCHECK_EPS
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)
 
 
@@ -85,22 +86,13 @@ def normal(rng, shape, scale=1.0):
     return rng.standard_normal(shape) * scale
 
 
-def positive(rng, shape):
-    return rng.uniform(0.5, 2.0, shape)
-
-
-def away_from_zero(rng, shape):
-    """Values of either sign with magnitude in [0.1, 2]: no kink of relu within reach of EPS."""
-    return rng.choice([-1.0, 1.0], shape) * rng.uniform(0.1, 2.0, shape)
-
-
 def distinct(rng, shape):
     """Values at least 0.4 apart, so that no max has a tie."""
     size = int(np.prod(shape, dtype=int))
     return (rng.permutation(size) * 0.5 + rng.uniform(0.0, 0.1, size)).reshape(shape) - size * 0.25
 
 
-shapes = array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
+shapes = array_shapes(min_dims=ANY_SHAPE.min_rank, max_dims=ANY_SHAPE.max_rank, min_side=1, max_side=ANY_SHAPE.max_side)
 seeds = st.integers(0, 2**32 - 1)
 
 
@@ -132,14 +124,6 @@ def grid(offset):
         return rng.integers(-4, 5, shape) * 0.5 + offset
 
     return values
-
-
-def nonzero_denominator(rng, shape):
-    return rng.choice([-1.0, 1.0], shape) * positive(rng, shape)
-
-
-def exponent(rng, shape):
-    return rng.uniform(-2.0, 2.0, shape)
 
 
 @st.composite
@@ -299,7 +283,7 @@ def applied(draw, opcode, samplers, row_scale=False):
     rng = np.random.default_rng(draw(seeds))
     arrays = [sample(rng, shape) for sample in samplers]
     if row_scale:
-        arrays.append(positive(rng, shape[:-1] + (1,)))
+        arrays.append(smooth_sampler(opcode, len(samplers))(rng, shape[:-1] + (1,)))
     return Case(arrays, lambda tape, *operands: tape.apply(opcode, list(operands)))
 
 
@@ -310,18 +294,18 @@ def wide(rng, shape):
 PRIMITIVE_CASES = {
     "Neg": unary(lambda x: -x),
     "Exp": unary(topos.exp),
-    "Log": unary(topos.log, positive),
-    "Sqrt": unary(topos.sqrt, positive),
-    "Rsqrt": unary(topos.rsqrt, positive),
+    "Log": unary(topos.log, smooth_sampler("Log")),
+    "Sqrt": unary(topos.sqrt, smooth_sampler("Sqrt")),
+    "Rsqrt": unary(topos.rsqrt, smooth_sampler("Rsqrt")),
     "Tanh": unary(topos.tanh, lambda rng, shape: normal(rng, shape, 1.5)),
     "Sigmoid": unary(topos.sigmoid, lambda rng, shape: normal(rng, shape, 3.0)),
-    "Relu": unary(topos.relu, away_from_zero),
+    "Relu": unary(topos.relu, smooth_sampler("Relu")),
     "Gelu": unary(topos.gelu, lambda rng, shape: normal(rng, shape, 2.0)),
     "Add": binary(lambda a, b: a + b),
     "Sub": binary(lambda a, b: a - b),
     "Mul": binary(lambda a, b: a * b),
-    "Div": binary(lambda a, b: a / b, right=nonzero_denominator),
-    "Pow": binary(lambda a, b: a**b, left=positive, right=exponent),
+    "Div": binary(lambda a, b: a / b, right=smooth_sampler("Div", 1)),
+    "Pow": binary(lambda a, b: a**b, left=smooth_sampler("Pow", 0), right=smooth_sampler("Pow", 1)),
     "Maximum": binary(topos.maximum, left=grid(0.0), right=grid(0.25)),
     "Minimum": binary(topos.minimum, left=grid(0.0), right=grid(0.25)),
     "Where": where_case(),

@@ -12,9 +12,11 @@ These tests need a WebGPU adapter (lavapipe here and in CI) and fail without one
 
 import itertools
 import math
+import zlib
 
 import numpy as np
 import pytest
+from op_specs import check_operand, check_operands
 
 from topos import webgpu
 from topos.compiler.wgsl import launch as build
@@ -24,7 +26,13 @@ from topos.webgpu.sources import kernel_names, kernel_text, specialise, tokens
 
 EDGE_SIZES = (1, 7, 63, 64, 65, 1023, 4097)
 UNIT = 2.0**-24
-rng = np.random.default_rng(5)
+
+
+@pytest.fixture
+def rng(request):
+    """Each test's own generator, seeded from its name (parameters included): a test's data do
+    not depend on which tests ran before it, as they did with one generator for the module."""
+    return np.random.default_rng(zlib.crc32(request.node.name.encode()))
 
 
 def test_a_webgpu_adapter_is_present():
@@ -66,26 +74,26 @@ def run_one(launches, arrays, out_shape, out_buffer=9, extra=None):
 
 UNARY = {
     # opcode: (input sampler, float64 formula usable on float32 arrays too)
-    "Neg": (lambda n: rng.normal(0, 3, n), lambda x: -x),
-    "Exp": (lambda n: rng.uniform(-20, 20, n), np.exp),
-    "Log": (lambda n: np.exp(rng.uniform(-8, 8, n)), np.log),
-    "Sqrt": (lambda n: rng.uniform(0, 100, n), np.sqrt),
-    "Rsqrt": (lambda n: np.exp(rng.uniform(-8, 8, n)), lambda x: 1 / np.sqrt(x)),
-    "Tanh": (lambda n: rng.normal(0, 3, n), np.tanh),
-    "Sigmoid": (lambda n: rng.normal(0, 10, n), lambda x: 1 / (1 + np.exp(-x))),
-    "Relu": (lambda n: rng.normal(0, 1, n), lambda x: np.maximum(x, 0)),
+    "Neg": (lambda rng, n: rng.normal(0, 3, n), lambda x: -x),
+    "Exp": (lambda rng, n: rng.uniform(-20, 20, n), np.exp),
+    "Log": (lambda rng, n: np.exp(rng.uniform(-8, 8, n)), np.log),
+    "Sqrt": (lambda rng, n: rng.uniform(0, 100, n), np.sqrt),
+    "Rsqrt": (lambda rng, n: np.exp(rng.uniform(-8, 8, n)), lambda x: 1 / np.sqrt(x)),
+    "Tanh": (lambda rng, n: rng.normal(0, 3, n), np.tanh),
+    "Sigmoid": (lambda rng, n: rng.normal(0, 10, n), lambda x: 1 / (1 + np.exp(-x))),
+    "Relu": (lambda rng, n: rng.normal(0, 1, n), lambda x: np.maximum(x, 0)),
     "Gelu": (
-        lambda n: rng.normal(0, 3, n),
+        lambda rng, n: rng.normal(0, 3, n),
         lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
     ),
-    "StopGradient": (lambda n: rng.normal(0, 1, n), lambda x: x),
+    "StopGradient": (lambda rng, n: rng.normal(0, 1, n), lambda x: x),
 }
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_unary_ops_over_edge_sizes(n):
+def test_unary_ops_over_edge_sizes(n, rng):
     for opcode, (sample, formula) in UNARY.items():
-        x = sample(n).astype(np.float32)
+        x = check_operand(opcode, 0, sample(rng, n).astype(np.float32))
         got = run_one(build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,))]), {0: x}, (n,))
         with np.errstate(all="ignore"):
             assert_agrees(got, formula(x.astype(np.float64)), formula(x), what=f"{opcode} of {n}")
@@ -109,7 +117,7 @@ BINARY = {
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_binary_ops_over_edge_sizes_with_ties(n):
+def test_binary_ops_over_edge_sizes_with_ties(n, rng):
     for opcode, function in BINARY.items():
         if opcode == "Pow":
             x = rng.uniform(0.1, 4, n).astype(np.float32)
@@ -117,6 +125,7 @@ def test_binary_ops_over_edge_sizes_with_ties(n):
         else:
             x = rng.integers(-3, 4, n).astype(np.float32) * 0.5  # many ties, no zero divisors below
             y = np.where((rng.random(n) < 0.3) & (x != 0), x, rng.integers(1, 4, n) * 0.75).astype(np.float32)
+        check_operands(opcode, [x, y])
         got = run_one(
             build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,)), dense(1, (n,))]), {0: x, 1: y}, (n,)
         )
@@ -134,7 +143,7 @@ def test_pow_takes_negative_bases_to_integer_powers_as_numpy_does():
     assert_agrees(got[:-1], exact[:-1], what="power")
 
 
-def test_broadcast_on_every_axis_reads_through_zero_strides():
+def test_broadcast_on_every_axis_reads_through_zero_strides(rng):
     shape = (3, 4, 5)
     y = rng.normal(size=shape).astype(np.float32)
     for kept in itertools.product((False, True), repeat=3):
@@ -151,7 +160,7 @@ def test_broadcast_on_every_axis_reads_through_zero_strides():
     assert_agrees(got, y.astype(np.float64) * z, what="leading axes")
 
 
-def test_where_reads_transposed_sliced_and_constant_operands():
+def test_where_reads_transposed_sliced_and_constant_operands(rng):
     base = rng.normal(size=(6, 8)).astype(np.float32)
     condition = (rng.random((8, 6)) < 0.5).astype(np.float32)
     transposed = dense(0, (6, 8)).transpose((1, 0))  # [8, 6], strides (1, 8)
@@ -172,7 +181,7 @@ def test_where_reads_transposed_sliced_and_constant_operands():
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_copy_materialises_transposes_and_slices(n):
+def test_copy_materialises_transposes_and_slices(n, rng):
     x = rng.normal(size=(n, 3)).astype(np.float32)
     got = run_one(build.copy(dense(0, (n, 3)).transpose((1, 0)), dense(9, (3, n))), {0: x}, (3, n))
     assert np.array_equal(got, x.T)
@@ -181,7 +190,7 @@ def test_copy_materialises_transposes_and_slices(n):
     assert np.array_equal(got, x[::2, 1:])
 
 
-def test_copy_and_fill_write_into_windows_of_a_buffer():
+def test_copy_and_fill_write_into_windows_of_a_buffer(rng):
     a = rng.normal(size=(4, 3)).astype(np.float32)
     out = dense(9, (4, 7))
     launches = [
@@ -217,7 +226,7 @@ def reduce_on_device(opcode, x, axes, strategy, scale=1.0, chunk=build.CHUNK_TER
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_sum_and_max_over_edge_sizes_with_every_strategy(n):
+def test_sum_and_max_over_edge_sizes_with_every_strategy(n, rng):
     x = rng.normal(size=(n,)).astype(np.float32)
     for strategy in STRATEGIES:
         got = reduce_on_device("Sum", x, (0,), strategy, chunk=256)
@@ -227,7 +236,7 @@ def test_sum_and_max_over_edge_sizes_with_every_strategy(n):
 
 
 @pytest.mark.parametrize("axes", [(0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2)])
-def test_reductions_over_axis_sets_read_strided_rows(axes):
+def test_reductions_over_axis_sets_read_strided_rows(axes, rng):
     x = rng.normal(size=(5, 65, 7)).astype(np.float32)
     terms = int(np.prod([x.shape[a] for a in axes]))
     for strategy in STRATEGIES:
@@ -237,13 +246,13 @@ def test_reductions_over_axis_sets_read_strided_rows(axes):
         assert np.array_equal(reduce_on_device("Max", x, axes, strategy, chunk=64), x.max(axis=axes))
 
 
-def test_a_two_pass_reduction_with_many_chunks_folds_them_in_a_workgroup():
+def test_a_two_pass_reduction_with_many_chunks_folds_them_in_a_workgroup(rng):
     x = rng.normal(size=(3, 4097)).astype(np.float32)
     got = reduce_on_device("Sum", x, (1,), "two-pass", chunk=64)  # 65 chunks: the second pass is a workgroup
     assert_agrees(got, x.astype(np.float64).sum(axis=1), terms=4097, magnitude=np.abs(x).sum(axis=1))
 
 
-def test_reducing_a_transposed_view():
+def test_reducing_a_transposed_view(rng):
     x = rng.normal(size=(7, 130)).astype(np.float32)
     view = dense(0, (7, 130)).transpose((1, 0))
     got = reduce_on_device("Sum", x, (0,), "workgroup", view=view)
@@ -267,7 +276,7 @@ MATMUL_SHAPES = [
 
 
 @pytest.mark.parametrize("batch, m, k, n", MATMUL_SHAPES)
-def test_matmul_simple_and_tiled_agree_with_numpy(batch, m, k, n):
+def test_matmul_simple_and_tiled_agree_with_numpy(batch, m, k, n, rng):
     a = rng.normal(size=batch + (m, k)).astype(np.float32)
     b = rng.normal(size=batch + (k, n)).astype(np.float32)
     exact = a.astype(np.float64) @ b
@@ -295,7 +304,7 @@ TILE_EDGE_SHAPES = [
 
 
 @pytest.mark.parametrize("batch, m, k, n", TILE_EDGE_SHAPES)
-def test_tiled_matmul_at_tile_edges_writes_its_output_and_nothing_past_it(batch, m, k, n):
+def test_tiled_matmul_at_tile_edges_writes_its_output_and_nothing_past_it(batch, m, k, n, rng):
     a = rng.normal(size=batch + (m, k)).astype(np.float32)
     b = rng.normal(size=batch + (k, n)).astype(np.float32)
     exact = a.astype(np.float64) @ b
@@ -330,7 +339,7 @@ def test_matmul_selection_follows_the_rule_measured_on_lavapipe_and_swiftshader(
     assert build.matmul_strategy(70000, 64, 64, 64) == "simple"
 
 
-def test_matmul_reads_transposed_operands_and_broadcast_batches_in_place():
+def test_matmul_reads_transposed_operands_and_broadcast_batches_in_place(rng):
     a = rng.normal(size=(40, 70)).astype(np.float32)  # used as a^T: [70, 40]
     b = rng.normal(size=(40, 33)).astype(np.float32)  # broadcast over a batch of 3
     a_view = dense(0, (40, 70)).transpose((1, 0)).broadcast((3, 70, 40))
@@ -346,7 +355,7 @@ def test_matmul_reads_transposed_operands_and_broadcast_batches_in_place():
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_fused_row_kernels_over_edge_lengths(n):
+def test_fused_row_kernels_over_edge_lengths(n, rng):
     x = rng.normal(0, 4, size=(3, n)).astype(np.float32)
     x64 = x.astype(np.float64)
     shifted = x64 - x64.max(axis=1, keepdims=True)
@@ -363,7 +372,7 @@ def test_fused_row_kernels_over_edge_lengths(n):
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_row_derivative_kernels_over_edge_lengths(n):
+def test_row_derivative_kernels_over_edge_lengths(n, rng):
     """SoftmaxGrad, LogSoftmaxGrad and LayerNormGrad, each against its formula in float64."""
     g = rng.normal(0, 1, size=(3, n)).astype(np.float32)
     x = rng.normal(0, 3, size=(3, n)).astype(np.float32)
@@ -389,7 +398,7 @@ def test_row_derivative_kernels_over_edge_lengths(n):
     assert_agrees(got, exact, terms=n, magnitude=magnitude, what="layer_norm_grad")
 
 
-def test_row_derivative_kernels_read_each_operand_through_its_own_strides():
+def test_row_derivative_kernels_read_each_operand_through_its_own_strides(rng):
     g = rng.normal(size=(5, 2, 4)).astype(np.float32)  # read as [2, 4, 5]: rows of 5 along a stride of 8
     normed = rng.normal(size=(2, 4, 5)).astype(np.float32)
     scale = rng.uniform(0.5, 2.0, size=(4, 2)).astype(np.float32)  # read as [2, 4, 1]
@@ -403,7 +412,7 @@ def test_row_derivative_kernels_read_each_operand_through_its_own_strides():
     assert_agrees(got, exact, terms=5, magnitude=r64 * 10.0, what="strided layer_norm_grad")
 
 
-def test_gelu_grad_expression_over_edge_sizes():
+def test_gelu_grad_expression_over_edge_sizes(rng):
     c, k = math.sqrt(2 / math.pi), 0.044715
     for n in EDGE_SIZES:
         g = rng.normal(0, 1, n).astype(np.float32)
@@ -414,10 +423,17 @@ def test_gelu_grad_expression_over_edge_sizes():
         x64 = x.astype(np.float64)
         t = np.tanh(c * (x64 + k * x64**3))
         exact = g * (0.5 * (1 + t) + 0.5 * x64 * (1 - t * t) * c * (1 + 3 * k * x64**2))
-        assert_agrees(got, exact, lookup("GeluGrad").forward([g, x], {}), what=f"GeluGrad of {n}")
+        # Near x = -0.7518, where gelu'(x) = 0, the kernel's 1 + x (1 - t) (c + 3ck x^2) sums two
+        # terms of about 1 to nearly 0: WGSL's tanh (within 2 ulps on lavapipe, numpy's within 1)
+        # is then off by more than 8 times numpy's float32 error relative to the result, though
+        # by a few ulps of the terms. So the tolerance is the documented one for a sum of two terms.
+        terms = np.abs(g) * 0.5 * (1 + t) * (1 + np.abs(x64 * (1 - t) * (c + 3 * c * k * x64**2)))
+        assert_agrees(
+            got, exact, lookup("GeluGrad").forward([g, x], {}), terms=2, magnitude=terms, what=f"GeluGrad of {n}"
+        )
 
 
-def test_row_kernels_read_rows_through_strides():
+def test_row_kernels_read_rows_through_strides(rng):
     x = rng.normal(size=(9, 2, 5)).astype(np.float32)
     view = dense(0, x.shape).transpose((1, 2, 0))  # rows of 9 along a stride of 10
     got = run_one(build.softmax(view, 9), {0: x}, (2, 5, 9))
@@ -430,7 +446,7 @@ def test_row_kernels_read_rows_through_strides():
 
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
-def test_take_gathers_along_any_axis(axis):
+def test_take_gathers_along_any_axis(axis, rng):
     values = rng.normal(size=(4, 6, 3)).astype(np.float32)
     indices = rng.integers(0, values.shape[axis], size=(2, 5)).astype(np.int32)
     out_shape = values.shape[:axis] + indices.shape + values.shape[axis + 1 :]
@@ -440,7 +456,7 @@ def test_take_gathers_along_any_axis(axis):
     assert np.array_equal(got, np.take(values, indices, axis=axis))
 
 
-def test_take_reads_zero_for_an_index_out_of_range_and_one_hot_marks_each_index():
+def test_take_reads_zero_for_an_index_out_of_range_and_one_hot_marks_each_index(rng):
     values = rng.normal(size=(5, 2)).astype(np.float32)
     indices = np.array([4, -1, 5, 0], dtype=np.int32)
     got = run_one(build.take(dense(0, (5, 2)), dense(1, (4,)), 0, 9), {0: values, 1: indices}, (4, 2))
@@ -503,7 +519,7 @@ def test_each_primitive_names_a_kernel_family_with_a_file():
     assert with_expressions <= {n for n, p in primitives().items() if p.kernel == "elementwise"}
 
 
-def test_long_sums_and_contractions_stay_within_the_loop_limit():
+def test_long_sums_and_contractions_stay_within_the_loop_limit(rng):
     # lavapipe leaves any loop after 32767 iterations, silently: the builders split the work instead.
     ones = np.ones(40000, dtype=np.float32)
     with pytest.raises(ValueError, match="exceed the limit of 32767"):

@@ -7,19 +7,10 @@ code under test.
 
 import numpy as np
 import pytest
+from seed_texts import SEED_PLAN
 
 from topos import FeedError, Tape
 from topos.compiler import Plan, register_backend, unregister_backend
-
-SEED_PLAN = """\
-   0  Parameter                         []           freed after 3
-   1  Input                             []           freed after 3
-   2  Input                             []           freed after 4
-   3  Mul            0, 1               []           freed after 4
-   4  Sub            3, 2               []           freed after 5
-   5  Mul            4, 4               []           kept
-plan: forward; 6 of 6 nodes evaluated, 1 readable
-live volume: peak 4 elements at node 3, retain-all 6"""
 
 
 def build_seed(tape):

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from seed_texts import SEED_DESCRIBE, SEED_HLO, SEED_PLAN, SEED_RECORDING, SEED_SEALED
 
 from topos import Tape, playground
 from topos.playground import gpu
@@ -11,53 +12,7 @@ from topos.webgpu import NoAdapterError
 from topos.webgpu import device as device_module
 
 # The seed's first example and its readings, as the public contract (API.md) prints them.
-SEED = """from topos import Tape
-
-tape = Tape()                 # float64 by default; Tape(dtype="float32")
-w = tape.parameter(0.0)       # trainable source, recorded initial payload
-x = tape.input(0.0)           # fed per run, the payload is its default
-y = tape.input(0.0)           # (tape.leaf(value) records a constant)
-error = w * x - y             # every expression appends one node
-loss = error * error
-print(tape.describe())
-"""
-SEED_DESCRIBE = """   0  Parameter                         []
-   1  Input                             []
-   2  Input                             []
-   3  Mul            0, 1               []
-   4  Sub            3, 2               []
-   5  Mul            4, 4               []
-tape: 6 nodes, 1 parameter, 2 inputs"""
-SEED_PLAN = """   0  Parameter                         []           freed after 3
-   1  Input                             []           freed after 3
-   2  Input                             []           freed after 4
-   3  Mul            0, 1               []           freed after 4
-   4  Sub            3, 2               []           freed after 5
-   5  Mul            4, 4               []           kept
-plan: forward; 6 of 6 nodes evaluated, 1 readable
-live volume: peak 4 elements at node 3, retain-all 6"""
-SEED_HLO = """module @topos {
-  func.func @main(%arg0: tensor<f64>, %arg1: tensor<f64>, %arg2: tensor<f64>) -> (tensor<f64>) {
-    %v3 = stablehlo.multiply %arg0, %arg1 : tensor<f64>
-    %v4 = stablehlo.subtract %v3, %arg2 : tensor<f64>
-    %v5 = stablehlo.multiply %v4, %v4 : tensor<f64>
-    return %v5 : tensor<f64>
-  }
-}"""
-SEED_SEALED = """from topos import Tape
-
-def build(tape):
-    w = tape.parameter(0.5)
-    x = tape.input(2.0)
-    y = tape.input(4.0)
-    error = w * x - y
-    return [w, x, y, error * error]
-
-network, (w, x, y, loss) = Tape.record(build)
-run = network.forward(network.parameters(), {})
-gradients = run.backward(loss)
-print(run.of(loss), gradients.of(w), gradients.of(x), gradients.of(y))  # 9.0 -12.0 -3.0 6.0
-"""
+SEED = SEED_RECORDING
 
 
 def run(code):

@@ -17,7 +17,7 @@ from topos import playground, show
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("[0-9]*.py"))
-TEXT_READINGS = ("spec", "graph", "plan", "gradient", "hlo", "kernels")
+TEXT_READINGS = playground.READINGS
 
 
 @pytest.fixture(scope="module", params=EXAMPLES, ids=[path.name for path in EXAMPLES])

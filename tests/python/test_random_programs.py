@@ -4,7 +4,7 @@ A hypothesis strategy records programs of 1 to 40 primitives on a tape of
 either dtype: each step draws an opcode and operands among the values recorded
 so far (or fresh parameters, leaves and int32 inputs of fitting shapes). The
 builder evaluates each new node with numpy as it goes, so it can keep every
-operation inside its domain: positive arguments for log, sqrt, rsqrt and pow,
+operation inside its domain (tests/python/op_specs.py): positive arguments for log, sqrt, rsqrt and pow,
 bounded ones for exp, denominators away from zero, and comparisons, maxima and
 relu away from ties and kinks (where XLA's and numpy's last-bit differences
 could flip a branch). An operation whose operands do not qualify is replaced by
@@ -20,6 +20,7 @@ measured peak equals the plan's.
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from op_specs import OP_SPECS
 from test_kernels_plans import float64_shadow
 from test_stablehlo import TOLERANCE, assert_outputs_agree
 
@@ -30,6 +31,15 @@ from topos.xla import run_plan
 EXAMPLES = 300
 MAX_ELEMENTS = 96
 GAP = 1e-4  # how far apart compared values must be (relative), so no backend's rounding flips a branch
+# How far inside the edge of its smooth domain (tests/python/op_specs.py) an operand is kept.
+DOMAIN_MARGINS = {"Relu": GAP, "Div": 0.2, "Pow": 0.2}
+DEFAULT_DOMAIN_MARGIN = 0.1
+
+
+def inside_domain(opcode, position, values):
+    """Whether ``values`` may be operand ``position`` of ``opcode``: inside its smooth domain, by a margin."""
+    domain = OP_SPECS[opcode].smooth_domains()[position]
+    return domain.admits(values, margin=DOMAIN_MARGINS.get(opcode, DEFAULT_DOMAIN_MARGIN))
 
 
 def assert_xla_agrees(plan, parameters, numpy_outputs, xla_outputs, dtype, what):
@@ -170,19 +180,17 @@ class ProgramBuilder:
     # Elementwise -------------------------------------------------------------
     def op_elementwise(self, opcode, a):
         x = self.values[a]
-        if opcode in ("Log", "Sqrt", "Rsqrt") and not np.all(x > 0.1):
+        if not inside_domain(opcode, 0, x):
             return None
         if opcode == "Exp" and not np.all(x < 4.0):
-            return None
-        if opcode == "Relu" and not np.all(np.abs(x) > GAP):
             return None
         if opcode in UNARY:
             return self.apply(opcode, [a])
         b = self.same_shape_operand(a)
         y = self.values[b]
-        if opcode == "Div" and not np.all(np.abs(y) > 0.2):
+        if not inside_domain(opcode, 1, y):
             return None
-        if opcode == "Pow" and not (np.all(x > 0.2) and np.all(np.abs(y) < 3.0)):
+        if opcode == "Pow" and not np.all(np.abs(y) < 3.0):
             return None
         if opcode in ("Maximum", "Minimum") + tuple(COMPARISONS) and a != b and not apart(x, y):
             return None

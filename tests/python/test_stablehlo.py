@@ -10,23 +10,17 @@ magnitude of each result (see ``assert_outputs_agree``).
 
 import numpy as np
 import pytest
+from op_specs import POSITIVE, XLA_TOLERANCE, check_operands
+from seed_texts import SEED_HLO
 
 import topos
 from topos import LoweringError, Tape, detach
 from topos.compiler import Primitive, primitives, register, unregister
 from topos.ops import Meta
 
-SEED_STABLEHLO = """\
-module @topos {
-  func.func @main(%arg0: tensor<f64>, %arg1: tensor<f64>, %arg2: tensor<f64>) -> (tensor<f64>) {
-    %v3 = stablehlo.multiply %arg0, %arg1 : tensor<f64>
-    %v4 = stablehlo.subtract %v3, %arg2 : tensor<f64>
-    %v5 = stablehlo.multiply %v4, %v4 : tensor<f64>
-    return %v5 : tensor<f64>
-  }
-}"""
+SEED_STABLEHLO = SEED_HLO
 
-TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
+TOLERANCE = XLA_TOLERANCE
 
 
 def assert_outputs_agree(expected, actual, dtype, what=""):
@@ -85,7 +79,7 @@ def uniform(rng, shape, low=-1.5, high=1.5):
 
 def unary(opcode, low=-1.5, high=1.5):
     def case(tape, rng):
-        x = tape.parameter(uniform(rng, (3, 4), low, high))
+        x = tape.parameter(check_operands(opcode, [uniform(rng, (3, 4), low, high)])[0])
         return tape.apply(opcode, [x])
 
     return case
@@ -97,6 +91,7 @@ def binary(opcode, low=-1.5, high=1.5, ties=False):
         b_data = uniform(rng, (3, 4), low, high)
         if ties:
             b_data[0] = a_data[0]  # equal elements exercise the tie rules
+        check_operands(opcode, [a_data, b_data])
         return tape.apply(opcode, [tape.parameter(a_data), tape.parameter(b_data)])
 
     return case
@@ -165,7 +160,7 @@ def case_leaf(tape, rng):
 
 def case_layer_norm_grad(tape, rng):
     g, normed = (tape.parameter(uniform(rng, (2, 3, 4))) for _ in range(2))
-    scale = tape.parameter(uniform(rng, (2, 3, 1), 0.5, 2.0))
+    scale = tape.parameter(uniform(rng, (2, 3, 1), *POSITIVE.draw))
     return tape.apply("LayerNormGrad", [g, normed, scale])
 
 

@@ -14,6 +14,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, w
 import { join } from "node:path";
 import { Marked, type Tokens } from "marked";
 import { shareLink } from "../src/share.ts";
+import { READING_NAMES } from "../protocol.ts";
 
 interface PagesJson {
   pages: { name: string; title: string; file: string; source: string }[];
@@ -32,7 +33,7 @@ interface PageJson {
 }
 
 /** The tabs of a docs embed: the six readings, then the output drawn (plots and graphs as pictures). */
-const EMBED_READINGS = "spec,graph,plan,gradient,hlo,kernels,output";
+const EMBED_READINGS = [...READING_NAMES, "output"].join(",");
 
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);

@@ -1,0 +1,238 @@
+"""One table of what the per-op tests know about each primitive (JAX's ``LaxGradTestSpec``).
+
+Each registered primitive has one row: the domain of each operand (where the op is defined,
+and where it is smooth enough for a gradient check), its dtypes, the shapes the property tests
+draw, where its documentation names it, and why WebGPU declines it where it has no kernel
+family. The per-op tests read it: test_gradcheck and test_torch_ops draw their operands from
+it; test_stablehlo, test_kernels and tests/cases/generate.py draw their own (each test's
+spread: wide ranges to reach float32's edges, log-uniform ones for the kernels) and check every
+draw against it with ``check_operands``; test_random_programs asks ``admits`` whether a value
+recorded so far may feed an op; test_op_checklist checks that every registered primitive has a
+row. So "Log needs a positive input" is written here, once.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+FLOATS = ("float32", "float64")
+
+# How close each oracle must come, by dtype.
+TORCH_TOLERANCES = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
+XLA_TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
+# The central difference's step in the gradient checks (float64).
+GRADCHECK_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Where one operand's values may lie.
+
+    ``kind`` is one of "real", "positive", "nonnegative", "nonzero" (either sign, kept away
+    from 0) and "index" (int32 values in range, which the op itself checks). ``draw`` is the
+    range a test draws from when it has no reason to choose its own: the magnitudes, for
+    "nonzero", whose sign is drawn too.
+    """
+
+    name: str
+    kind: str
+    draw: tuple = (-1.5, 1.5)
+
+    def admits(self, values, margin=0.0):
+        """Whether every value lies inside the domain, ``margin`` or more away from its edge."""
+        values = np.asarray(values)
+        if self.kind == "real":
+            return True
+        if self.kind == "positive":
+            return bool(np.all(values > margin))
+        if self.kind == "nonnegative":
+            return bool(np.all(values >= margin))
+        if self.kind == "nonzero":
+            return bool(np.all(np.abs(values) > margin))
+        if self.kind == "index":
+            return values.dtype.kind in "iu" and bool(np.all(values >= 0))
+        raise ValueError(f"unknown domain kind {self.kind!r}")
+
+    def sample(self, rng, shape, low=None, high=None):
+        """Values drawn uniformly from [low, high) (the domain's ``draw`` unless given) inside the domain."""
+        low, high = self.draw if low is None else (low, high)
+        if self.kind == "nonzero":
+            if low <= 0:
+                raise ValueError(f"{self.name}: magnitudes from [{low}, {high}) reach 0")
+            return rng.choice([-1.0, 1.0], shape) * rng.uniform(low, high, shape)
+        values = rng.uniform(low, high, shape)
+        if not self.admits(np.array([low])):
+            raise ValueError(f"{self.name}: a draw from [{low}, {high}) leaves the domain")
+        return values
+
+
+REAL = Domain("any real number", "real")
+POSITIVE = Domain("positive", "positive", draw=(0.5, 2.0))
+NONNEGATIVE = Domain("non-negative", "nonnegative", draw=(0.5, 2.0))
+NONZERO = Domain("away from zero (a denominator)", "nonzero", draw=(0.5, 2.0))
+AWAY_FROM_KINK = Domain("away from relu's kink at 0", "nonzero", draw=(0.1, 2.0))
+EXPONENT = Domain("an exponent", "real", draw=(-2.0, 2.0))
+INDEX = Domain("an index in 0..n-1", "index")
+
+
+@dataclass(frozen=True)
+class ShapeRange:
+    """The shapes a property test draws: ranks min_rank..max_rank, each axis 1..max_side."""
+
+    min_rank: int = 0
+    max_rank: int = 3
+    max_side: int = 4
+
+
+ANY_SHAPE = ShapeRange()
+ROWS = ShapeRange(min_rank=1)
+
+
+@dataclass(frozen=True)
+class Api:
+    """Documented in docs/api.md under its own heading (``topos.log`` or ``Tape.parameter``)."""
+
+    name: str
+
+    page = "api.md"
+
+    def found_in(self, text):
+        return f"`{self.name}(" in text and any(
+            line.startswith(("### `", "#### `")) and f"`{self.name}(" in line for line in text.splitlines()
+        )
+
+
+@dataclass(frozen=True)
+class Guide:
+    """Documented by a phrase of a guide page (the operators, indexing)."""
+
+    page: str
+    phrase: str
+
+    def found_in(self, text):
+        return self.phrase in text
+
+
+OPERATORS = Guide("recording.md", "the operators `+ - * / ** @` and unary\n`-`")
+INDEXING = Guide("recording.md", "indexing with integers and slices")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """What the tests know of one primitive.
+
+    ``operands``: each operand's domain for a forward oracle; ``smooth``: where a gradient
+    check may draw (the same unless given); ``docs``: where the docs name its public spelling,
+    or ``internal``: why it has none (a derivative only the engine records); ``kernel_declined``:
+    why WebGPU runs no kernel for it, where its ``kernel`` is None.
+    """
+
+    operands: tuple
+    smooth: tuple = None
+    dtypes: tuple = FLOATS
+    shapes: ShapeRange = ANY_SHAPE
+    docs: object = None
+    internal: str = None
+    kernel_declined: str = None
+    notes: tuple = field(default=())
+
+    def smooth_domains(self):
+        return self.operands if self.smooth is None else self.smooth
+
+
+def unary(docs, domain=REAL, smooth=None, **more):
+    return OpSpec((domain,), smooth=None if smooth is None else (smooth,), docs=docs, **more)
+
+
+def binary(docs, left=REAL, right=REAL, **more):
+    return OpSpec((left, right), docs=docs, **more)
+
+
+TIES = "the gradient check keeps operands apart: at a tie the derivative picks one side"
+DERIVATIVE_ONLY = "recorded only by the engine, as the derivative of {}"
+SOURCE = "a source: its value is a buffer the runner writes, no kernel computes it"
+
+OP_SPECS = {
+    "Neg": unary(OPERATORS),
+    "Exp": unary(Api("topos.exp")),
+    "Log": unary(Api("topos.log"), POSITIVE),
+    "Sqrt": unary(Api("topos.sqrt"), NONNEGATIVE, smooth=POSITIVE),
+    "Rsqrt": unary(Api("topos.rsqrt"), POSITIVE),
+    "Tanh": unary(Api("topos.tanh")),
+    "Sigmoid": unary(Api("topos.sigmoid")),
+    "Relu": unary(Api("topos.relu"), smooth=AWAY_FROM_KINK),
+    "Gelu": unary(Api("topos.gelu")),
+    "GeluGrad": binary(None, internal=DERIVATIVE_ONLY.format("gelu")),
+    "StopGradient": unary(Api("topos.stop_gradient")),
+    "Add": binary(OPERATORS),
+    "Sub": binary(OPERATORS),
+    "Mul": binary(OPERATORS),
+    "Div": binary(OPERATORS, right=NONZERO),
+    "Pow": OpSpec(
+        (POSITIVE, REAL),
+        smooth=(POSITIVE, EXPONENT),
+        docs=Api("topos.power"),
+        notes=("a negative base only to an integer exponent, as numpy",),
+    ),
+    "Maximum": binary(Api("topos.maximum"), notes=(TIES,)),
+    "Minimum": binary(Api("topos.minimum"), notes=(TIES,)),
+    "Less": binary(Api("topos.less")),
+    "LessEqual": binary(Api("topos.less_equal")),
+    "Greater": binary(Api("topos.greater")),
+    "GreaterEqual": binary(Api("topos.greater_equal")),
+    "Equal": binary(Api("topos.equal")),
+    "NotEqual": binary(Api("topos.not_equal")),
+    "Where": OpSpec((REAL, REAL, REAL), docs=Api("topos.where")),
+    "Take": OpSpec((REAL, INDEX), docs=Api("topos.take")),
+    "ScatterAdd": OpSpec(
+        (REAL, INDEX),
+        internal=DERIVATIVE_ONLY.format("take"),
+        kernel_declined="float atomics are not portable WGSL",
+    ),
+    "OneHot": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.one_hot")),
+    "MatMul": OpSpec((REAL, REAL), shapes=ROWS, docs=Api("topos.matmul")),
+    "Sum": unary(Api("topos.sum")),
+    "Max": unary(Api("topos.max"), notes=("the gradient check draws distinct values: a tie splits the gradient",)),
+    "SoftmaxGrad": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("softmax")),
+    "LogSoftmaxGrad": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("log_softmax")),
+    "LayerNormGrad": OpSpec((REAL, REAL, POSITIVE), shapes=ROWS, internal=DERIVATIVE_ONLY.format("layer_norm")),
+    "Reshape": unary(Api("topos.reshape")),
+    "Broadcast": unary(Api("topos.broadcast_to")),
+    "Transpose": unary(Api("topos.transpose")),
+    "Slice": unary(INDEXING, shapes=ROWS),
+    "Pad": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("a strided slice")),
+    "Concatenate": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.concatenate")),
+    "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
+    "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
+    "Leaf": OpSpec((), docs=Api("Tape.leaf"), kernel_declined=SOURCE),
+}
+
+
+def spec(opcode):
+    return OP_SPECS[opcode]
+
+
+def smooth_sampler(opcode, operand=0):
+    """``sample(rng, shape)`` drawing operand ``operand`` of ``opcode`` where a gradient check may."""
+    domain = OP_SPECS[opcode].smooth_domains()[operand]
+    return lambda rng, shape: domain.sample(rng, shape)
+
+
+def check_operand(opcode, position, values, smooth=False):
+    """``values``, once checked to lie in the domain of operand ``position`` of ``opcode``.
+
+    A test that draws its own spread (wider, to reach float32's edges) calls this, so a draw
+    outside the op's domain raises ValueError naming the operand and the domain.
+    """
+    row = OP_SPECS[opcode]
+    domain = (row.smooth_domains() if smooth else row.operands)[position]
+    if not domain.admits(values):
+        raise ValueError(f"{opcode}'s operand {position} must be {domain.name}: the test drew {np.asarray(values)}")
+    return values
+
+
+def check_operands(opcode, arrays, smooth=False):
+    """``arrays``, once each is checked with ``check_operand``."""
+    for position, values in enumerate(arrays[: len(OP_SPECS[opcode].operands)]):
+        check_operand(opcode, position, values, smooth)
+    return arrays
