@@ -15,13 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PYTHON_BUDGET = 500
 TYPESCRIPT_BUDGET = 400
 
-BEING_SPLIT = "being split under issue 20"
-
 # Each exception: the path from the repository root, and why it may be longer for now.
-EXCEPTIONS = {
-    "py/topos/compiler/wgsl/launch.py": f"{BEING_SPLIT} (20A row kernels, 20B reduce folds)",
-    "web/src/main.ts": f"{BEING_SPLIT} (the lead splits the playground page's entry)",
-}
+EXCEPTIONS = {}
 
 
 def source_files():
