@@ -1,6 +1,6 @@
 """Extending topos from outside the package: a new primitive with every rule (docs/extending.md).
 
-``Softplus`` is registered here, in user code, exactly as docs/extending.md
+``SmoothRelu`` is registered here, in user code, exactly as docs/extending.md
 shows; it then records, runs, differentiates (checked against central
 differences), lowers forward+backward, prints its own cost, emits StableHLO
 that XLA runs to the same numbers, and runs on WebGPU from its WGSL expression
@@ -26,16 +26,16 @@ from topos.compiler import (
 from topos.compiler.backends import NumpyExecutor
 from topos.xla import run_plan
 
-SOFTPLUS_WGSL = "max(x, 0.0) + log(1.0 + exp(-abs(x)))"
+SMOOTH_RELU_WGSL = "max(x, 0.0) + log(1.0 + exp(-abs(x)))"
 
 
-class Softplus(Primitive):
-    """softplus(x) = log(1 + e^x), elementwise."""
+class SmoothRelu(Primitive):
+    """smooth_relu(x) = log(1 + e^x) (a softplus of its own), elementwise."""
 
-    name = "Softplus"
+    name = "SmoothRelu"
     arity = 1
     kernel = "elementwise"
-    wgsl = SOFTPLUS_WGSL  # WebGPU's elementwise template computes it for every element
+    wgsl = SMOOTH_RELU_WGSL  # WebGPU's elementwise template computes it for every element
 
     def infer(self, metas, attrs):
         (x,) = metas
@@ -48,7 +48,7 @@ class Softplus(Primitive):
         return np.logaddexp(x, np.zeros((), dtype=x.dtype))
 
     def vjp(self, e, g, operands, out, attrs):
-        # d softplus(x) / dx = sigmoid(x)
+        # d smooth_relu(x) / dx = sigmoid(x)
         return [e.mul(g, e.apply("Sigmoid", [operands[0]]))]
 
     def stablehlo(self, ctx, node):
@@ -67,37 +67,37 @@ class Softplus(Primitive):
         return 6 * meta.size, 2 * meta.size * (4 if meta.dtype == "float32" else 8)
 
 
-def softplus(value):
-    """The user-facing function: records one Softplus node."""
-    return value.tape.apply("Softplus", [value])
+def smooth_relu(value):
+    """The user-facing function: records one SmoothRelu node."""
+    return value.tape.apply("SmoothRelu", [value])
 
 
 @pytest.fixture
 def registered():
-    register(Softplus)
+    register(SmoothRelu)
     try:
         yield
     finally:
-        unregister("Softplus")
+        unregister("SmoothRelu")
 
 
 def build(tape):
     w = tape.parameter(np.array([[-30.0, -1.0, 0.0], [0.5, 2.0, 40.0]]), name="w")
     x = tape.input(np.array([1.0, -2.0, 0.25]), name="x")
-    y = softplus(w * x)
+    y = smooth_relu(w * x)
     return [w, x, y, y.sum()]
 
 
 def test_a_registered_primitive_has_every_rule(registered):
-    assert "Softplus" in primitives()
-    assert missing_rules(primitives()["Softplus"]) == []
+    assert "SmoothRelu" in primitives()
+    assert missing_rules(primitives()["SmoothRelu"]) == []
     with pytest.raises(ValueError, match="already registered"):
-        register(Softplus)
+        register(SmoothRelu)
 
 
 def test_it_records_runs_and_differentiates(registered):
     network, (w, x, y, loss) = Tape.record(build)
-    assert "Softplus" in network.describe()
+    assert "SmoothRelu" in network.describe()
     run = network.forward(network.parameters())
     z = np.array([[-30.0, -1.0, 0.0], [0.5, 2.0, 40.0]]) * np.array([1.0, -2.0, 0.25])
     assert np.allclose(run.of(y).numpy(), np.log1p(np.exp(z)), rtol=1e-15, atol=0)
@@ -123,8 +123,8 @@ def test_it_lowers_emits_and_runs_on_xla(registered, dtype):
     assert "stablehlo.log_plus_one" in text
     parameters = network.parameters()
     result = plan.run(parameters)
-    assert_outputs_agree(result.outputs(), run_plan(plan, parameters).outputs(), dtype, "softplus")
-    row = next(r for r in plan.describe(costs=True).splitlines() if "Softplus" in r)
+    assert_outputs_agree(result.outputs(), run_plan(plan, parameters).outputs(), dtype, "smooth_relu")
+    row = next(r for r in plan.describe(costs=True).splitlines() if "SmoothRelu" in r)
     width = 4 if dtype == "float32" else 8
     assert row.endswith(f"  [36 flops, {12 * width} bytes]")
 
@@ -134,15 +134,15 @@ def test_it_runs_on_webgpu_from_its_wgsl_expression(registered):
     network, (w, x, y, loss) = Tape.record(build, dtype="float32")
     plan = network.entry([y, loss]).backward(loss, [w]).lower()
     reading = plan.kernels()
-    (softplus_node,) = [i for i in plan.schedule if plan.nodes[i].opcode == "Softplus"]
-    assert softplus_node not in reading.declined
+    (smooth_relu_node,) = [i for i in plan.schedule if plan.nodes[i].opcode == "SmoothRelu"]
+    assert smooth_relu_node not in reading.declined
     assert any(
-        line.startswith("elementwise:main", 8) and line.endswith(SOFTPLUS_WGSL)
+        line.startswith("elementwise:main", 8) and line.endswith(SMOOTH_RELU_WGSL)
         for line in reading.describe().splitlines()
     )
     parameters = network.parameters()
     run = plan.run(parameters, backend="webgpu")
-    assert run.backends[softplus_node] == "webgpu"
+    assert run.backends[smooth_relu_node] == "webgpu"
     assert {run.backends[i] for i in plan.schedule if not plan.nodes[i].is_source} == {"webgpu"}
     reference = plan.run(parameters, backend="numpy")
     # WGSL's log is only held to an absolute error near 1, and log(1 + e^-30) is 0 in float32: absolute slack too.

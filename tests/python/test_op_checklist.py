@@ -8,7 +8,7 @@ Every primitive topos registers itself (its class lives in the ``topos`` package
    operators), or its row saying why it has none (a derivative only the engine records);
 4. a kernel decision: a WGSL kernel family (``kernel``), or its row saying why WebGPU declines it.
 
-A primitive registered from outside (docs/extending.md's Softplus, a test's) is the user's, and
+A primitive registered from outside (docs/extending.md's SmoothRelu, a test's) is the user's, and
 the checklist does not hold it.
 """
 
