@@ -5,7 +5,9 @@ Run from the repository root: ``.venv/bin/python tests/cases/generate.py``.
 Each case is a small graph recorded with topos (so that the node list is what a
 user's code records, broadcasts and fusable patterns included), its inputs, and
 the expected outputs computed by an *independent* numpy oracle in float64 (a
-formula per case below, never topos's own forward). The numpy interpreter,
+formula per case below, never topos's own forward; a plain table row listed in
+no table here takes its row's numpy function, which holds the kernels and the
+browser to numpy). The numpy interpreter,
 wgpu-py (tests/python/test_kernels_cases.py) and the browser's runner replay the
 same file. See tests/cases/README.md for the format and the tolerance rule.
 """
@@ -22,7 +24,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "py"))
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 
-from op_specs import check_operand, check_operands  # noqa: E402  (each op's domain, written once for every test)
+from op_specs import (  # noqa: E402  (each op's domain, written once for every test)
+    check_operand,
+    check_operands,
+    derived_unary_rows,
+    numpy_forward,
+    op_rng,
+    recording,
+    spread_sampler,
+)
 
 import topos  # noqa: E402
 from topos import Tape  # noqa: E402
@@ -187,6 +197,11 @@ def unary_cases():
     for opcode, (data, record, oracle) in ranges.items():
         check_operands(opcode, [data])
         yield Case(f"{opcode} [7, 9]", [(data, F)], record, oracle)
+    # A plain table row with no range above: its op_specs spread, drawn from its own generator
+    # (the shared one keeps every case's values), and its own numpy forward as the oracle.
+    for opcode in derived_unary_rows(ranges):
+        data = spread_sampler(opcode)(op_rng(opcode), (7, 9))
+        yield Case(f"{opcode} [7, 9]", [(data, F)], recording(opcode), numpy_forward(opcode))
 
 
 def binary_cases():
@@ -563,6 +578,8 @@ def nonfinite_cases():
         "Relu": (lambda t, x: topos.relu(x), lambda x: np.maximum(x, 0.0)),
         "Gelu": (lambda t, x: topos.gelu(x), gelu),
     }
+    for opcode in derived_unary_rows(unary):  # a plain table row listed nowhere above
+        unary[opcode] = (recording(opcode), numpy_forward(opcode))
     for opcode, (record, oracle) in unary.items():
         yield Case(f"{opcode} of NaN, infinities, zeros and the largest float32", [(SPECIAL_VALUES, F)], record, oracle)
     x, y = np.repeat(SPECIAL_VALUES, len(SPECIAL_VALUES)), np.tile(SPECIAL_VALUES, len(SPECIAL_VALUES))

@@ -11,6 +11,8 @@ recorded so far may feed an op; test_op_checklist checks that every registered p
 row. So "Log needs a positive input" is written here, once.
 """
 
+import importlib
+import zlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -124,7 +126,10 @@ class OpSpec:
     ``operands``: each operand's domain for a forward oracle; ``smooth``: where a gradient
     check may draw (the same unless given); ``docs``: where the docs name its public spelling,
     or ``internal``: why it has none (a derivative only the engine records); ``kernel_declined``:
-    why WebGPU runs no kernel for it, where its ``kernel`` is None.
+    why WebGPU runs no kernel for it, where its ``kernel`` is None. ``torch``: the dotted name
+    of the torch function computing the same, and ``spread``: the wide range (inside the
+    domain) that reaches float32's edges: a per-op test takes a plain table row it has no
+    entry of its own for (``derived_unary_rows``) from these.
     """
 
     operands: tuple
@@ -135,6 +140,8 @@ class OpSpec:
     internal: str = None
     kernel_declined: str = None
     notes: tuple = field(default=())
+    torch: str = None
+    spread: tuple = None
 
     def smooth_domains(self):
         return self.operands if self.smooth is None else self.smooth
@@ -236,3 +243,62 @@ def check_operands(opcode, arrays, smooth=False):
     for position, values in enumerate(arrays[: len(OP_SPECS[opcode].operands)]):
         check_operand(opcode, position, values, smooth)
     return arrays
+
+
+# Plain table rows: the ops a per-op test takes from this table alone ---------------------------
+
+
+def derived_unary_rows(local):
+    """The plain unary table rows (``unary(...)`` in topos.ops.elementwise) with a public
+    function that a test's ``local`` table (of opcodes) has no entry for, in OP_SPECS order:
+    the test builds each one's case from its row (``public_function``, ``torch_function``,
+    ``numpy_forward``, ``spread_sampler``)."""
+    from topos.ops import lookup
+    from topos.ops.elementwise import UnaryRow
+
+    plain = [op for op in OP_SPECS if isinstance(lookup(op), UnaryRow) and isinstance(OP_SPECS[op].docs, Api)]
+    return [op for op in plain if op not in local]
+
+
+def public_function(opcode):
+    """The recording function its row documents (``Api("topos.softplus")``: ``topos.softplus``)."""
+    module, _, name = OP_SPECS[opcode].docs.name.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def recording(opcode):
+    """``record(tape, x)``: the public function applied to ``x``, the form the case tables take."""
+    function = public_function(opcode)
+    return lambda tape, x: function(x)
+
+
+def public_name(opcode):
+    """The recording function's own name (``softplus``), or None where the row documents none."""
+    docs = OP_SPECS[opcode].docs
+    return docs.name.rpartition(".")[2] if isinstance(docs, Api) else None
+
+
+def torch_function(opcode):
+    """The torch function its row names (``torch.nn.functional.softplus``)."""
+    module, _, name = OP_SPECS[opcode].torch.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def numpy_forward(opcode):
+    """The op's own numpy forward, as a numpy oracle: float64 in, float64 out (float32 in, float32 out)."""
+    from topos.ops import lookup
+
+    return lambda x: np.asarray(lookup(opcode).forward([np.asarray(x)], {}))
+
+
+def spread_sampler(opcode):
+    """``sample(rng, shape)`` over the row's ``spread`` (its domain's draw unless given)."""
+    row = OP_SPECS[opcode]
+    low, high = row.spread or row.operands[0].draw
+    return lambda rng, shape: row.operands[0].sample(rng, shape, low, high)
+
+
+def op_rng(opcode):
+    """A generator of the op's own, seeded by its name: a derived case draws nothing from the
+    test's shared stream, so the cases before it keep their values (tests/cases/primitives.json)."""
+    return np.random.default_rng(zlib.crc32(opcode.encode()))

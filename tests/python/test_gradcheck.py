@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
-from op_specs import ANY_SHAPE, GRADCHECK_EPS, smooth_sampler
+from op_specs import ANY_SHAPE, GRADCHECK_EPS, derived_unary_rows, public_function, smooth_sampler
 
 import topos
 from topos import Tape, detach
@@ -325,6 +325,10 @@ PRIMITIVE_CASES = {
     "LogSoftmaxGrad": applied("LogSoftmaxGrad", [normal, normal]),
     "LayerNormGrad": applied("LayerNormGrad", [normal, normal], row_scale=True),
 }
+# A plain table row with no case above is checked from its op_specs row: its public function, its smooth domain.
+PRIMITIVE_CASES.update(
+    {opcode: unary(public_function(opcode), smooth_sampler(opcode)) for opcode in derived_unary_rows(PRIMITIVE_CASES)}
+)
 
 
 def differentiable_primitives():

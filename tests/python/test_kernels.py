@@ -16,7 +16,7 @@ import zlib
 
 import numpy as np
 import pytest
-from op_specs import check_operand, check_operands
+from op_specs import check_operand, check_operands, derived_unary_rows, numpy_forward, spread_sampler
 
 from topos import webgpu
 from topos.compiler.wgsl import launch as build
@@ -88,6 +88,13 @@ UNARY = {
     ),
     "StopGradient": (lambda rng, n: rng.normal(0, 1, n), lambda x: x),
 }
+# A plain table row with no entry above: its op_specs spread, its own numpy forward as the oracle.
+UNARY.update(
+    {
+        opcode: (lambda rng, n, o=opcode: spread_sampler(o)(rng, n), numpy_forward(opcode))
+        for opcode in derived_unary_rows(UNARY)
+    }
+)
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from op_specs import OP_SPECS, derived_unary_rows, public_function, public_name, torch_function
 
 import topos
 from topos import Tape
@@ -147,6 +148,13 @@ OPS = {
     ),
     "cross_entropy": (single_rows, topos_cross_entropy, torch_cross_entropy),
 }
+# A plain table row with no entry above: its public function against its op_specs torch function.
+OPS.update(
+    {
+        public_name(opcode): (every_value, public_function(opcode), torch_function(opcode))
+        for opcode in derived_unary_rows({opcode for opcode in OP_SPECS if public_name(opcode) in OPS})
+    }
+)
 
 
 def overflowing_rows(inputs, result):

@@ -10,7 +10,7 @@ magnitude of each result (see ``assert_outputs_agree``).
 
 import numpy as np
 import pytest
-from op_specs import POSITIVE, XLA_TOLERANCE, check_operands
+from op_specs import OP_SPECS, POSITIVE, XLA_TOLERANCE, check_operands, derived_unary_rows
 from seed_texts import SEED_HLO
 
 import topos
@@ -213,6 +213,8 @@ CASES = {
     "Input": [case_input],
     "Leaf": [case_leaf],
 }
+# A plain table row with no case above is lowered over its op_specs domain's draw.
+CASES.update({opcode: [unary(opcode, *OP_SPECS[opcode].operands[0].draw)] for opcode in derived_unary_rows(CASES)})
 
 PARAMETRIZED = [(name, i) for name, cases in CASES.items() for i in range(len(cases))]
 

@@ -17,7 +17,17 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
-from op_specs import OP_SPECS, POSITIVE, TORCH_TOLERANCES
+from op_specs import (
+    OP_SPECS,
+    POSITIVE,
+    TORCH_TOLERANCES,
+    derived_unary_rows,
+    op_rng,
+    public_name,
+    recording,
+    spread_sampler,
+    torch_function,
+)
 
 import topos
 from topos import Tape, detach
@@ -320,6 +330,18 @@ CASES = [
         lambda tape, g, n, r: tape.apply("LayerNormGrad", [g, n, r]),
         lambda g, n, r: r * (g - g.mean(-1, keepdim=True) - n * (g * n).mean(-1, keepdim=True)),
     ),
+]
+
+# A plain table row with no case above is checked from its op_specs row: its public function
+# against its torch function, over its domain's spread (drawn from the op's own generator).
+CASES += [
+    OpCase(
+        public_name(opcode),
+        [spread_sampler(opcode)(op_rng(opcode), (3, 4))],
+        recording(opcode),
+        torch_function(opcode),
+    )
+    for opcode in derived_unary_rows({opcode for opcode in OP_SPECS if public_name(opcode) in {c.name for c in CASES}})
 ]
 
 
