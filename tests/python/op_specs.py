@@ -168,6 +168,9 @@ OP_SPECS = {
     "Tanh": unary(Api("topos.tanh")),
     "Sigmoid": unary(Api("topos.sigmoid")),
     "Relu": unary(Api("topos.relu"), smooth=AWAY_FROM_KINK),
+    # The spread reaches float32's tail (exp(-|x|) under 2^-24 below -16.6) and stops short of
+    # 20, past which torch's softplus returns x itself (its threshold), 2e-9 away in float64.
+    "Softplus": unary(Api("topos.softplus"), torch="torch.nn.functional.softplus", spread=(-30.0, 18.0)),
     "Gelu": unary(Api("topos.gelu")),
     "GeluGrad": binary(None, internal=DERIVATIVE_ONLY.format("gelu")),
     "StopGradient": unary(Api("topos.stop_gradient")),

@@ -179,6 +179,12 @@ def sigmoid(v):
     return _unary("Sigmoid", v)
 
 
+def softplus(v):
+    """``log(1 + exp(v))``, elementwise, computed as ``max(v, 0) + log1p(exp(-|v|))`` so no exp overflows
+    (records ``Softplus``; its derivative is ``sigmoid(v)``); PyTorch's ``softplus`` with ``beta=1``."""
+    return _unary("Softplus", v)
+
+
 def relu(v):
     """``max(v, 0)``, elementwise (records ``Relu``)."""
     return _unary("Relu", v)
