@@ -94,9 +94,7 @@ export function paneText(page, name) {
 
 /** Replace the editor's code the way a user pastes it, and let the debounced run happen. */
 export async function pasteCode(page, code) {
-  // A point on the first lines, in view: the middle of a long file's lines lies below the
-  // window, and clicking there first scrolls the editor (and, on a loaded machine, misses).
-  await page.click("#editor .view-lines", { position: { x: 40, y: 8 } });
+  await page.click("#editor .view-lines");
   await page.keyboard.press("ControlOrMeta+A");
   await page.keyboard.press("Delete");
   await page.evaluate((text) => {

@@ -264,7 +264,8 @@ describe("the keyboard and the layout", () => {
 
     // A printed row wider than the output pane stays one row (the pane scrolls sideways).
     const wide = "x".repeat(400);
-    await pasteCode(page, `print(${JSON.stringify(wide)})\nprint("short")\n`);
+    // Set directly: the point is the printed row's layout, not the paste (other tests paste).
+    await page.evaluate((code) => window.playground.setCode(code), `print(${JSON.stringify(wide)})\nprint("short")\n`);
     await waitForPane(page, "output", (text) => text.includes(wide));
     const printed = await page.$eval('[data-reading="output"]', (pane, text) => {
       const block = [...pane.querySelectorAll(".card-print")].find((card) => card.textContent.includes(text));
