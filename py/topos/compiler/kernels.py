@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import LoweringError
 from ..ops import Primitive, lookup
 from ..text import format_shape, plural
+from .kernel_rules import KernelRules
 from .wgsl import launch as build
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from .wgsl.patterns import find_groups
@@ -199,7 +200,7 @@ class Pool:
         return buffer.id
 
 
-class Selector:
+class Selector(KernelRules):
     """Walks a plan's schedule once and writes its kernel program.
 
     It is also the ``k`` of each primitive's kernel rules (``Primitive.wgsl_launch(k, node, views)``
@@ -243,7 +244,7 @@ class Selector:
             return "float64: WGSL has no f64"
         if primitive.kernel is None:
             return f"no WGSL kernel for {node.opcode}"
-        if node.dtype != "float32":
+        if node.dtype not in primitive.device_dtypes:
             return f"{node.dtype} results stay on the host"
         if node.size == 0 or any(operand.size == 0 for operand in operands):
             return "an empty value"
@@ -377,81 +378,6 @@ class Selector:
                 opcode=node.opcode,
             )
         self.views[index] = view
-
-    # What a primitive's rule writes through -----------------------------------------------
-    # Each allocates the node's buffer before it copies an operand, so that buffers are numbered
-    # (and then shared) in one order whatever the op.
-    def output(self, node):
-        """A new buffer for the node's value, as a dense view."""
-        return self.allocate(node.shape)
-
-    def new_view(self, node, view):
-        """The node's value is ``view``, of an operand's buffer or a constant: nothing runs."""
-        self.steps.append(ViewStep(node.index, view))
-        return view
-
-    def elementwise(self, expression, node, views):
-        """The elementwise template computing ``expression`` over x, y, z (``views``) for every element."""
-        out = self.output(node)
-        self.launch(build.elementwise(expression, out.buffer, node.shape, views), node.index)
-        return out
-
-    def reduce(self, fold, node, view):
-        """The reduce kernel's ``fold`` ("Sum" or "Max") of ``view`` over the node's ``axes``."""
-        out = self.output(node)
-        source = self.with_buffer(view, node)
-        for launch in build.reduce(fold, source, node.attrs["axes"], out.buffer, allocate=self.pool.allocate):
-            self.launch(launch, node.index)
-        return out
-
-    def matmul(self, node, a, b):
-        """The matrix product of views ``a`` [..., m, k] and ``b`` [..., k, n]."""
-        out = self.output(node)
-        a, b = (self.with_buffer(view, node) for view in (a, b))
-        self.launch(build.matmul(a, b, out.buffer), node.index)
-        return out
-
-    def rows(self, kernel, entry, node, views):
-        """A row kernel (``kernels/<kernel>.wgsl``'s ``entry``, one workgroup a row of the last axis)
-        over the node's operands: the derivatives of softmax, log-softmax and layer norm."""
-        out = self.output(node)
-        views = [self.with_buffer(view, node) for view in views]
-        self.launch(build.rows(kernel, entry, views[0], out.buffer, others=views[1:]), node.index)
-        return out
-
-    def fused_rows(self, kernel, entry, group, source, eps=0.0):
-        """A row kernel (``kernels/<kernel>.wgsl``'s ``entry``) computing a fused group from view ``source``."""
-        node = self.nodes[group.root]
-        source = self.with_buffer(source, node)
-        out = self.allocate(node.shape)
-        self.launch(build.rows(kernel, entry, source, out.buffer, eps=eps), group.covered, group.kind)
-        return out
-
-    def fused_reduce(self, fold, group, source, axes, scale):
-        """The reduce kernel's ``fold`` over ``axes`` of view ``source``, times ``scale``: a fused group."""
-        node = self.nodes[group.root]
-        source = self.with_buffer(source, node)
-        out = self.allocate(node.shape)
-        for launch in build.reduce(fold, source, axes, out.buffer, scale=scale, allocate=self.pool.allocate):
-            self.launch(launch, group.covered, group.kind)
-        return out
-
-    def take(self, node, values, indices):
-        """The gather kernel's ``take`` along the node's ``axis`` (it reads both operands dense)."""
-        out = self.output(node)
-        values, indices = (self.dense(view, node) for view in (values, indices))
-        self.launch(build.take(values, indices, node.attrs["axis"], out.buffer), node.index)
-        return out
-
-    def one_hot(self, node, indices):
-        """The gather kernel's ``one_hot`` of the node's ``depth`` (it reads the indices dense)."""
-        out = self.output(node)
-        self.launch(build.one_hot(self.dense(indices, node), node.attrs["depth"], out.buffer), node.index)
-        return out
-
-    def fill(self, view, value, node):
-        """Every element of ``view`` gets ``value``."""
-        self.launch(build.fill(view, value), node.index)
 
 
 def constant_view(node):

@@ -74,6 +74,9 @@ class Primitive:
     is_source = False
     #: name of the WGSL kernel family that runs this op, None where WebGPU declines it
     kernel = None
+    #: the result dtypes the device computes this op in: WGSL has f32, i32 and u32, and a result of any
+    #: other dtype (float64), or of one an op does not list here, stays on the host
+    device_dtypes = ("float32",)
     #: an elementwise op's WGSL expression over its operands x, y and z (``"exp(x)"``, ``"x + y"``),
     #: which the shared elementwise template computes for every element; None for other ops
     wgsl = None

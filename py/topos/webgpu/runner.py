@@ -28,7 +28,7 @@ from .sources import specialise
 PARAM_STRIDE = 256
 PARAM_BYTES = 4 * PARAM_WORDS
 
-_NUMPY_DTYPES = {"float32": np.float32, "int32": np.int32}
+_NUMPY_DTYPES = {"float32": np.float32, "int32": np.int32, "uint32": np.uint32}
 
 
 class PipelineCache:
