@@ -124,11 +124,20 @@ def circles(edges):
     return found
 
 
+def checkout_environment():
+    """The environment with this checkout's engine first on the path: the venv's editable install may be
+    another worktree's, and the contract is about the code under test."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "py")] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
 def test_the_import_layers_contract_holds():
     lint_imports = os.path.join(os.path.dirname(sys.executable), "lint-imports")
     result = subprocess.run(
         [lint_imports, "--config", PYPROJECT, "--no-cache", "--no-logo"],
         cwd=ROOT,
+        env=checkout_environment(),
         capture_output=True,
         text=True,
         timeout=300,
@@ -173,7 +182,14 @@ def test_the_runtime_registers_its_backends_without_importing_wgpu():
             "    raise AssertionError('backend=\"webgpu\" ran without wgpu-py')",
         ]
     )
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=checkout_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
