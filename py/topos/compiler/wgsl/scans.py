@@ -1,0 +1,63 @@
+"""The launches of the scan kernels (``kernels/scan.wgsl``): ArgMax, ArgMin, CumSum and TopK.
+
+Each reads a view whose last axis is the scanned one (the selector moves the axis
+there by re-viewing its operand) and writes a contiguous result: one int32 index a
+row (``arg_extreme``), the running sums row by row (``cumsum``), or k int32
+indices a row (``top_k``). The parameter words follow the layout in the kernel
+file's header, the row kernels' (``row_start`` in ``kernels/common.wgsl``).
+"""
+
+from ...errors import ShapeError
+from ...text import format_shape
+from .dispatch import LANES, MAX_RANK, Binding, Launch, grid, merge_jointly, pack, padded
+from .views import View, element_count
+
+#: The scan kernel's entry for each arg-extreme opcode.
+ARG_ENTRIES = {"ArgMax": "argmax", "ArgMin": "argmin"}
+
+
+def _rows(entry, source):
+    """The row count and the words every scan entry reads: rows, length, outer rank, offset, stride."""
+    outer_shape, (outer_strides,) = merge_jointly(source.shape[:-1], [source.strides[:-1]])
+    if len(outer_shape) > MAX_RANK:
+        raise ShapeError(
+            f"{entry}: {format_shape(source.shape)} keeps more than {MAX_RANK} axes before its last after merging",
+            shapes=[source.shape],
+        )
+    rows = element_count(outer_shape)
+    words = [rows, source.shape[-1], len(outer_shape), source.offset, source.strides[-1]]
+    return rows, words, padded(outer_shape, MAX_RANK) + padded(outer_strides, MAX_RANK)
+
+
+def _launch(entry, source, out_buffer, out_shape, extra, groups, label):
+    rows, words, outer = _rows(entry, source)
+    words = words + [extra, 0, 0] + outer
+    out_binding = 1 if entry == "cumsum" else 3
+    bindings = (Binding(out_binding, out_buffer, "read_write"), Binding(2, source.buffer, "read"))
+    return Launch(
+        "scan",
+        entry,
+        (),
+        grid(groups(rows)),
+        bindings,
+        pack(words),
+        label=label,
+        views=(("out", View.of_buffer(out_buffer, out_shape)), ("source", source)),
+    )
+
+
+def arg_extreme(opcode, source, out_buffer, label=""):
+    """``ArgMax`` or ``ArgMin`` along the last axis of view ``source``: one int32 index a row."""
+    return _launch(ARG_ENTRIES[opcode], source, out_buffer, source.shape[:-1], 0, lambda rows: rows, label)
+
+
+def cumsum(source, out_buffer, reverse=False, label=""):
+    """The running sum along the last axis of view ``source`` (from the end with ``reverse``)."""
+    return _launch("cumsum", source, out_buffer, source.shape, int(bool(reverse)), lambda rows: rows, label)
+
+
+def top_k(source, k, out_buffer, label=""):
+    """The int32 indices of the ``k`` largest along the last axis of view ``source``, largest first."""
+    length = source.shape[-1]
+    shape = source.shape[:-1] + (k,)
+    return _launch("top_k", source, out_buffer, shape, k, lambda rows: -(-rows * length // LANES), label)
