@@ -13,7 +13,7 @@
 //                   best of every 64th element, then the lanes fold their (value, index) pairs.
 //   cumsum          out[r * length + j] = the sum of the row's elements 0..j (with `reverse`,
 //                   j..length-1). One workgroup a row walks it in chunks of 64: an inclusive
-//                   scan of the chunk in workgroup memory (six doubling steps), plus the total
+//                   scan of the chunk in workgroup memory (six doubling steps, add_before), plus the total
 //                   of the chunks before it. A float32 sum in this order differs from numpy's
 //                   left-to-right one by rounding.
 //   top_k           picks[r * k + p] = the index of the row's element of rank p, for p < k: an
@@ -124,6 +124,17 @@ fn argmin(
     arg_extreme(group, groups, lane, false);
 }
 
+// One doubling step of the chunk's inclusive scan: each lane adds the partial sum `width` lanes before it.
+fn add_before(lane: u32, width: u32) {
+    var before = 0.0;
+    if (lane >= width) {
+        before = sums[lane - width];
+    }
+    workgroupBarrier();
+    sums[lane] = sums[lane] + before;
+    workgroupBarrier();
+}
+
 @compute @workgroup_size(64)
 fn cumsum(
     @builtin(workgroup_id) group: vec3<u32>,
@@ -149,15 +160,14 @@ fn cumsum(
         }
         sums[lane] = x;
         workgroupBarrier();
-        for (var width = 1u; width < 64u; width = width * 2u) {
-            var before = 0.0;
-            if (lane >= width) {
-                before = sums[lane - width];
-            }
-            workgroupBarrier();
-            sums[lane] = sums[lane] + before;
-            workgroupBarrier();
-        }
+        // Written out rather than looped: lavapipe counts an inner loop's iterations over all the
+        // outer loop's, so six steps a chunk would bring a long row to the loop limit six times sooner.
+        add_before(lane, 1u);
+        add_before(lane, 2u);
+        add_before(lane, 4u);
+        add_before(lane, 8u);
+        add_before(lane, 16u);
+        add_before(lane, 32u);
         if (step < length) {
             out[row * length + j] = carry + sums[lane];
         }
