@@ -20,6 +20,9 @@ NON_DIFFERENTIABLE = {
     "NotEqual",
     "StopGradient",
     "OneHot",
+    "ArgMax",
+    "ArgMin",
+    "TopK",
 }
 SOURCES = {"Parameter", "Input", "Leaf"}
 
