@@ -656,6 +656,17 @@ def scan_cases():
     )
 
 
+def index_equal_cases():
+    predicted, labels = rng.integers(0, 4, (3, 5)), rng.integers(0, 4, (3, 5))
+    labels[0] = predicted[0]
+    yield Case(
+        "Equal and NotEqual of int32 [3, 5] (IndexToFloat each), an accuracy's mean",
+        [(predicted, I), (labels, I)],
+        lambda t, p, q: [topos.equal(p, q), topos.not_equal(p, q), topos.mean(topos.equal(p, q))],
+        lambda p, q: [(p == q).astype(float), (p != q).astype(float), np.mean(p == q)],
+    )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -670,6 +681,7 @@ def all_cases():
         tiled_matmul_cases,
         nonfinite_cases,
         scan_cases,
+        index_equal_cases,
     ):
         yield from group()
 

@@ -219,6 +219,7 @@ OP_SPECS = {
     "ArgMin": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.argmin"), notes=("int32 indices, no derivative",)),
     "CumSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.cumsum")),
     "TopK": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",)),
+    "IndexToFloat": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.equal"), notes=("int32 operands of equal",)),
 }
 
 

@@ -23,6 +23,7 @@ NON_DIFFERENTIABLE = {
     "ArgMax",
     "ArgMin",
     "TopK",
+    "IndexToFloat",
 }
 SOURCES = {"Parameter", "Input", "Leaf"}
 

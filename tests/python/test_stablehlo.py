@@ -182,6 +182,13 @@ def picked(opcode, axis=None, k=None):
     return case
 
 
+def case_index_equal(tape, rng):
+    """Two int32 values compared (topos.equal records IndexToFloat for each), times a parameter."""
+    predicted = tape.input(np.array([[0, 3, 2], [1, 1, 4]]), dtype="int32")
+    labels = tape.input(np.array([[0, 2, 2], [4, 1, 4]]), dtype="int32")
+    return topos.equal(predicted, labels) * tape.parameter(uniform(rng, (2, 3)))
+
+
 def case_input(tape, rng):
     return tape.apply("Mul", [tape.input(uniform(rng, (3,))), tape.parameter(uniform(rng, (3,)))])
 
@@ -234,6 +241,7 @@ CASES = {
     "ArgMin": [picked("ArgMin", axis=2), picked("ArgMin", axis=1)],
     "CumSum": [shaped("CumSum", (3, 4, 5), axis=2), shaped("CumSum", (3, 4, 5), axis=1, reverse=True)],
     "TopK": [picked("TopK", k=3), picked("TopK", k=5)],
+    "IndexToFloat": [case_index_equal],
 }
 # A plain table row with no case above is lowered over its op_specs domain's draw.
 CASES.update({opcode: [unary(opcode, *OP_SPECS[opcode].operands[0].draw)] for opcode in derived_unary_rows(CASES)})

@@ -374,6 +374,12 @@ CASES += [
     ),
     OpCase("top_k", [normal(3, 6)], lambda tape, x: topos.top_k(x, 3)[0], lambda x: torch.topk(x, 3).values),
     OpCase("top_k_all", [normal(2, 2, 4)], lambda tape, x: topos.top_k(x, 4)[0], lambda x: torch.topk(x, 4).values),
+    OpCase(
+        "equal_indices",
+        [normal(2, 3), indices(3, 2, 3), indices(3, 2, 3)],
+        lambda tape, x, a, b: topos.equal(a, b) * x + topos.not_equal(a, b),
+        lambda x, a, b: (a == b).to(x.dtype) * x + (a != b).to(x.dtype),
+    ),
 ]
 
 

@@ -123,3 +123,9 @@ class KernelRules:
         source = self.with_buffer(view, node)
         self.launch(scans.top_k(source, node.attrs["k"], out.buffer), node.index)
         return out
+
+    def index_to_float(self, node, indices):
+        """int32 values as float32 (the gather kernel's ``index_to_float``; it reads them dense)."""
+        out = self.output(node)
+        self.launch(scans.index_to_float(self.dense(indices, node), out.buffer), node.index)
+        return out

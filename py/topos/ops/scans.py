@@ -14,7 +14,8 @@ are ``CumSum`` nodes too.
 The StableHLO forms are the ones JAX writes: a variadic ``reduce`` over the values
 and their positions (an ``iota``) for the arg-extremes, a ``reduce_window`` one axis
 long with low padding for the running sum, and a ``sort`` of values and positions
-followed by a slice for the k largest. On WebGPU they run in ``kernels/scan.wgsl``
+followed by a slice for the k largest. ``IndexToFloat`` turns int32 values into floats,
+so that ``topos.equal`` compares predicted classes with labels. On WebGPU they run in ``kernels/scan.wgsl``
 (launches in ``topos.compiler.wgsl.scans``).
 """
 
@@ -22,6 +23,7 @@ import math
 
 import numpy as np
 
+from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from . import attributes as kinds
 from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register, require_float
 
@@ -236,6 +238,42 @@ class CumSum(Primitive):
     def cost(self, operands, meta, attrs):
         # One add for each element.
         return meta.size, bytes_moved(operands, meta)
+
+
+# Indices compared with indices --------------------------------------------------------------
+
+
+@register
+class IndexToFloat(Primitive):
+    """int32 values as a float dtype (``dtype``), exactly up to 2^24 in float32 (2^53 in float64).
+
+    ``topos.equal`` and ``topos.not_equal`` record it for int32 operands, so that
+    predicted classes (``topos.argmax``) compare with labels: an accuracy is
+    ``mean(equal(argmax(logits), labels))``.
+    """
+
+    name = "IndexToFloat"
+    arity = 1
+    differentiable = False
+    kernel = "gather"
+    attributes = {"dtype": kinds.dtype_name}
+
+    def normalize(self, metas, attrs):
+        return {"dtype": canonical_dtype(attrs.get("dtype"), FLOAT_DTYPES)}
+
+    def infer(self, metas, attrs):
+        if metas[0].dtype != "int32":
+            self.fail(f"converts int32 values, got {metas[0].dtype}", metas)
+        return Meta(metas[0].shape, attrs["dtype"])
+
+    def forward(self, inputs, attrs):
+        return inputs[0].astype(attrs["dtype"])
+
+    def stablehlo(self, ctx, node):
+        return ctx.convert(ctx.operands(node)[0], node.shape, "int32", node.dtype)
+
+    def wgsl_launch(self, k, node, views):
+        return k.index_to_float(node, views[0])
 
 
 # The k largest -------------------------------------------------------------------------------

@@ -61,3 +61,19 @@ def top_k(source, k, out_buffer, label=""):
     length = source.shape[-1]
     shape = source.shape[:-1] + (k,)
     return _launch("top_k", source, out_buffer, shape, k, lambda rows: -(-rows * length // LANES), label)
+
+
+def index_to_float(indices, out_buffer, label=""):
+    """``IndexToFloat``: the dense int32 view ``indices`` as float32 (``kernels/gather.wgsl``)."""
+    count = indices.size
+    bindings = (Binding(1, out_buffer, "read_write"), Binding(2, indices.buffer, "read"))
+    return Launch(
+        "gather",
+        "index_to_float",
+        (),
+        grid(-(-count // LANES)),
+        bindings,
+        pack([count, count, 0, 0]),
+        label=label,
+        views=(("out", View.of_buffer(out_buffer, indices.shape)), ("indices", indices)),
+    )
