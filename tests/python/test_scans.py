@@ -372,3 +372,20 @@ def test_an_accuracy_from_argmax_is_recorded_once_and_runs_on_every_backend():
             computed = [i for i in plan.schedule if not plan.nodes[i].is_source]
             assert {plan.nodes[i].opcode for i in computed} >= {"ArgMax", "IndexToFloat", "Equal"}
             assert all(result.backends[i] == "webgpu" for i in computed), result.backends
+
+
+def test_a_gradient_through_cumsum_and_top_k_runs_on_webgpu_as_on_numpy():
+    rng = np.random.default_rng(21)
+    tape = Tape(dtype="float32")
+    x = tape.parameter(rng.standard_normal((4, 70)).astype(np.float32))
+    values, _ = topos.top_k(topos.cumsum(x, 0), 3)
+    loss = topos.sum(values * values) + topos.sum(topos.cumsum(x, 1, reverse=True) ** 2.0)
+    network = tape.seal()
+    plan = network.entry([topos.detach(loss)]).backward(topos.detach(loss)).lower()
+    want = plan.run(network.parameters(), {})
+    got = plan.run(network.parameters(), {}, backend="webgpu")
+    assert set(got.backends.values()) == {"webgpu"}
+    backward = [plan.nodes[i] for i in plan.schedule if plan.nodes[i].opcode == "CumSum"]
+    assert len(backward) == 4  # two forward, two in the gradient, each the other way
+    gradient, expected = (np.asarray(r.gradient(topos.detach(x)), dtype=np.float64) for r in (got, want))
+    np.testing.assert_allclose(gradient, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
