@@ -172,9 +172,11 @@ class ValueMethods:
         return F.squeeze(self, axis)
 
     def argmax(self, axis=-1, keepdims=False):
-        """The int32 index of the largest element along ``axis``, as ``numpy.argmax`` (records ``ArgMax``).
+        """The int32 index of the largest element along ``axis`` (records ``ArgMax``); see ``topos.argmax``.
 
-        Ties go to the first index, a NaN counts as the largest; see ``topos.argmax``.
+        As ``numpy.argmax`` (ties go to the first index, a NaN counts as the largest),
+        but along the last axis by default, as ``topos.argmax``; ``axis=None`` indexes
+        the flattened value, numpy's default.
         """
         return scans.argmax(self, axis, keepdims)
 
