@@ -11,11 +11,14 @@
 //                   on ties, and a NaN counts as the extreme (the first NaN wins), as numpy's
 //                   argmax and argmin. One workgroup of 64 invocations a row: each lane keeps the
 //                   best of every 64th element, then the lanes fold their (value, index) pairs.
+//   argmax_serial, argmin_serial  the same, one invocation a row walking it alone: for short rows
+//                   (a classifier's classes), where a workgroup a row would leave most lanes idle.
 //   cumsum          out[r * length + j] = the sum of the row's elements 0..j (with `reverse`,
 //                   j..length-1). One workgroup a row walks it in chunks of 64: an inclusive
 //                   scan of the chunk in workgroup memory (six doubling steps, add_before), plus the total
 //                   of the chunks before it. A float32 sum in this order differs from numpy's
 //                   left-to-right one by rounding.
+//   cumsum_serial   the same, one invocation a row adding left to right (numpy's order): short rows.
 //   top_k           picks[r * k + p] = the index of the row's element of rank p, for p < k: an
 //                   element's rank is the number of elements that go before it (larger, a NaN
 //                   before a number, equal with a lower index), so every rank is taken once.
@@ -34,8 +37,9 @@
 //   0 rows, 1 length (elements per row), 2 outer rank (at most 6), 3 offset, 4 stride,
 //   5 k (top_k) or reverse (cumsum: 1 to sum from the end), 8..13 outer shape, 14..19 outer strides
 //
-// Dispatch: argmax, argmin and cumsum one workgroup per row; top_k workgroups of 64 invocations
-// over rows * length elements; each as a grid (gx, gy, 1) numbered gx * wy + wx.
+// Dispatch: argmax, argmin and cumsum one workgroup per row; the serial entries workgroups of 64
+// invocations over the rows, top_k over rows * length elements; each as a grid (gx, gy, 1)
+// numbered gx * wy + wx.
 
 @group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
@@ -122,6 +126,66 @@ fn argmin(
     @builtin(local_invocation_index) lane: u32,
 ) {
     arg_extreme(group, groups, lane, false);
+}
+
+fn arg_extreme_serial(group: vec3<u32>, groups: vec3<u32>, lane: u32, largest: bool) {
+    let row = element(group, groups, lane);
+    if (row >= word(0u)) {
+        return;
+    }
+    let length = word(1u);
+    let stride = word(4u);
+    let start = row_start(row);
+    var value = source[start];
+    var index = 0u;
+    for (var j = 1u; j < length; j += 1u) {
+        let x = source[start + j * stride];
+        if (goes_before(x, j, value, index, largest)) {
+            value = x;
+            index = j;
+        }
+    }
+    picks[row] = i32(index);
+}
+
+@compute @workgroup_size(64)
+fn argmax_serial(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    arg_extreme_serial(group, groups, lane, true);
+}
+
+@compute @workgroup_size(64)
+fn argmin_serial(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    arg_extreme_serial(group, groups, lane, false);
+}
+
+@compute @workgroup_size(64)
+fn cumsum_serial(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let row = element(group, groups, lane);
+    if (row >= word(0u)) {
+        return;
+    }
+    let length = word(1u);
+    let stride = word(4u);
+    let reverse = word(5u) != 0u;
+    let start = row_start(row);
+    var total = 0.0;
+    for (var step = 0u; step < length; step += 1u) {
+        let j = select(step, length - 1u - step, reverse);
+        total = total + source[start + j * stride];
+        out[row * length + j] = total;
+    }
 }
 
 // One doubling step of the chunk's inclusive scan: each lane adds the partial sum `width` lanes before it.

@@ -555,8 +555,9 @@ def test_long_sums_and_contractions_stay_within_the_loop_limit(rng):
 # Scans (kernels/scan.wgsl) ------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("strategy", ["serial", "workgroup"])
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_scan_kernels_over_edge_lengths_with_ties_and_nan(n, rng):
+def test_scan_kernels_over_edge_lengths_with_ties_and_nan(n, strategy, rng):
     from topos.compiler.wgsl import scans
 
     x = rng.normal(size=(3, n)).astype(np.float32)
@@ -565,7 +566,7 @@ def test_scan_kernels_over_edge_lengths_with_ties_and_nan(n, rng):
     x[2, 0] = x[2, n - 1] = -9.0  # a tie for the smallest
     view = dense(0, x.shape)
     for opcode, numpy in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
-        got = run_one(scans.arg_extreme(opcode, view, 9), {0: x}, (3,)).view(np.int32)
+        got = run_one(scans.arg_extreme(opcode, view, 9, strategy), {0: x}, (3,)).view(np.int32)
         assert np.array_equal(got, numpy(x, axis=-1)), (opcode, got)
     k = min(n, 5)
     ordered = np.argsort(np.where(np.isnan(x), -np.inf, -x), axis=-1, kind="stable")[:, :k]
@@ -573,7 +574,7 @@ def test_scan_kernels_over_edge_lengths_with_ties_and_nan(n, rng):
     assert np.array_equal(got[[0, 2]], ordered[[0, 2]]) and got[1, 0] == n // 3
     finite = x[[0, 2]]
     for reverse in (False, True):
-        got = run_one(scans.cumsum(dense(0, finite.shape), 9, reverse), {0: finite}, finite.shape)
+        got = run_one(scans.cumsum(dense(0, finite.shape), 9, reverse, strategy), {0: finite}, finite.shape)
         exact = (
             np.cumsum(finite.astype(np.float64)[:, ::-1], -1)[:, ::-1] if reverse else np.cumsum(finite, -1, np.float64)
         )
@@ -586,9 +587,18 @@ def test_scan_kernels_read_rows_through_strides(rng):
     x = rng.normal(size=(9, 2, 5)).astype(np.float32)
     view = dense(0, x.shape).transpose((1, 2, 0))  # rows of 9 along a stride of 10
     rows = x.transpose(1, 2, 0)
-    got = run_one(scans.arg_extreme("ArgMax", view, 9), {0: x}, (2, 5)).view(np.int32)
-    assert np.array_equal(got, rows.argmax(-1))
-    got = run_one(scans.cumsum(view, 9), {0: x}, (2, 5, 9))
+    for strategy in ("serial", "workgroup"):
+        got = run_one(scans.arg_extreme("ArgMax", view, 9, strategy), {0: x}, (2, 5)).view(np.int32)
+        assert np.array_equal(got, rows.argmax(-1))
+    got = run_one(scans.cumsum(view, 9, strategy="workgroup"), {0: x}, (2, 5, 9))
     assert_agrees(
         got, np.cumsum(rows, -1, np.float64), terms=9, magnitude=np.abs(rows).astype(np.float64).sum(-1, keepdims=True)
     )
+
+
+def test_scan_strategy_follows_the_rule_measured_on_lavapipe():
+    from topos.compiler.wgsl.scans import scan_strategy
+
+    assert scan_strategy(1, 32) == "serial" and scan_strategy(1, 33) == "workgroup"
+    assert scan_strategy(7, 4097) == "workgroup" and scan_strategy(8, 4097) == "serial"
+    assert scan_strategy(8, build.LOOP_LIMIT + 1) == "workgroup"  # one invocation's loop would run too long

@@ -9,11 +9,30 @@ file's header, the row kernels' (``row_start`` in ``kernels/common.wgsl``).
 
 from ...errors import ShapeError
 from ...text import format_shape
-from .dispatch import LANES, MAX_RANK, Binding, Launch, grid, merge_jointly, pack, padded
+from .dispatch import LANES, LOOP_LIMIT, MAX_RANK, Binding, Launch, grid, merge_jointly, pack, padded
 from .views import View, element_count
 
 #: The scan kernel's entry for each arg-extreme opcode.
 ARG_ENTRIES = {"ArgMax": "argmax", "ArgMin": "argmin"}
+#: Rows up to this long take the serial entries, one invocation a row, however few they are (as
+#: the reduce kernel's ``SERIAL_TERMS``).
+SERIAL_LENGTH = 32
+#: From this many rows every row takes one invocation (up to the loop limit): measured on lavapipe,
+#: a workgroup a row is 2 to 40 times slower there from 8 rows on, at lengths 8 to 8192 (its lanes
+#: wait at six barriers a chunk), and faster only for one to four long rows.
+SERIAL_ROWS = 8
+
+
+def scan_strategy(rows, length):
+    """Which entries scan ``rows`` rows of ``length``: "serial" (one invocation a row) or
+    "workgroup" (one workgroup a row, its 64 lanes sharing the row)."""
+    if length <= SERIAL_LENGTH or (rows >= SERIAL_ROWS and length <= LOOP_LIMIT):
+        return "serial"
+    return "workgroup"
+
+
+def _groups(strategy):
+    return (lambda rows: rows) if strategy == "workgroup" else (lambda rows: -(-rows // LANES))
 
 
 def _rows(entry, source):
@@ -32,7 +51,7 @@ def _rows(entry, source):
 def _launch(entry, source, out_buffer, out_shape, extra, groups, label):
     rows, words, outer = _rows(entry, source)
     words = words + [extra, 0, 0] + outer
-    out_binding = 1 if entry == "cumsum" else 3
+    out_binding = 1 if entry.startswith("cumsum") else 3
     bindings = (Binding(out_binding, out_buffer, "read_write"), Binding(2, source.buffer, "read"))
     return Launch(
         "scan",
@@ -46,14 +65,18 @@ def _launch(entry, source, out_buffer, out_shape, extra, groups, label):
     )
 
 
-def arg_extreme(opcode, source, out_buffer, label=""):
+def arg_extreme(opcode, source, out_buffer, strategy=None, label=""):
     """``ArgMax`` or ``ArgMin`` along the last axis of view ``source``: one int32 index a row."""
-    return _launch(ARG_ENTRIES[opcode], source, out_buffer, source.shape[:-1], 0, lambda rows: rows, label)
+    strategy = strategy or scan_strategy(_rows(opcode, source)[0], source.shape[-1])
+    entry = ARG_ENTRIES[opcode] + ("_serial" if strategy == "serial" else "")
+    return _launch(entry, source, out_buffer, source.shape[:-1], 0, _groups(strategy), label)
 
 
-def cumsum(source, out_buffer, reverse=False, label=""):
+def cumsum(source, out_buffer, reverse=False, strategy=None, label=""):
     """The running sum along the last axis of view ``source`` (from the end with ``reverse``)."""
-    return _launch("cumsum", source, out_buffer, source.shape, int(bool(reverse)), lambda rows: rows, label)
+    strategy = strategy or scan_strategy(_rows("cumsum", source)[0], source.shape[-1])
+    entry = "cumsum" + ("_serial" if strategy == "serial" else "")
+    return _launch(entry, source, out_buffer, source.shape, int(bool(reverse)), _groups(strategy), label)
 
 
 def top_k(source, k, out_buffer, label=""):
