@@ -4,8 +4,8 @@ Indices are compared exactly: ties (the lower index wins), NaN (it counts as the
 extreme, as numpy's argmax and argmin have it), rows of length 1, every axis,
 keepdims and axis=None. cumsum's gradient is held to central differences, and its
 second derivative (the gradient of its gradient, itself recorded with cumsum) to
-central differences of topos's own gradient. XLA runs the emitted StableHLO and
-must give the interpreter's indices and running sums; WebGPU (lavapipe) runs
+central differences of topos's own gradient. XLA (and IREE) run the emitted
+StableHLO and must give the interpreter's indices and running sums; WebGPU (lavapipe) runs
 kernels/scan.wgsl, its int32 indices read back and equal to numpy's, its float32
 running sums within the kernel tests' rule for a sum of n terms, for rows longer
 than a workgroup's 64 lanes many times over. An accuracy computed with argmax is
@@ -389,3 +389,24 @@ def test_a_gradient_through_cumsum_and_top_k_runs_on_webgpu_as_on_numpy():
     assert len(backward) == 4  # two forward, two in the gradient, each the other way
     gradient, expected = (np.asarray(r.gradient(topos.detach(x)), dtype=np.float64) for r in (got, want))
     np.testing.assert_allclose(gradient, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+def test_iree_compiles_the_same_stablehlo_and_gives_the_same_indices_and_sums():
+    # A second consumer of the emitted text (as tests/python/test_iree.py holds the gallery to it).
+    import iree.compiler
+    import iree.runtime
+
+    rng = np.random.default_rng(33)
+    data = specials(rng, (6, 5), "float32")
+    network, plan = lowered(record_everything(data, "float32"))
+    binary = iree.compiler.compile_str(
+        plan.emit_stablehlo(),
+        target_backends=["llvm-cpu"],
+        input_type="stablehlo",
+        extra_args=["--iree-llvmcpu-target-cpu=generic"],
+    )
+    module = iree.runtime.load_vm_flatbuffer(binary, driver="local-task")
+    results = module.main(*plan.argument_values(network.parameters(), {}))
+    got = [np.asarray(result.to_host()) for result in results]
+    expected, _ = evaluate(network, plan)
+    assert_same(expected, got, "float32", data, what="iree")
