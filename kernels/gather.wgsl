@@ -8,6 +8,7 @@
 //            launches, as numpy raises).
 //   one_hot  OneHot(indices) with `depth` classes: out[j * depth + c] = 1.0 where
 //            indices[j] == c, else 0.0.
+//   index_to_float  IndexToFloat(indices): out[i] = f32(indices[i]).
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
 //
@@ -67,4 +68,17 @@ fn one_hot(
     }
     let depth = word(2u);
     out[i] = select(0.0, 1.0, indices[i / depth] == i32(i % depth));
+}
+
+@compute @workgroup_size(64)
+fn index_to_float(
+    @builtin(workgroup_id) group: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lane: u32,
+) {
+    let i = element(group, groups, lane);
+    if (i >= word(0u)) {
+        return;
+    }
+    out[i] = f32(indices[i]);
 }

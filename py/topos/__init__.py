@@ -79,6 +79,7 @@ from .model.functions import (
     var,
     where,
 )
+from .model.scans import argmax, argmin, cumsum, top_k
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -158,6 +159,10 @@ __all__ = [
     "transpose",
     "var",
     "where",
+    "argmax",
+    "argmin",
+    "cumsum",
+    "top_k",
 ]
 
 

@@ -617,6 +617,56 @@ def nonfinite_cases():
         yield Case(f"{name} of rows holding NaN and infinities [8, 4]", [(SPECIAL_ROWS, F)], record, oracle, terms=4)
 
 
+def scan_cases():
+    """ArgMax, ArgMin and TopK (their int32 indices read as a one-hot) and CumSum, at edge lengths."""
+    for n in EDGE_SIZES:
+        x = normal(3, n)
+        x[1, n // 2] = x[1, 0] = x[1].max() + 1.0  # a tie: the lower index wins
+        yield Case(
+            f"ArgMax and ArgMin of [3, {n}] with a tie, as a one-hot",
+            [(x, F)],
+            lambda t, v, n=n: [topos.one_hot(topos.argmax(v), n), topos.one_hot(topos.argmin(v), n)],
+            lambda v, n=n: [np.eye(n)[np.argmax(v, -1)], np.eye(n)[np.argmin(v, -1)]],
+        )
+        yield Case(
+            f"CumSum of [3, {n}] forward and reversed",
+            [(x, F)],
+            lambda t, v: [topos.cumsum(v), topos.cumsum(v, reverse=True)],
+            lambda v: [np.cumsum(v, -1), np.cumsum(v[:, ::-1], -1)[:, ::-1]],
+            terms=n,
+            magnitudes=lambda v: np.sum(v, -1, keepdims=True),
+        )
+    yield Case(
+        "CumSum along axis 0 of [5, 3, 4] (a strided row)",
+        [(normal(5, 3, 4), F)],
+        lambda t, v: topos.cumsum(v, 0),
+        lambda v: np.cumsum(v, 0),
+        terms=5,
+    )
+    x = normal(4, 9)
+    x[2, 3] = x[2, 7] = 5.0
+    yield Case(
+        "TopK 3 of [4, 9] with a tie: values and a one-hot of the indices",
+        [(x, F)],
+        lambda t, v: [topos.top_k(v, 3)[0], topos.one_hot(topos.top_k(v, 3)[1], 9)],
+        lambda v: [
+            np.take_along_axis(v, np.argsort(-v, -1, kind="stable")[:, :3], -1),
+            np.eye(9)[np.argsort(-v, -1, kind="stable")[:, :3]],
+        ],
+    )
+
+
+def index_equal_cases():
+    predicted, labels = rng.integers(0, 4, (3, 5)), rng.integers(0, 4, (3, 5))
+    labels[0] = predicted[0]
+    yield Case(
+        "Equal and NotEqual of int32 [3, 5] (IndexToFloat each), an accuracy's mean",
+        [(predicted, I), (labels, I)],
+        lambda t, p, q: [topos.equal(p, q), topos.not_equal(p, q), topos.mean(topos.equal(p, q))],
+        lambda p, q: [(p == q).astype(float), (p != q).astype(float), np.mean(p == q)],
+    )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -630,6 +680,8 @@ def all_cases():
         derivative_cases,
         tiled_matmul_cases,
         nonfinite_cases,
+        scan_cases,
+        index_equal_cases,
     ):
         yield from group()
 

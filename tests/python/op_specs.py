@@ -215,6 +215,11 @@ OP_SPECS = {
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
     "Leaf": OpSpec((), docs=Api("Tape.leaf"), kernel_declined=SOURCE),
+    "ArgMax": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.argmax"), notes=("int32 indices, no derivative",)),
+    "ArgMin": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.argmin"), notes=("int32 indices, no derivative",)),
+    "CumSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.cumsum")),
+    "TopK": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",)),
+    "IndexToFloat": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.equal"), notes=("int32 operands of equal",)),
 }
 
 

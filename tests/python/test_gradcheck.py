@@ -249,6 +249,16 @@ def concatenate_case(draw):
 
 
 @st.composite
+def cumsum_case(draw):
+    """A running sum along any axis, either way."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    reverse = draw(st.booleans())
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, shape)], lambda tape, x: topos.cumsum(x, axis, reverse))
+
+
+@st.composite
 def take_case(draw):
     """An embedding lookup along any axis; small extents make repeated indices likely."""
     shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
@@ -324,6 +334,7 @@ PRIMITIVE_CASES = {
     "SoftmaxGrad": applied("SoftmaxGrad", [normal, normal]),
     "LogSoftmaxGrad": applied("LogSoftmaxGrad", [normal, normal]),
     "LayerNormGrad": applied("LayerNormGrad", [normal, normal], row_scale=True),
+    "CumSum": cumsum_case(),
 }
 # A plain table row with no case above is checked from its op_specs row: its public function, its smooth domain.
 PRIMITIVE_CASES.update(

@@ -514,7 +514,7 @@ def test_every_kernel_file_takes_the_shared_helpers_from_common_rather_than_its_
 def test_each_primitive_names_a_kernel_family_with_a_file():
     from topos.ops import primitives
 
-    families = {"elementwise", "reduce", "matmul", "copy", "gather", "softmax", "layer_norm"}
+    families = {"elementwise", "reduce", "matmul", "copy", "gather", "softmax", "layer_norm", "scan"}
     for name, primitive in primitives().items():
         if primitive.is_source:
             continue
@@ -550,3 +550,55 @@ def test_long_sums_and_contractions_stay_within_the_loop_limit(rng):
     got = run_one(build.matmul(a_view, dense(1, b.shape), 9), {0: stored, 1: b}, (9, 10))
     magnitude = np.abs(stored.T).astype(np.float64) @ np.abs(b)
     assert_agrees(got, stored.T.astype(np.float64) @ b, terms=70001, magnitude=magnitude, what="a^T @ b, k 70001")
+
+
+# Scans (kernels/scan.wgsl) ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("strategy", ["serial", "workgroup"])
+@pytest.mark.parametrize("n", EDGE_SIZES)
+def test_scan_kernels_over_edge_lengths_with_ties_and_nan(n, strategy, rng):
+    from topos.compiler.wgsl import scans
+
+    x = rng.normal(size=(3, n)).astype(np.float32)
+    x[0, n // 2] = x[0, n - 1] = 9.0  # a tie for the largest: the lower index
+    x[1, n // 3] = np.nan  # a NaN counts as the extreme
+    x[2, 0] = x[2, n - 1] = -9.0  # a tie for the smallest
+    view = dense(0, x.shape)
+    for opcode, numpy in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
+        got = run_one(scans.arg_extreme(opcode, view, 9, strategy), {0: x}, (3,)).view(np.int32)
+        assert np.array_equal(got, numpy(x, axis=-1)), (opcode, got)
+    k = min(n, 5)
+    ordered = np.argsort(np.where(np.isnan(x), -np.inf, -x), axis=-1, kind="stable")[:, :k]
+    got = run_one(scans.top_k(view, k, 9), {0: x}, (3, k)).view(np.int32)
+    assert np.array_equal(got[[0, 2]], ordered[[0, 2]]) and got[1, 0] == n // 3
+    finite = x[[0, 2]]
+    for reverse in (False, True):
+        got = run_one(scans.cumsum(dense(0, finite.shape), 9, reverse, strategy), {0: finite}, finite.shape)
+        exact = (
+            np.cumsum(finite.astype(np.float64)[:, ::-1], -1)[:, ::-1] if reverse else np.cumsum(finite, -1, np.float64)
+        )
+        assert_agrees(got, exact, terms=n, magnitude=np.abs(finite).astype(np.float64).sum(-1, keepdims=True))
+
+
+def test_scan_kernels_read_rows_through_strides(rng):
+    from topos.compiler.wgsl import scans
+
+    x = rng.normal(size=(9, 2, 5)).astype(np.float32)
+    view = dense(0, x.shape).transpose((1, 2, 0))  # rows of 9 along a stride of 10
+    rows = x.transpose(1, 2, 0)
+    for strategy in ("serial", "workgroup"):
+        got = run_one(scans.arg_extreme("ArgMax", view, 9, strategy), {0: x}, (2, 5)).view(np.int32)
+        assert np.array_equal(got, rows.argmax(-1))
+    got = run_one(scans.cumsum(view, 9, strategy="workgroup"), {0: x}, (2, 5, 9))
+    assert_agrees(
+        got, np.cumsum(rows, -1, np.float64), terms=9, magnitude=np.abs(rows).astype(np.float64).sum(-1, keepdims=True)
+    )
+
+
+def test_scan_strategy_follows_the_rule_measured_on_lavapipe():
+    from topos.compiler.wgsl.scans import scan_strategy
+
+    assert scan_strategy(1, 32) == "serial" and scan_strategy(1, 33) == "workgroup"
+    assert scan_strategy(7, 4097) == "workgroup" and scan_strategy(8, 4097) == "serial"
+    assert scan_strategy(8, build.LOOP_LIMIT + 1) == "workgroup"  # one invocation's loop would run too long

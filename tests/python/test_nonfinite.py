@@ -147,6 +147,16 @@ OPS = {
         lambda t: t @ torch.tensor(WEIGHTS, dtype=t.dtype),
     ),
     "cross_entropy": (single_rows, topos_cross_entropy, torch_cross_entropy),
+    "cumsum": (rows, lambda v: topos.cumsum(v, -1), lambda t: t.cumsum(-1)),
+    "cumsum_columns_reversed": (
+        rows,
+        lambda v: topos.cumsum(v, 0, reverse=True),
+        lambda t: t.flip(0).cumsum(0).flip(0),
+    ),
+    # The indices as a one-hot: a NaN counts as the extreme, and ties go to the first index, in both
+    "argmax": (rows, lambda v: topos.one_hot(topos.argmax(v), 4), lambda t: F.one_hot(t.argmax(-1), 4).to(t.dtype)),
+    "argmin": (rows, lambda v: topos.one_hot(topos.argmin(v), 4), lambda t: F.one_hot(t.argmin(-1), 4).to(t.dtype)),
+    "top_k": (rows, lambda v: topos.top_k(v, 2)[0], lambda t: torch.topk(t, 2).values),
 }
 # A plain table row with no entry above: its public function against its op_specs torch function.
 OPS.update(

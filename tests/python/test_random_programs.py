@@ -92,6 +92,10 @@ STRUCTURAL = [
     "ScatterAdd",
     "OneHot",
     "Where",
+    "CumSum",
+    "ArgMax",
+    "ArgMin",
+    "TopK",
 ]
 OPCODES = UNARY + BINARY + COMPARISONS + STRUCTURAL
 
@@ -307,6 +311,42 @@ class ProgramBuilder:
         depth = self.draw(st.integers(1, 4))
         hot = self.apply("OneHot", [self.indices(index_shape, depth)], depth=depth, dtype=self.dtype)
         return self.apply("Mul", [hot, self.same_shape_operand(hot)])
+
+    # Scans: the indices are read through a one-hot times an operand -------------------------
+    def op_CumSum(self, opcode, a):
+        shape = self.shape(a)
+        if not shape:
+            return None
+        axis = self.draw(st.integers(0, len(shape) - 1))
+        return self.apply("CumSum", [a], axis=axis, reverse=self.draw(st.booleans()))
+
+    def picked(self, indices, depth):
+        hot = self.apply("OneHot", [indices], depth=depth, dtype=self.dtype)
+        return self.apply("Mul", [hot, self.same_shape_operand(hot)])
+
+    def op_ArgMax(self, opcode, a):
+        shape = self.shape(a)
+        if not shape:
+            return None
+        axis = self.draw(st.integers(0, len(shape) - 1))
+        # The extreme of each row must stand apart from the runner-up, so no backend's rounding picks another.
+        ordered = np.sort(np.moveaxis(self.values[a], axis, -1), axis=-1)
+        if shape[axis] > 1 and not (
+            apart(ordered[..., -1], ordered[..., -2]) and apart(ordered[..., 0], ordered[..., 1])
+        ):
+            return None
+        return self.picked(self.apply(opcode, [a], axis=axis), shape[axis])
+
+    op_ArgMin = op_ArgMax
+
+    def op_TopK(self, opcode, a):
+        shape = self.shape(a)
+        if not shape:
+            return None
+        ordered = np.sort(self.values[a], axis=-1)
+        if shape[-1] > 1 and not apart(ordered[..., 1:], ordered[..., :-1]):
+            return None
+        return self.picked(self.apply("TopK", [a], k=self.draw(st.integers(1, shape[-1]))), shape[-1])
 
     # The program ------------------------------------------------------------------------
     def finish(self):

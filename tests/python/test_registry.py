@@ -20,6 +20,10 @@ NON_DIFFERENTIABLE = {
     "NotEqual",
     "StopGradient",
     "OneHot",
+    "ArgMax",
+    "ArgMin",
+    "TopK",
+    "IndexToFloat",
 }
 SOURCES = {"Parameter", "Input", "Leaf"}
 

@@ -164,6 +164,31 @@ def case_layer_norm_grad(tape, rng):
     return tape.apply("LayerNormGrad", [g, normed, scale])
 
 
+def picked(opcode, axis=None, k=None):
+    """ArgMax, ArgMin (along ``axis``) or TopK (``k``) of data with ties, read through a one-hot
+    times a parameter: the int32 indices reach the loss, and a gradient reaches the parameter."""
+
+    def case(tape, rng):
+        data = uniform(rng, (3, 4, 5))
+        data[1, :, 2] = data[1, :, 0]  # ties along the last axis
+        data[:, 3, :] = data[:, 1, :]  # and along the middle one
+        x = tape.parameter(data)
+        attrs = {"k": k} if k is not None else {"axis": axis}
+        indices = tape.apply(opcode, [x], **attrs)
+        depth = data.shape[-1 if k is not None else axis]
+        scale = tape.parameter(uniform(rng, indices.shape + (depth,), 0.5, 2.0))
+        return tape.apply("Mul", [tape.apply("OneHot", [indices], depth=depth, dtype=tape.dtype), scale])
+
+    return case
+
+
+def case_index_equal(tape, rng):
+    """Two int32 values compared (topos.equal records IndexToFloat for each), times a parameter."""
+    predicted = tape.input(np.array([[0, 3, 2], [1, 1, 4]]), dtype="int32")
+    labels = tape.input(np.array([[0, 2, 2], [4, 1, 4]]), dtype="int32")
+    return topos.equal(predicted, labels) * tape.parameter(uniform(rng, (2, 3)))
+
+
 def case_input(tape, rng):
     return tape.apply("Mul", [tape.input(uniform(rng, (3,))), tape.parameter(uniform(rng, (3,)))])
 
@@ -212,6 +237,11 @@ CASES = {
     "Parameter": [unary("Neg")],
     "Input": [case_input],
     "Leaf": [case_leaf],
+    "ArgMax": [picked("ArgMax", axis=2), picked("ArgMax", axis=1), picked("ArgMax", axis=0)],
+    "ArgMin": [picked("ArgMin", axis=2), picked("ArgMin", axis=1)],
+    "CumSum": [shaped("CumSum", (3, 4, 5), axis=2), shaped("CumSum", (3, 4, 5), axis=1, reverse=True)],
+    "TopK": [picked("TopK", k=3), picked("TopK", k=5)],
+    "IndexToFloat": [case_index_equal],
 }
 # A plain table row with no case above is lowered over its op_specs domain's draw.
 CASES.update({opcode: [unary(opcode, *OP_SPECS[opcode].operands[0].draw)] for opcode in derived_unary_rows(CASES)})

@@ -345,6 +345,44 @@ CASES += [
 ]
 
 
+def torch_reverse_cumsum(x, dim):
+    return torch.flip(torch.cumsum(torch.flip(x, [dim]), dim), [dim])
+
+
+# ArgMax, ArgMin, CumSum and TopK (topos.model.scans); ties in argmax go to the first index in both
+CASES += [
+    # the int32 indices reach a float output as a one-hot times the scores
+    OpCase(
+        "argmax_ties",
+        [WITH_TIES],
+        lambda tape, x: topos.one_hot(topos.argmax(x, 1, keepdims=True), 4) * topos.expand_dims(x, 1),
+        lambda x: TF.one_hot(torch.argmax(x, 1, keepdim=True), 4).to(x.dtype) * x.unsqueeze(1),
+    ),
+    OpCase(
+        "argmin_axis0",
+        [normal(4, 3)],
+        lambda tape, x: topos.one_hot(topos.argmin(x, 0), 4) * x.T,
+        lambda x: TF.one_hot(torch.argmin(x, 0), 4).to(x.dtype) * x.T,
+    ),
+    OpCase("cumsum", [normal(3, 5)], lambda tape, x: topos.cumsum(x), lambda x: torch.cumsum(x, -1)),
+    OpCase("cumsum_axis0", [normal(4, 2, 3)], lambda tape, x: topos.cumsum(x, 0), lambda x: torch.cumsum(x, 0)),
+    OpCase(
+        "cumsum_reverse",
+        [normal(2, 5, 3)],
+        lambda tape, x: topos.cumsum(x, 1, reverse=True),
+        lambda x: torch_reverse_cumsum(x, 1),
+    ),
+    OpCase("top_k", [normal(3, 6)], lambda tape, x: topos.top_k(x, 3)[0], lambda x: torch.topk(x, 3).values),
+    OpCase("top_k_all", [normal(2, 2, 4)], lambda tape, x: topos.top_k(x, 4)[0], lambda x: torch.topk(x, 4).values),
+    OpCase(
+        "equal_indices",
+        [normal(2, 3), indices(3, 2, 3), indices(3, 2, 3)],
+        lambda tape, x, a, b: topos.equal(a, b) * x + topos.not_equal(a, b),
+        lambda x, a, b: (a == b).to(x.dtype) * x + (a != b).to(x.dtype),
+    ),
+]
+
+
 def run_topos(case, dtype):
     """(output, [input gradient or None]) from the engine."""
     tape = Tape(dtype)

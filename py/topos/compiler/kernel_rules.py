@@ -7,6 +7,7 @@ module of its own under ``topos.compiler.wgsl``.
 """
 
 from .wgsl import launch as build
+from .wgsl import scans
 from .wgsl.program import ViewStep
 
 
@@ -87,3 +88,44 @@ class KernelRules:
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""
         self.launch(build.fill(view, value), node.index)
+
+    # The scan kernels (kernels/scan.wgsl) ---------------------------------------------------
+    def _axis_last(self, view, axis, node):
+        """``view`` re-viewed with ``axis`` moved last (nothing moves), with a buffer."""
+        order = tuple(a for a in range(view.rank) if a != axis) + (axis,)
+        return self.with_buffer(view, node).transpose(order), order
+
+    def arg_extreme(self, opcode, node, view):
+        """``ArgMax`` or ``ArgMin`` along the node's ``axis``: its int32 indices, one a row."""
+        out = self.output(node)
+        rows, _ = self._axis_last(view, node.attrs["axis"], node)
+        self.launch(scans.arg_extreme(opcode, rows, out.buffer), node.index)
+        return out
+
+    def cumsum(self, node, view):
+        """The running sum along the node's ``axis``: along the last axis straight into the node's
+        buffer, along another into one laid out with that axis last, then copied back in place."""
+        axis, last = node.attrs["axis"], len(node.shape) - 1
+        out = self.output(node)
+        rows, order = self._axis_last(view, axis, node)
+        if axis == last:
+            self.launch(scans.cumsum(rows, out.buffer, node.attrs["reverse"]), node.index)
+            return out
+        moved = self.allocate(rows.shape)
+        self.launch(scans.cumsum(rows, moved.buffer, node.attrs["reverse"]), node.index)
+        back = tuple(order.index(a) for a in range(len(order)))
+        self.place(moved.transpose(back), out, node)
+        return out
+
+    def top_k(self, node, view):
+        """The int32 indices of the node's ``k`` largest along the last axis."""
+        out = self.output(node)
+        source = self.with_buffer(view, node)
+        self.launch(scans.top_k(source, node.attrs["k"], out.buffer), node.index)
+        return out
+
+    def index_to_float(self, node, indices):
+        """int32 values as float32 (the gather kernel's ``index_to_float``; it reads them dense)."""
+        out = self.output(node)
+        self.launch(scans.index_to_float(self.dense(indices, node), out.buffer), node.index)
+        return out

@@ -125,14 +125,26 @@ def greater_equal(a, b):
     return _elementwise("GreaterEqual", a, b)
 
 
+def _indices_as_floats(a, b):
+    """Int32 values (classes, labels) as the tape's float dtype (``IndexToFloat``), when both operands are int32."""
+    if not (isinstance(a, Value) and isinstance(b, Value) and a.dtype == b.dtype == "int32"):
+        return a, b
+    return [value.tape.apply("IndexToFloat", [value], dtype=value.tape.dtype) for value in (a, b)]
+
+
 def equal(a, b):
-    """1.0 where a == b, else 0.0 (records ``Equal``; ``==`` itself is not overloaded on values)."""
-    return _elementwise("Equal", a, b)
+    """1.0 where a == b, else 0.0 (records ``Equal``; ``==`` itself is not overloaded on values).
+
+    Two int32 values (predicted classes and labels) are compared too, each first
+    recorded as ``IndexToFloat`` into the tape's dtype (exact up to 2^24 in float32):
+    ``mean(equal(argmax(logits), labels))`` is an accuracy.
+    """
+    return _elementwise("Equal", *_indices_as_floats(a, b))
 
 
 def not_equal(a, b):
-    """1.0 where a != b, else 0.0 (records ``NotEqual``)."""
-    return _elementwise("NotEqual", a, b)
+    """1.0 where a != b, else 0.0 (records ``NotEqual``; two int32 values as in ``equal``)."""
+    return _elementwise("NotEqual", *_indices_as_floats(a, b))
 
 
 def where(condition, a, b):

@@ -8,6 +8,7 @@ so that they read as the methods they are, and ``attach`` copies them onto
 """
 
 from . import functions as F
+from . import scans
 from .value import Value
 
 
@@ -169,6 +170,23 @@ class ValueMethods:
         of range raises ``AxisError``, never wrapped modulo the rank.
         """
         return F.squeeze(self, axis)
+
+    def argmax(self, axis=-1, keepdims=False):
+        """The int32 index of the largest element along ``axis`` (records ``ArgMax``); see ``topos.argmax``.
+
+        As ``numpy.argmax`` (ties go to the first index, a NaN counts as the largest),
+        but along the last axis by default, as ``topos.argmax``; ``axis=None`` indexes
+        the flattened value, numpy's default.
+        """
+        return scans.argmax(self, axis, keepdims)
+
+    def argmin(self, axis=-1, keepdims=False):
+        """The int32 index of the smallest element along ``axis``, as ``numpy.argmin`` (records ``ArgMin``)."""
+        return scans.argmin(self, axis, keepdims)
+
+    def cumsum(self, axis=-1, reverse=False):
+        """The running sum along ``axis`` (records ``CumSum``); see ``topos.cumsum``."""
+        return scans.cumsum(self, axis, reverse)
 
 
 def attach():
