@@ -6,6 +6,7 @@ its value. A new kernel family adds its method here, and its launch builder in a
 module of its own under ``topos.compiler.wgsl``.
 """
 
+from .wgsl import convolution as convolution_build
 from .wgsl import launch as build
 from .wgsl.program import ViewStep
 
@@ -83,6 +84,18 @@ class KernelRules:
         out = self.output(node)
         self.launch(build.one_hot(self.dense(indices, node), node.attrs["depth"], out.buffer), node.index)
         return out
+
+    def convolution(self, node, lhs, rhs):
+        """The direct convolution kernel over views ``lhs`` [N, C, *in] and ``rhs`` [O, I, *window]
+        with the node's attributes (``topos.compiler.wgsl.convolution``)."""
+        out = self.output(node)
+        lhs, rhs = (self.with_buffer(view, node) for view in (lhs, rhs))
+        self.launch(convolution_build.convolution(lhs, rhs, node.attrs, out.buffer), node.index)
+        return out
+
+    def convolution_declines(self, node):
+        """Why the convolution kernel cannot run ``node`` (a sentence), or None."""
+        return convolution_build.declines(self.operand_node(node, 0).shape, self.operand_node(node, 1).shape)
 
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""
