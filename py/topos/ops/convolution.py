@@ -267,24 +267,34 @@ def convolve(lhs, rhs, attrs, out):
     window_axes = tuple(range(3 + spatial, 3 + 2 * spatial))
     # The gather's inner loop runs along the destination's last axis: the output's last axis where it is at
     # least as long as the window's (a forward), else the window's (a weight gradient, whose window is an image).
-    columns_last = out_spatial[-1] >= rhs.shape[-1]
-    if columns_last:
+    if out_spatial[-1] >= rhs.shape[-1]:
+        # Columns [chunk of the batch, group, terms, outputs]: each group's kernel times them, into ``out``.
         order = (0, 1, 2) + window_axes + out_axes
-    else:
-        order = (0, 1) + out_axes + (2,) + window_axes
-        kernel = kernel.transpose(0, 2, 1)
-    per_item = max(groups * taps * outputs, 1)
-    chunk = max(1, min(m, COLUMN_BUDGET // per_item))
-    buffer = np.empty((chunk,) + tuple(view.shape[i] for i in order[1:]), dtype=out.dtype)
-    for start in range(0, m, chunk):
-        stop = min(m, start + chunk)
-        gathered = buffer[: stop - start]
-        np.copyto(gathered, view[start:stop].transpose(order))
-        if columns_last:
+        per_item = max(groups * taps * outputs, 1)
+        chunk = max(1, min(m, COLUMN_BUDGET // per_item))
+        buffer = np.empty((chunk,) + tuple(view.shape[i] for i in order[1:]), dtype=out.dtype)
+        for start in range(0, m, chunk):
+            stop = min(m, start + chunk)
+            gathered = buffer[: stop - start]
+            np.copyto(gathered, view[start:stop].transpose(order))
             np.matmul(kernel, gathered.reshape(stop - start, groups, taps, outputs), out=result[start:stop])
-        else:
-            product = np.matmul(gathered.reshape(stop - start, groups, outputs, taps), kernel)
-            result[start:stop] = product.transpose(0, 1, 3, 2)
+        return out
+    # Columns [chunk of the outputs, group, batch, terms]: the batch joins the rows of one product a group,
+    # which reads the (large) kernel once for every output position rather than once for every batch item.
+    # Chunks are whole rows of the output's first spatial axis, so that each is a slice of the view.
+    order = out_axes + (1, 0, 2) + window_axes
+    rows, per_row = out_spatial[0], outputs // max(out_spatial[0], 1)
+    chunk = max(1, min(rows, COLUMN_BUDGET // max(groups * m * taps * per_row, 1)))
+    moved = view.transpose(order)
+    buffer = np.empty((chunk,) + moved.shape[1:], dtype=out.dtype)
+    kernel = kernel.transpose(0, 2, 1)
+    for start in range(0, rows, chunk):
+        stop = min(rows, start + chunk)
+        gathered = buffer[: stop - start]
+        np.copyto(gathered, moved[start:stop])
+        positions = (stop - start) * per_row
+        product = np.matmul(gathered.reshape(positions, groups, m, taps), kernel)
+        result[:, :, :, start * per_row : stop * per_row] = product.transpose(2, 1, 3, 0)
     return out
 
 
