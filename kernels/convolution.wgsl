@@ -8,8 +8,9 @@
 //
 // Entry points:
 //   convolution  the direct kernel: one invocation per output element, one loop over the I x window
-//                terms of its group, four terms an iteration (lavapipe leaves a loop after 32767
-//                iterations, so the builder declines more than 4 x 32767 terms). An output at
+//                terms of its group, the window's taps counted like an odometer (no division in the
+//                loop; lavapipe leaves a loop after 32767 iterations, so the builder declines more
+//                terms than that, and the im2col path takes large convolutions anyway). An output at
 //                (n, o, p) reads kernel o's group g = o / (O / groups): input channels g * I + i
 //                with feature groups, input batch n + g * M with batch groups. A tap k of axis a
 //                lands at q = p * stride + k * rhs_dilation - low of the dilated, padded input, an
@@ -28,7 +29,7 @@
 //   3  storage read        rhs     array<f32>
 //
 // Parameters (u32 words):
-//   (each per-axis list holds 4 words, the unused ones 0)
+//   (each per-axis list holds 4 words; an unused axis has extents 1, strides 0, dilations 1, padding 0)
 //   0 count (output elements), 1 spatial rank (1..4), 2 M (output batch), 3 O (output channels),
 //   4 I (input channels a group reads), 5 O / groups, 6 channel step (I with feature groups, else 0),
 //   7 batch step (M with batch groups, else 0), 8 terms (I times the window's size), 9 window size,
@@ -43,57 +44,6 @@
 @group(0) @binding(3) var<storage, read> rhs: array<f32>;
 
 {{COMMON}}
-
-// Where one term of a window is: the rest of its window index still to decode, its lhs and rhs
-// indices so far, and whether it lands on an element of lhs (not a zero of padding or dilation).
-struct Tap {
-    rest: u32,
-    lhs_index: u32,
-    rhs_index: u32,
-    inside: bool,
-}
-
-// Axis a of a term: its tap along the axis, and where that lands in lhs for the output at `at`.
-fn axis_step(a: u32, at: u32, state: Tap) -> Tap {
-    var next = state;
-    let extent = word(18u + a);
-    let tap = state.rest % extent;
-    next.rest = state.rest / extent;
-    let q = i32(at * word(22u + a) + tap * word(34u + a)) - bitcast<i32>(word(26u + a));
-    let dilation = i32(word(30u + a));
-    let j = q / dilation;
-    let lands = q >= 0 && q % dilation == 0 && j < i32(word(14u + a));
-    next.inside = state.inside && lands;
-    next.lhs_index = state.lhs_index + u32(max(j, 0)) * word(41u + a);
-    next.rhs_index = state.rhs_index + tap * word(48u + a);
-    return next;
-}
-
-// Term t (an input channel of the group and a window position) of the output at `position`.
-fn term(t: u32, position: vec4<u32>, lhs_base: u32, rhs_base: u32) -> f32 {
-    if (t >= word(8u)) {
-        return 0.0;
-    }
-    let rank = word(1u);
-    let window = word(9u);
-    let channel = t / window;
-    var state = Tap(t % window, lhs_base + channel * word(40u), rhs_base + channel * word(47u), true);
-    // The last axis varies fastest in the window index, as in the kernel's layout.
-    if (rank > 3u) {
-        state = axis_step(3u, position[3], state);
-    }
-    if (rank > 2u) {
-        state = axis_step(2u, position[2], state);
-    }
-    if (rank > 1u) {
-        state = axis_step(1u, position[1], state);
-    }
-    state = axis_step(0u, position[0], state);
-    if (!state.inside) {
-        return 0.0;
-    }
-    return lhs[state.lhs_index] * rhs[state.rhs_index];
-}
 
 @compute @workgroup_size(64)
 fn convolution(
@@ -118,13 +68,52 @@ fn convolution(
     let g = o / word(5u);
     let lhs_base = word(38u) + (n + g * word(7u)) * word(39u) + g * word(6u) * word(40u);
     let rhs_base = word(45u) + o * word(46u);
+    let lhs_channel = word(40u);
+    let rhs_channel = word(47u);
+    // Each axis's words, read once: the loop below reads none.
+    let in_extent = vec4<i32>(i32(word(14u)), i32(word(15u)), i32(word(16u)), i32(word(17u)));
+    let window = vec4<u32>(word(18u), word(19u), word(20u), word(21u));
+    let stride = vec4<u32>(word(22u), word(23u), word(24u), word(25u));
+    let low = vec4<i32>(bitcast<i32>(word(26u)), bitcast<i32>(word(27u)), bitcast<i32>(word(28u)), bitcast<i32>(word(29u)));
+    let lhs_dilation = vec4<i32>(i32(word(30u)), i32(word(31u)), i32(word(32u)), i32(word(33u)));
+    let rhs_dilation = vec4<u32>(word(34u), word(35u), word(36u), word(37u));
+    let lhs_stride = vec4<u32>(word(41u), word(42u), word(43u), word(44u));
+    let rhs_stride = vec4<u32>(word(48u), word(49u), word(50u), word(51u));
+    // The window's first tap in the dilated, padded input.
+    let origin = vec4<i32>(position * stride) - low;
+    var tap = vec4<u32>(0u, 0u, 0u, 0u);
+    var channel = 0u;
     var sum = 0.0;
     let terms = word(8u);
-    for (var t = 0u; t < terms; t += 4u) {
-        sum += term(t, position, lhs_base, rhs_base);
-        sum += term(t + 1u, position, lhs_base, rhs_base);
-        sum += term(t + 2u, position, lhs_base, rhs_base);
-        sum += term(t + 3u, position, lhs_base, rhs_base);
+    for (var t = 0u; t < terms; t += 1u) {
+        let q = origin + vec4<i32>(tap * rhs_dilation);
+        let j = q / lhs_dilation;
+        let lands = all(q >= vec4<i32>(0)) && all(q % lhs_dilation == vec4<i32>(0)) && all(j < in_extent);
+        if (lands) {
+            let at = vec4<u32>(j) * lhs_stride;
+            let taps = tap * rhs_stride;
+            let x = lhs[lhs_base + channel * lhs_channel + at.x + at.y + at.z + at.w];
+            let w = rhs[rhs_base + channel * rhs_channel + taps.x + taps.y + taps.z + taps.w];
+            sum += x * w;
+        }
+        // The next tap: the last axis fastest (an unused axis has extent 1 and passes the carry on).
+        tap.w += 1u;
+        if (tap.w == window.w) {
+            tap.w = 0u;
+            tap.z += 1u;
+        }
+        if (tap.z == window.z) {
+            tap.z = 0u;
+            tap.y += 1u;
+        }
+        if (tap.y == window.y) {
+            tap.y = 0u;
+            tap.x += 1u;
+        }
+        if (tap.x == window.x) {
+            tap.x = 0u;
+            channel += 1u;
+        }
     }
     out[i] = sum;
 }

@@ -370,6 +370,8 @@ KERNEL_CASES = [
     ((2, 6, 7, 7), (6, 1, 3, 3), dict(padding=((1, 1), (1, 1)), feature_groups=6)),
     ((3, 4, 13, 11), (5, 4, 3, 3), dict(padding=((1, 1), (1, 1)))),
     ((2, 3, 17), (4, 3, 3), dict(strides=(2,), padding=((2, 0),), rhs_dilation=(3,))),
+    ((2, 3, 8, 7), (4, 3, 3, 3), dict(strides=(2, 1), padding=((-1, 0), (0, -2)))),
+    ((4, 3, 9, 8), (2, 3, 7, 6), dict(padding=((1, 0), (0, 1)))),
 ] + PRIMITIVE_CASES
 
 
@@ -394,9 +396,15 @@ def test_the_direct_kernel_agrees_with_numpy_on_lavapipe(case):
     assert np.all(np.abs(got - exact) <= allowed), float(np.max(np.abs(got - exact) - allowed))
 
 
-def test_a_whole_training_step_of_a_convolution_runs_on_the_device():
+@pytest.mark.parametrize("path", ["rule", "direct"])
+def test_a_whole_training_step_of_a_convolution_runs_on_the_device(path, monkeypatch):
     """Forward and backward (the reversed kernel, the transposed operands, the strided and grouped
-    convolutions of the gradients) all on WebGPU, no host step, equal to numpy."""
+    convolutions of the gradients) all on WebGPU, no host step, equal to numpy: by the rule's paths
+    (im2col into the matmul), and with every convolution forced onto the direct kernel."""
+    import topos.compiler.wgsl.convolution as paths
+
+    if path == "direct":
+        monkeypatch.setattr(paths, "im2col_fits", lambda lhs, rhs_shape, attrs: False)
     rng = np.random.default_rng(11)
     tape = Tape("float32")
     x, w = tape.parameter(rng.standard_normal((2, 4, 9, 8))), tape.parameter(rng.standard_normal((6, 2, 3, 3)))
@@ -407,8 +415,10 @@ def test_a_whole_training_step_of_a_convolution_runs_on_the_device():
     plan = network.entry([detach(loss)]).backward(detach(loss)).lower()
     reading = plan.kernels()
     assert reading.declined == {}
-    assert sum(launch.kernel == "convolution" for launch in reading.launches) == 3
-    assert any(launch.kernel == "copy" for launch in reading.launches)  # the kernel's Reverse
+    kernels = [launch.kernel for launch in reading.launches]
+    assert kernels.count("convolution") == (3 if path == "direct" else 0)
+    assert path == "direct" or kernels.count("matmul") == 3
+    assert "copy" in kernels  # the kernel's Reverse, and the im2col gathers
     numpy_outputs = plan.run(network.parameters()).outputs()
     device_outputs = plan.run(network.parameters(), backend="webgpu").outputs()
     for want, got in zip(numpy_outputs, device_outputs):
@@ -416,12 +426,41 @@ def test_a_whole_training_step_of_a_convolution_runs_on_the_device():
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * float(np.max(np.abs(want))))
 
 
-def test_the_device_declines_a_convolution_past_its_loop_limit_with_a_reason():
+@pytest.mark.parametrize("case", range(len(KERNEL_CASES)))
+def test_the_im2col_path_agrees_with_numpy_where_the_rule_takes_it(case):
+    """Every kernel case as a plan on the device: im2col where its views fit (forward and weight-gradient
+    layouts, crops, dilations), the direct kernel where they do not (batch groups, three spatial axes)."""
+    from topos.compiler.wgsl.convolution import strategy
+    from topos.webgpu import View
+
+    x_shape, w_shape, attrs = KERNEL_CASES[case]
+    rng = np.random.default_rng(case)
+    tape = Tape("float32")
+    x, w = tape.input(rng.standard_normal(x_shape)), tape.parameter(rng.standard_normal(w_shape))
+    y = tape.apply("Convolution", [x, w], **attrs)
+    network = tape.seal()
+    plan = network.entry([detach(y)]).lower()
+    chosen = strategy(View.of_buffer(0, x_shape), w_shape, tape.nodes()[y.index].attrs)
+    expected = "direct" if attrs.get("batch_groups", 1) > 1 or len(x_shape) > 4 else "im2col"
+    assert chosen == expected
+    kernels = {launch.kernel for launch in plan.kernels().launches}
+    assert ("matmul" in kernels) == (expected == "im2col") and ("convolution" in kernels) == (expected == "direct")
+    feeds = {detach(x): rng.standard_normal(x_shape).astype(np.float32)}
+    want = np.asarray(plan.run(network.parameters(), feeds).outputs()[0], dtype=np.float64)
+    got = np.asarray(plan.run(network.parameters(), feeds, backend="webgpu").outputs()[0], dtype=np.float64)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * float(np.max(np.abs(want))))
+
+
+def test_the_device_declines_only_what_neither_path_can_run_and_says_why():
     from topos.compiler.wgsl.convolution import MAX_TERMS
 
     tape = Tape("float32")
-    channels = MAX_TERMS // 9 + 1
-    y = topos.conv2d(tape.input(np.ones((1, channels, 3, 3))), tape.parameter(np.ones((1, channels, 3, 3))))
+    channels = MAX_TERMS // 8 + 1
+    # three spatial axes (no im2col) and more terms than the direct kernel's loop: the host runs it
+    big = topos.conv(tape.input(np.ones((2, channels, 3, 3, 3))), tape.parameter(np.ones((1, channels, 2, 2, 2))))
+    # the same terms over two spatial axes: the im2col path runs it (its matmul splits the long sum)
+    wide = topos.conv2d(tape.input(np.ones((1, channels, 2, 4))), tape.parameter(np.ones((1, channels, 2, 4))))
     network = tape.seal()
-    reading = network.entry([detach(y)]).lower().kernels()
-    assert "more than the convolution kernel's loop limit" in reading.declined[y.index]
+    reading = network.entry([detach(big), detach(wide)]).lower().kernels()
+    assert "more than the convolution kernel's loop limit" in reading.declined[big.index]
+    assert wide.index not in reading.declined

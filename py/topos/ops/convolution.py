@@ -210,35 +210,47 @@ class Convolution(Primitive):
 # The numpy forward: dilate and pad, then the windows as a strided view and one product per chunk ------------
 
 
-def padded_input(lhs, attrs):
-    """The input with its dilation's zeros and its padding (a view where it only crops)."""
-    padding, dilation = attrs["padding"], attrs["lhs_dilation"]
-    spatial = lhs.shape[2:]
-    if all(d == 1 for d in dilation) and all(low <= 0 and high <= 0 for low, high in padding):
-        crop = tuple(slice(-low, extent + high) for (low, high), extent in zip(padding, spatial))
-        return lhs[(slice(None), slice(None)) + crop]
-    shape = padded_extents(lhs.shape, attrs)
-    result = np.zeros(lhs.shape[:2] + shape, dtype=lhs.dtype)
-    source, target = [slice(None)] * 2, [slice(None)] * 2
-    for (low, _), extent, d, size in zip(padding, spatial, dilation, shape):
-        first = max(0, -(low // d))  # the first element that lands inside (a negative low crops)
+def placement(lhs_shape, attrs):
+    """Where the input's elements land in its dilated, padded extents: per spatial axis the first element
+    that lands inside, how many do, where the first lands and the step between them; None where the
+    padding crops every element away. The numpy forward and the device's im2col both place the input so."""
+    places = []
+    for (low, _), extent, d, size in zip(
+        attrs["padding"], lhs_shape[2:], attrs["lhs_dilation"], padded_extents(lhs_shape, attrs)
+    ):
+        first = max(0, -(low // d))  # a negative low crops the elements before it
         last = min(extent - 1, (size - 1 - low) // d)
         if last < first:
-            return result  # the padding crops every element away
-        source.append(slice(first, last + 1))
-        target.append(slice(first * d + low, last * d + low + 1, d))
-    result[tuple(target)] = lhs[tuple(source)]
+            return None
+        places.append((first, last - first + 1, first * d + low, d))
+    return tuple(places)
+
+
+def only_crops(attrs):
+    """Whether the padding only crops (or is none) and nothing is dilated: the padded input is a view."""
+    return all(d == 1 for d in attrs["lhs_dilation"]) and all(low <= 0 and high <= 0 for low, high in attrs["padding"])
+
+
+def padded_input(lhs, attrs):
+    """The input with its dilation's zeros and its padding (a view where it only crops)."""
+    if only_crops(attrs):
+        crop = tuple(slice(-low, extent + high) for (low, high), extent in zip(attrs["padding"], lhs.shape[2:]))
+        return lhs[(slice(None), slice(None)) + crop]
+    result = np.zeros(lhs.shape[:2] + padded_extents(lhs.shape, attrs), dtype=lhs.dtype)
+    places = placement(lhs.shape, attrs)
+    if places is not None:
+        source = tuple(slice(first, first + count) for first, count, _, _ in places)
+        target = tuple(slice(start, start + (count - 1) * step + 1, step) for _, count, start, step in places)
+        result[(slice(None), slice(None)) + target] = lhs[(slice(None), slice(None)) + source]
     return result
 
 
-def windows(lhs, rhs_shape, attrs, out_spatial):
-    """The windows of the padded input as a read-only strided view [M, groups, C / groups, *out, *window].
-
-    ``M`` is the output's batch; with batch groups, group ``b`` reads the batch's ``b``-th contiguous part.
-    """
-    x = padded_input(lhs, attrs)
-    n, c = x.shape[:2]
-    batch_stride, channel_stride, *spatial_strides = x.strides
+def window_geometry(shape, strides, attrs, out_spatial, rhs_shape):
+    """The windows of a padded input of ``shape`` and element ``strides`` as a shape and strides
+    [M, groups, C / groups, *out, *window]; with batch groups, group ``b`` reads the batch's ``b``-th
+    contiguous part. (numpy's strides are in bytes, the device's views' in elements: both work.)"""
+    n, c = shape[:2]
+    batch_stride, channel_stride, *spatial_strides = strides
     steps = tuple(s * st for s, st in zip(spatial_strides, attrs["strides"]))
     taps = tuple(s * d for s, d in zip(spatial_strides, attrs["rhs_dilation"]))
     batch_groups, groups = attrs["batch_groups"], attrs["feature_groups"]
@@ -247,8 +259,21 @@ def windows(lhs, rhs_shape, attrs, out_spatial):
         head, head_strides = (m, batch_groups, c), (batch_stride, m * batch_stride, channel_stride)
     else:
         head, head_strides = (n, groups, c // groups), (batch_stride, (c // groups) * channel_stride, channel_stride)
-    shape = head + tuple(out_spatial) + tuple(rhs_shape[2:])
-    return as_strided(x, shape, head_strides + steps + taps, writeable=False)
+    return head + tuple(out_spatial) + tuple(rhs_shape[2:]), head_strides + steps + taps
+
+
+def windows(lhs, rhs_shape, attrs, out_spatial):
+    """The windows of the padded input as a read-only strided view [M, groups, C / groups, *out, *window]."""
+    x = padded_input(lhs, attrs)
+    shape, strides = window_geometry(x.shape, x.strides, attrs, out_spatial, rhs_shape)
+    return as_strided(x, shape, strides, writeable=False)
+
+
+def columns_last(out_spatial, rhs_shape):
+    """Whether the im2col columns are [terms, outputs] (the output's last axis at least as long as the
+    window's: a forward) rather than [outputs, terms] (a weight gradient, whose window is an image): the
+    gather's inner loop then runs along the longer axis, on numpy and on the device alike."""
+    return out_spatial[-1] >= rhs_shape[-1]
 
 
 def convolve(lhs, rhs, attrs, out):
@@ -267,7 +292,7 @@ def convolve(lhs, rhs, attrs, out):
     window_axes = tuple(range(3 + spatial, 3 + 2 * spatial))
     # The gather's inner loop runs along the destination's last axis: the output's last axis where it is at
     # least as long as the window's (a forward), else the window's (a weight gradient, whose window is an image).
-    if out_spatial[-1] >= rhs.shape[-1]:
+    if columns_last(out_spatial, rhs.shape):
         # Columns [chunk of the batch, group, terms, outputs]: each group's kernel times them, into ``out``.
         order = (0, 1, 2) + window_axes + out_axes
         per_item = max(groups * taps * outputs, 1)
