@@ -464,3 +464,33 @@ def test_the_device_declines_only_what_neither_path_can_run_and_says_why():
     reading = network.entry([detach(big), detach(wide)]).lower().kernels()
     assert "more than the convolution kernel's loop limit" in reading.declined[big.index]
     assert wide.index not in reading.declined
+
+
+def test_a_saved_convolutional_network_loads_with_its_attributes_and_refuses_damaged_ones(tmp_path):
+    import json
+
+    from topos import CheckpointError, Network
+
+    rng = np.random.default_rng(12)
+    tape = Tape("float64")
+    x, w = tape.input(rng.standard_normal((2, 3, 7, 7))), tape.parameter(rng.standard_normal((4, 3, 3, 3)))
+    y = topos.conv2d(x, w, stride=2, padding=((1, 0), (2, 1)), dilation=(1, 2))
+    network = tape.seal()
+    path = tmp_path / "conv.json"
+    network.save(path)
+    loaded = Network.load(path)
+    node = next(n for n in loaded.nodes() if n.opcode == "Convolution")
+    assert node.attrs == network.nodes()[y.index].attrs
+    images = rng.standard_normal((2, 3, 7, 7))
+    want = network.forward(network.parameters(), {detach(x): images}).of(detach(y)).numpy()
+    feeds = {loaded.input_symbols()[0]: images}
+    got = loaded.forward(loaded.adopt(network.parameters()), feeds).of(loaded.symbol(y.index)).numpy()
+    np.testing.assert_array_equal(got, want)
+    text = path.read_text()
+    document = json.loads(text)
+    for entry in document["nodes"]:
+        if entry["opcode"] == "Convolution":
+            entry["attrs"]["padding"] = {"tuple": [{"tuple": [1, 0]}]}  # one pair for two spatial axes
+    path.write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match="padding"):
+        Network.load(path)
