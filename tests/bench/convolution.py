@@ -80,20 +80,25 @@ def numpy_rows(rounds):
         )
 
 
-def device_rows(rounds):
+#: The device rows: small and large, dense and grouped (depthwise), a kernel gradient's shape.
+DEVICE_SHAPES = [
+    ((4, 8, 8, 8), (8, 8, 3, 3), dict(padding=((1, 1), (1, 1)))),
+    ((8, 16, 8, 8), (16, 16, 3, 3), dict(padding=((1, 1), (1, 1)))),
+    ((16, 1, 28, 28), (32, 1, 3, 3), dict(padding=((1, 1), (1, 1)))),
+    ((8, 32, 14, 14), (32, 32, 3, 3), dict(padding=((1, 1), (1, 1)))),
+    ((8, 16, 14, 14), (16, 2, 3, 3), dict(padding=((1, 1), (1, 1)), feature_groups=8)),
+    ((8, 32, 14, 14), (32, 16, 3, 3), dict(padding=((1, 1), (1, 1)), feature_groups=2)),
+    ((8, 32, 14, 14), (32, 1, 3, 3), dict(padding=((1, 1), (1, 1)), feature_groups=32)),
+    ((16, 8, 14, 14), (16, 8, 14, 14), dict(padding=((1, 1), (1, 1)))),  # a kernel gradient's shape
+]
+
+
+def device_rows(rounds, shapes=DEVICE_SHAPES):
     import topos.compiler.wgsl.convolution as paths
 
     rng = np.random.default_rng(0)
     fits = paths.im2col_fits
     print("WebGPU (lavapipe): a plan of one convolution, im2col path against the direct kernel, ms")
-    shapes = [
-        ((4, 8, 8, 8), (8, 8, 3, 3), dict(padding=((1, 1), (1, 1)))),
-        ((8, 16, 8, 8), (16, 16, 3, 3), dict(padding=((1, 1), (1, 1)))),
-        ((16, 1, 28, 28), (32, 1, 3, 3), dict(padding=((1, 1), (1, 1)))),
-        ((8, 32, 14, 14), (32, 32, 3, 3), dict(padding=((1, 1), (1, 1)))),
-        ((8, 16, 14, 14), (16, 2, 3, 3), dict(padding=((1, 1), (1, 1)), feature_groups=8)),
-        ((16, 8, 14, 14), (16, 8, 14, 14), dict(padding=((1, 1), (1, 1)))),  # a kernel gradient's shape
-    ]
     for x_shape, w_shape, attrs in shapes:
         tape = Tape("float32")
         x, w = tape.input(rng.standard_normal(x_shape)), tape.parameter(rng.standard_normal(w_shape))
