@@ -281,8 +281,10 @@ def columns_last(out_spatial, rhs_shape):
 
 
 def convolve(lhs, rhs, attrs, out):
-    """Write the convolution into ``out`` (contiguous): an im2col gather of a chunk of the batch at a time,
-    then one batched product of each group's kernel with it (BLAS)."""
+    """Write the convolution into ``out`` (contiguous): the windows gathered into columns a chunk at a time
+    (im2col, a few MiB), then BLAS products of each group's kernel with them. Three layouts: whole rows of
+    the padded input for a stride-1 forward (``convolve_rows``), [batch, group, terms, outputs] for
+    another forward, and a chunk of input channels at a time for a weight gradient (its window an image)."""
     out_spatial = out.shape[2:]
     view = windows(lhs, rhs.shape, attrs, out_spatial)
     m, groups, per_group = view.shape[:3]
