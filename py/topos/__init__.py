@@ -29,6 +29,7 @@ from .errors import (
     UnknownOpcodeError,
 )
 from .model import Field, Gradients, Network, Parameters, Run, Symbol, Tape, Value, detach
+from .model.convolutions import conv, conv1d, conv2d
 from .model.functions import (
     abs,
     attention,
@@ -116,6 +117,9 @@ __all__ = [
     "broadcast_to",
     "causal_mask",
     "concatenate",
+    "conv",
+    "conv1d",
+    "conv2d",
     "cross_entropy",
     "equal",
     "exp",

@@ -617,6 +617,58 @@ def nonfinite_cases():
         yield Case(f"{name} of rows holding NaN and infinities [8, 4]", [(SPECIAL_ROWS, F)], record, oracle, terms=4)
 
 
+def naive_convolution(x, w, strides=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1):
+    """A 2-D convolution as a loop over the window (independent of topos's im2col forward), in float64."""
+    x = np.pad(x, ((0, 0), (0, 0)) + tuple(padding))
+    n, c, height, width = x.shape
+    o, per_group, kh, kw = w.shape
+    out_h = (height - (kh - 1) * dilation[0] - 1) // strides[0] + 1
+    out_w = (width - (kw - 1) * dilation[1] - 1) // strides[1] + 1
+    out = np.zeros((n, o, out_h, out_w), dtype=np.result_type(x, w))
+    for channel in range(o):
+        group = channel // (o // groups)
+        inputs = x[:, group * per_group : (group + 1) * per_group]
+        for i in range(kh):
+            for j in range(kw):
+                rows = slice(i * dilation[0], i * dilation[0] + (out_h - 1) * strides[0] + 1, strides[0])
+                columns = slice(j * dilation[1], j * dilation[1] + (out_w - 1) * strides[1] + 1, strides[1])
+                out[:, channel] += np.einsum("nchw,c->nhw", inputs[:, :, rows, columns], w[channel, :, i, j])
+    return out
+
+
+def convolution_cases():
+    # The edge sizes of the convolution kernel: 1x1 images, a kernel as large as the image, a stride
+    # past the kernel, groups = channels; and the kernel's reversal (the input gradient's). Drawn from
+    # the op's own generator, so the cases before these keep their values.
+    draw = op_rng("Convolution")
+
+    def case(name, x_shape, w_shape, **options):
+        x, w = draw.normal(size=x_shape), draw.normal(size=w_shape)
+        terms = int(np.prod(w_shape[1:]))
+        padding = options.get("padding", 0)
+        pairs = ((padding, padding), (padding, padding))
+        keywords = dict(strides=(options.get("stride", 1),) * 2, padding=pairs, groups=options.get("groups", 1))
+        return Case(
+            name,
+            [(x, F), (w, F)],
+            lambda t, a, b: topos.conv2d(a, b, **options),
+            lambda a, b: naive_convolution(a, b, **keywords),
+            terms=terms,
+        )
+
+    yield case("Convolution of 1x1 images [3, 5, 1, 1] by [7, 5, 1, 1]", (3, 5, 1, 1), (7, 5, 1, 1))
+    yield case("Convolution, kernel = image [2, 3, 5, 4] by [4, 3, 5, 4]", (2, 3, 5, 4), (4, 3, 5, 4))
+    yield case("Convolution, stride 4 past a 2x2 kernel [2, 3, 10, 11]", (2, 3, 10, 11), (4, 3, 2, 2), stride=4)
+    yield case("Convolution depthwise, groups = channels [2, 6, 7, 7]", (2, 6, 7, 7), (6, 1, 3, 3), groups=6, padding=1)
+    yield case("Convolution past one workgroup [3, 4, 13, 11] by [5, 4, 3, 3]", (3, 4, 13, 11), (5, 4, 3, 3), padding=1)
+    yield Case(
+        "Reverse [3, 4, 5] along axes 0 and 2",
+        [(draw.normal(size=(3, 4, 5)), F)],
+        lambda t, x: t.apply("Reverse", [x], axes=(0, 2)),
+        lambda x: x[::-1, :, ::-1],
+    )
+
+
 def scan_cases():
     """ArgMax, ArgMin and TopK (their int32 indices read as a one-hot) and CumSum, at edge lengths."""
     for n in EDGE_SIZES:
@@ -682,6 +734,7 @@ def all_cases():
         nonfinite_cases,
         scan_cases,
         index_equal_cases,
+        convolution_cases,
     ):
         yield from group()
 

@@ -220,6 +220,8 @@ OP_SPECS = {
     "CumSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.cumsum")),
     "TopK": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",)),
     "IndexToFloat": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.equal"), notes=("int32 operands of equal",)),
+    "Convolution": OpSpec((REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv")),
+    "Reverse": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("conv (its kernel, spatially reversed)")),
 }
 
 

@@ -297,6 +297,44 @@ def applied(draw, opcode, samplers, row_scale=False):
     return Case(arrays, lambda tape, *operands: tape.apply(opcode, list(operands)))
 
 
+@st.composite
+def convolution_case(draw):
+    """Any attribute of the primitive: 1 or 2 spatial axes, strides, negative and positive padding,
+    both dilations, feature or batch groups (the backward's own convolutions have all of them)."""
+    spatial = draw(st.integers(1, 2))
+    groups = draw(st.integers(1, 2))
+    batch_grouped = groups > 1 and draw(st.booleans())
+    per_group = draw(st.integers(1, 2))
+    channels = per_group * (1 if batch_grouped else groups)
+    batch = draw(st.integers(1, 2)) * (groups if batch_grouped else 1)
+    window = tuple(draw(st.integers(1, 3)) for _ in range(spatial))
+    rhs_dilation = tuple(draw(st.integers(1, 2)) for _ in range(spatial))
+    lhs_dilation = tuple(draw(st.integers(1, 2)) for _ in range(spatial))
+    padding = tuple((draw(st.integers(-1, 2)), draw(st.integers(-1, 2))) for _ in range(spatial))
+    extents = []
+    for k, rd, ld, (low, high) in zip(window, rhs_dilation, lhs_dilation, padding):
+        span = (k - 1) * rd + 1
+        # the smallest extent whose dilated, padded length holds the window
+        least = max(1, -(-(span - low - high - 1) // ld) + 1)
+        extents.append(draw(st.integers(least, least + 3)))
+    strides = tuple(draw(st.integers(1, 3)) for _ in range(spatial))
+    out_channels = groups * draw(st.integers(1, 2))
+    rng = np.random.default_rng(draw(seeds))
+    x = normal(rng, (batch, channels) + tuple(extents))
+    w = normal(rng, (out_channels, per_group) + window)
+    attrs = dict(strides=strides, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
+    attrs.update(batch_groups=groups if batch_grouped else 1, feature_groups=1 if batch_grouped else groups)
+    return Case([x, w], lambda tape, a, b: tape.apply("Convolution", [a, b], **attrs))
+
+
+@st.composite
+def reverse_case(draw):
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
+    axes = tuple(draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))
+    rng = np.random.default_rng(draw(seeds))
+    return Case([normal(rng, shape)], lambda tape, x: tape.apply("Reverse", [x], axes=axes))
+
+
 def wide(rng, shape):
     return normal(rng, shape, 2.0)
 
@@ -335,6 +373,8 @@ PRIMITIVE_CASES = {
     "LogSoftmaxGrad": applied("LogSoftmaxGrad", [normal, normal]),
     "LayerNormGrad": applied("LayerNormGrad", [normal, normal], row_scale=True),
     "CumSum": cumsum_case(),
+    "Convolution": convolution_case(),
+    "Reverse": reverse_case(),
 }
 # A plain table row with no case above is checked from its op_specs row: its public function, its smooth domain.
 PRIMITIVE_CASES.update(

@@ -193,6 +193,20 @@ def case_input(tape, rng):
     return tape.apply("Mul", [tape.input(uniform(rng, (3,))), tape.parameter(uniform(rng, (3,)))])
 
 
+def case_convolution(tape, rng):
+    x, w = tape.parameter(uniform(rng, (2, 3, 6, 5))), tape.parameter(uniform(rng, (4, 3, 3, 2)))
+    attrs = dict(strides=(2, 1), padding=((1, 0), (-1, 2)), lhs_dilation=(1, 2), rhs_dilation=(2, 1))
+    return tape.apply("Convolution", [x, w], **attrs)
+
+
+def case_grouped_convolution(tape, rng):
+    # batch groups in the forward, so that the backward has feature groups, and the other way round
+    x, w = tape.parameter(uniform(rng, (4, 2, 5, 5))), tape.parameter(uniform(rng, (4, 2, 2, 2)))
+    batched = tape.apply("Convolution", [x, w], strides=(2, 2), batch_groups=2)
+    v, k = tape.parameter(uniform(rng, (2, 4, 5))), tape.parameter(uniform(rng, (6, 2, 3)))
+    return batched, tape.apply("Convolution", [v, k], padding=((1, 1),), feature_groups=2)
+
+
 CASES = {
     "Neg": [unary("Neg")],
     "Exp": [unary("Exp")],
@@ -242,6 +256,8 @@ CASES = {
     "CumSum": [shaped("CumSum", (3, 4, 5), axis=2), shaped("CumSum", (3, 4, 5), axis=1, reverse=True)],
     "TopK": [picked("TopK", k=3), picked("TopK", k=5)],
     "IndexToFloat": [case_index_equal],
+    "Convolution": [case_convolution, case_grouped_convolution],
+    "Reverse": [shaped("Reverse", (2, 3, 4), axes=(0, 2))],
 }
 # A plain table row with no case above is lowered over its op_specs domain's draw.
 CASES.update({opcode: [unary(opcode, *OP_SPECS[opcode].operands[0].draw)] for opcode in derived_unary_rows(CASES)})

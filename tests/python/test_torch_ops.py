@@ -330,6 +330,18 @@ CASES = [
         lambda tape, g, n, r: tape.apply("LayerNormGrad", [g, n, r]),
         lambda g, n, r: r * (g - g.mean(-1, keepdim=True) - n * (g * n).mean(-1, keepdim=True)),
     ),
+    OpCase(
+        "conv2d",
+        [normal(2, 4, 7, 6), normal(6, 2, 3, 3)],
+        lambda tape, x, w: topos.conv2d(x, w, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+        lambda x, w: TF.conv2d(x, w, stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+    ),
+    OpCase(
+        "conv1d_depthwise",
+        [normal(2, 3, 9), normal(3, 1, 3)],
+        lambda tape, x, w: topos.conv1d(x, w, stride=2, groups=3),
+        lambda x, w: TF.conv1d(x, w, stride=2, groups=3),
+    ),
 ]
 
 # A plain table row with no case above is checked from its op_specs row: its public function

@@ -6,9 +6,12 @@ its value. A new kernel family adds its method here, and its launch builder in a
 module of its own under ``topos.compiler.wgsl``.
 """
 
+from ..ops.convolution import columns_last, padded_extents, placement
+from .wgsl import convolution as convolution_build
 from .wgsl import launch as build
 from .wgsl import scans
 from .wgsl.program import ViewStep
+from .wgsl.views import element_count
 
 
 class KernelRules:
@@ -84,6 +87,70 @@ class KernelRules:
         out = self.output(node)
         self.launch(build.one_hot(self.dense(indices, node), node.attrs["depth"], out.buffer), node.index)
         return out
+
+    def convolution(self, node, lhs, rhs):
+        """A convolution over views ``lhs`` [N, C, *in] and ``rhs`` [O, I, *window] with the node's
+        attributes: the direct kernel, or the im2col path where the rule chooses it
+        (``topos.compiler.wgsl.convolution.strategy``)."""
+        lhs, rhs = (self.with_buffer(view, node) for view in (lhs, rhs))
+        strategy = convolution_build.strategy(lhs, rhs.shape, node.attrs)
+        if strategy == "im2col over a dense copy":
+            return self.convolution_im2col(node, self.dense(lhs, node), rhs)
+        if strategy == "im2col":
+            return self.convolution_im2col(node, lhs, rhs)
+        out = self.output(node)
+        self.launch(convolution_build.convolution(lhs, rhs, node.attrs, out.buffer), node.index)
+        return out
+
+    def convolution_im2col(self, node, lhs, rhs):
+        """The im2col path: the dilated, padded input in a buffer (fill and copy; a view where the padding
+        only crops), its windows gathered into columns (copy), and each group's kernel times them (matmul):
+        [M, groups, I * window, out] for a forward, [groups, M * out, I * window] for a weight gradient,
+        whose product is then copied into the output's layout."""
+        attrs = node.attrs
+        out_spatial = node.shape[2:]
+        m, channels = node.shape[:2]
+        groups = max(attrs["feature_groups"], attrs["batch_groups"])
+        per_group_out = channels // groups
+        out = self.output(node)
+        padded = convolution_build.cropped(lhs, attrs)
+        if padded is None:
+            padded = self.padded_input(node, lhs)
+        windows = convolution_build.gathered_windows(padded, rhs.shape, attrs, out_spatial)
+        columns = self.allocate(windows.shape)
+        self.place(windows, columns, node)
+        taps, outputs = element_count(rhs.shape[1:]), element_count(out_spatial)
+        kernel = self.dense(rhs, node).reshape((groups, per_group_out, taps))
+        if columns_last(out_spatial, rhs.shape):
+            kernel = kernel.broadcast((m, groups, per_group_out, taps))
+            self.launch(build.matmul(kernel, columns.reshape((m, groups, taps, outputs)), out.buffer), node.index)
+            return out
+        product = self.allocate((groups, m * outputs, per_group_out))
+        rows = columns.reshape((groups, m * outputs, taps))
+        self.launch(build.matmul(rows, kernel.transpose((0, 2, 1)), product.buffer), node.index)
+        by_item = product.reshape((groups, m, outputs, per_group_out)).transpose((1, 0, 3, 2))
+        self.place(by_item, out.reshape((m, groups, per_group_out, outputs)), node)
+        return out
+
+    def padded_input(self, node, lhs):
+        """The convolution's input with its dilation's zeros and its padding, in a buffer of its own."""
+        attrs = node.attrs
+        rank = len(lhs.shape)
+        padded = self.allocate(lhs.shape[:2] + padded_extents(lhs.shape, attrs))
+        self.fill(padded, 0.0, node)
+        places = placement(lhs.shape, attrs)
+        if places is not None:
+            counts = lhs.shape[:2] + tuple(count for _, count, _, _ in places)
+            source = lhs.slice((0, 0) + tuple(first for first, _, _, _ in places), (1,) * rank, counts)
+            starts = (0, 0) + tuple(start for _, _, start, _ in places)
+            target = padded.slice(starts, (1, 1) + tuple(step for _, _, _, step in places), counts)
+            self.place(source, target, node)
+        return padded
+
+    def convolution_declines(self, node):
+        """Why the convolution kernel cannot run ``node`` (a sentence), or None."""
+        lhs, rhs = (self.operand_node(node, i).shape for i in (0, 1))
+        return convolution_build.declines(lhs, rhs, node.attrs)
 
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""

@@ -106,3 +106,25 @@ def dtype_name(value, metas):
     if not (isinstance(value, str) and value in DTYPES):
         return f"expected one of {', '.join(DTYPES)}"
     return None
+
+
+def per_spatial_axis(value, metas):
+    """A tuple of positive integers, one per spatial axis of the first operand (a convolution's [N, C, *spatial])."""
+    meta = metas[0]
+    spatial = meta.rank - 2
+    if not (isinstance(value, tuple) and len(value) == spatial and all(is_whole(v) and v >= 1 for v in value)):
+        return f"expected a tuple of positive integers, one per spatial axis of the operand {_axes_text(meta)}"
+    return None
+
+
+def padding_pairs(value, metas):
+    """A (low, high) pair of integers (negative crops) per spatial axis of the first operand ([N, C, *spatial])."""
+    meta = metas[0]
+    spatial = meta.rank - 2
+    if not (
+        isinstance(value, tuple)
+        and len(value) == spatial
+        and all(isinstance(pair, tuple) and len(pair) == 2 and all(is_whole(v) for v in pair) for pair in value)
+    ):
+        return f"expected a (low, high) pair of integers per spatial axis of the operand {_axes_text(meta)}"
+    return None

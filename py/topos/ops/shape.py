@@ -367,3 +367,51 @@ class Concatenate(Primitive):
             k.place(view, out.slice(start, (1,) * len(node.shape), view.shape), node)
             offset += view.shape[axis]
         return out
+
+
+@register
+class Reverse(Primitive):
+    """The elements in reverse order along ``axes`` (numpy's ``flip``, StableHLO's ``reverse``).
+
+    Recorded by the engine: a convolution's input gradient reads its kernel spatially reversed.
+    Its derivative is itself. On WebGPU the copy kernel writes it, reading through negative strides.
+    """
+
+    name = "Reverse"
+    attributes = {"axes": kinds.axes}
+    arity = 1
+    kernel = "copy"
+    element_flops = 0
+
+    def normalize(self, metas, attrs):
+        axes = attrs.get("axes")
+        if not isinstance(axes, (tuple, list)):
+            self.fail(f"axes must be a tuple of integers, got {axes!r}", metas)
+        axes = tuple(axis_index(axis, metas[0].shape, self.name) for axis in axes)
+        if len(set(axes)) != len(axes):
+            self.fail(f"repeated axis in {axes}", metas)
+        return {"axes": tuple(sorted(axes))}
+
+    def infer(self, metas, attrs):
+        return metas[0]
+
+    def forward(self, inputs, attrs):
+        return np.flip(inputs[0], attrs["axes"]).copy()
+
+    def forward_into(self, inputs, attrs, out):
+        out[...] = np.flip(inputs[0], attrs["axes"])
+        return out
+
+    def vjp(self, e, g, operands, out, attrs):
+        return [e.apply("Reverse", [g], axes=attrs["axes"])]
+
+    def stablehlo(self, ctx, node):
+        dims = ", ".join(str(axis) for axis in node.attrs["axes"])
+        return ctx.emit(f"stablehlo.reverse {ctx.operands(node)[0]}, dims = [{dims}] : {ctx.type(node)}")
+
+    def wgsl_launch(self, k, node, views):
+        # The operand read from its last element backwards along each axis (u32 offsets wrap, so a
+        # negative stride steps back), copied into a buffer of its own.
+        out = k.output(node)
+        k.place(views[0].reversed(node.attrs["axes"]), out, node)
+        return out

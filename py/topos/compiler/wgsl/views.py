@@ -122,6 +122,16 @@ class View:
         strides = tuple(stride * st for stride, st in zip(self.strides, step))
         return View(self.buffer, offset, tuple(shape), strides)
 
+    def reversed(self, axes):
+        """The same elements in reverse order along ``axes``: the offset moves to each such axis's last
+        element and its stride changes sign (the kernels add offsets in u32, which wraps, so a negative
+        stride steps back)."""
+        if self.is_constant:
+            return self
+        offset = self.offset + sum((self.shape[axis] - 1) * self.strides[axis] for axis in axes)
+        strides = tuple(-stride if axis in axes else stride for axis, stride in enumerate(self.strides))
+        return View(self.buffer, offset, self.shape, strides)
+
     def merged(self):
         """An equivalent view of lowest rank: size-1 axes dropped, axes that step evenly joined.
 
