@@ -35,6 +35,7 @@ from .model.functions import (
     broadcast_to,
     causal_mask,
     concatenate,
+    cos,
     cross_entropy,
     equal,
     exp,
@@ -64,6 +65,7 @@ from .model.functions import (
     rsqrt,
     sigmoid,
     sign,
+    sin,
     softmax,
     softplus,
     sqrt,
@@ -79,6 +81,7 @@ from .model.functions import (
     var,
     where,
 )
+from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -115,6 +118,7 @@ __all__ = [
     "broadcast_to",
     "causal_mask",
     "concatenate",
+    "cos",
     "cross_entropy",
     "equal",
     "exp",
@@ -144,6 +148,7 @@ __all__ = [
     "rsqrt",
     "sigmoid",
     "sign",
+    "sin",
     "softmax",
     "softplus",
     "sqrt",
@@ -158,6 +163,15 @@ __all__ = [
     "transpose",
     "var",
     "where",
+    # randomness (topos.model.randomness)
+    "bernoulli",
+    "dropout",
+    "fold_in",
+    "normal",
+    "random_bits",
+    "random_key",
+    "split_key",
+    "uniform",
 ]
 
 

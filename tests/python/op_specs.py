@@ -215,6 +215,8 @@ OP_SPECS = {
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
     "Leaf": OpSpec((), docs=Api("Tape.leaf"), kernel_declined=SOURCE),
+    "Cos": unary(Api("topos.cos"), torch="torch.cos", spread=(-3.0, 3.0)),
+    "Sin": unary(Api("topos.sin"), torch="torch.sin", spread=(-3.0, 3.0)),
 }
 
 

@@ -98,7 +98,9 @@ def uniform_floats(bits, dtype):
 def _require_key(primitive, metas):
     key = metas[0]
     if key.dtype != "uint32" or key.shape != (2,):
-        primitive.fail(f"takes a key, a uint32 [2] value (topos.random_key), got {key.dtype} {format_shape(key.shape)}", metas)
+        primitive.fail(
+            f"takes a key, a uint32 [2] value (topos.random_key), got {key.dtype} {format_shape(key.shape)}", metas
+        )
 
 
 def _shape_kind(value, metas):
