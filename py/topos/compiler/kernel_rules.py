@@ -7,6 +7,7 @@ module of its own under ``topos.compiler.wgsl``.
 """
 
 from .wgsl import launch as build
+from .wgsl import random as random_build
 from .wgsl.program import ViewStep
 
 
@@ -82,6 +83,15 @@ class KernelRules:
         """The gather kernel's ``one_hot`` of the node's ``depth`` (it reads the indices dense)."""
         out = self.output(node)
         self.launch(build.one_hot(self.dense(indices, node), node.attrs["depth"], out.buffer), node.index)
+        return out
+
+    def random(self, entry, node, view):
+        """The random kernel family (``kernels/random.wgsl``) for a RandomBits, SplitKey, FoldIn or Uniform
+        node reading ``view`` (the key, or the bits): ``entry`` names the kernel's entry point."""
+        out = self.output(node)
+        source = self.with_buffer(view, node)
+        data = node.attrs.get("data", 0)
+        self.launch(random_build.random(entry, source, out.buffer, node.shape, data=data), node.index)
         return out
 
     def fill(self, view, value, node):

@@ -307,4 +307,4 @@ class Uniform(RandomPrimitive):
         return ctx.elementwise("stablehlo.subtract", node, [floats, ctx.splat(1.0, node.shape, "float32")])
 
     def wgsl_launch(self, k, node, views):
-        return k.random("uniform", node, views[0])
+        return k.random("uniform_floats", node, views[0])
