@@ -29,7 +29,8 @@ def test_case_on_webgpu(case):
         node = plan.nodes[index]
         if node.opcode in ("Parameter", "Input", "Leaf"):
             continue
-        expected = "webgpu" if lookup(node.opcode).kernel is not None and node.dtype == "float32" else "numpy"
+        primitive = lookup(node.opcode)
+        expected = "webgpu" if primitive.kernel is not None and node.dtype in primitive.device_dtypes else "numpy"
         assert backend == expected, f"node {index} {node.opcode} ran on {backend}"
 
 

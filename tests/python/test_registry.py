@@ -20,6 +20,10 @@ NON_DIFFERENTIABLE = {
     "NotEqual",
     "StopGradient",
     "OneHot",
+    "RandomBits",
+    "SplitKey",
+    "FoldIn",
+    "Uniform",
 }
 SOURCES = {"Parameter", "Input", "Leaf"}
 

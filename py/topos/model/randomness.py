@@ -125,7 +125,7 @@ def _shape(shape, key, what):
 def random_bits(key, shape):
     """uint32 random bits of ``shape`` from a recorded key, as ``jax.random.bits(key, shape)`` (records ``RandomBits``).
 
-    The layout is JAX's partitionable one (jax's default since 0.5): element i of
+    The layout is JAX's partitionable one (jax 0.10's default): element i of
     the flattened result is Threefry-2x32 of the counter i, its two words xored.
     """
     key = _recorded_key(key, "random_bits")
