@@ -39,7 +39,9 @@ def convert_payload(value, node, error_class, what, dtype=None):
     dtype = dtype or node.dtype
     what = f"{what} {describe_node(node)}"
     array = numeric_array(value, what, error_class)
-    if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+    # Whole numbers of any integer dtype may feed a uint32 value (a key, [0, 5]): the range check follows.
+    words = dtype == "uint32" and array.dtype.kind in "iu"
+    if not words and not np.can_cast(array.dtype, dtype, casting="same_kind"):
         raise error_class(f"{what}: cannot cast {array.dtype} to {dtype}")
     if tuple(array.shape) != node.shape:
         raise error_class(f"{what}: shape {format_shape(array.shape)} does not match {format_shape(node.shape)}")
