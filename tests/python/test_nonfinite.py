@@ -101,15 +101,6 @@ def topos_cross_entropy(*logits):
     return topos.stack([topos.cross_entropy(row, target) for row, target in zip(logits, targets)])
 
 
-def angles(dtype):
-    """(x,): every special value once, the largest finite ones replaced by +-1e6: WGSL promises cos
-    and sin on [-pi, pi] only, lavapipe's are accurate to 1e-7 up to |x| = 1e6 and wrong past 1e8
-    (no argument reduction of 2**128 radians), so topos's kernel is for angles, not for 1e38."""
-    values = specials(dtype)
-    values[np.abs(values) == np.finfo(dtype).max] *= 1e6 / np.finfo(dtype).max
-    return [values]
-
-
 #: op name -> (inputs, topos function, torch function)
 OPS = {
     "neg": (every_value, lambda x: -x, torch.neg),
@@ -156,8 +147,6 @@ OPS = {
         lambda t: t @ torch.tensor(WEIGHTS, dtype=t.dtype),
     ),
     "cross_entropy": (single_rows, topos_cross_entropy, torch_cross_entropy),
-    "cos": (angles, topos.cos, torch.cos),
-    "sin": (angles, topos.sin, torch.sin),
 }
 # A plain table row with no entry above: its public function against its op_specs torch function.
 OPS.update(

@@ -393,3 +393,26 @@ def test_a_dropout_training_run_of_50_steps_gives_the_same_losses_on_numpy_and_x
     np.testing.assert_allclose(xla_losses, numpy_losses, rtol=2e-5)
     assert numpy_losses[-1] < 0.8 * numpy_losses[0]  # it trains
     assert len(set(np.round(numpy_losses, 6))) == 50  # and each step drew its own mask
+
+
+# cos and sin on WebGPU: any f32 argument, reduced exactly ---------------------------------------------
+
+
+def test_webgpu_cos_and_sin_reduce_any_argument_exactly():
+    from topos.compiler.wgsl import launch as build
+    from topos.ops import lookup
+    from topos.webgpu import View, run_launches
+
+    rng = np.random.default_rng(1)
+    # Every magnitude up to the largest float32, and multiples of pi/2 where a result cancels to near 0.
+    x = np.concatenate([np.exp(rng.uniform(-3, 88, 4000)), np.pi / 2 * np.arange(1, 2001)])
+    x = (x * rng.choice([-1.0, 1.0], x.size)).astype(np.float32)
+    x = np.concatenate([x, np.float32([3.4028235e38, -3.4028235e38, 2**24, 2**25 + 2, 0.7853982, -0.0])])
+    dense = View.of_buffer(0, (x.size,))
+    for opcode, exact in (("Cos", np.cos), ("Sin", np.sin)):
+        launch = build.elementwise(lookup(opcode).wgsl, 9, (x.size,), [dense])
+        got = run_launches([launch], {0: x}, {9: x.size}, {"out": View.of_buffer(9, (x.size,))})["out"]
+        want = exact(x.astype(np.float64))
+        # A few ulp of float32 absolutely (the reduced angle's rounding), and relatively near the zeros.
+        error = np.abs(got.astype(np.float64) - want)
+        assert np.all(error <= 2e-7 * np.maximum(np.abs(want), 1e-2)), (opcode, x[np.argmax(error)], error.max())
