@@ -374,25 +374,40 @@ def dropout_mlp(dtype="float32"):
     return network, key, loss
 
 
-def test_a_dropout_training_run_of_50_steps_gives_the_same_losses_on_numpy_and_xla():
+def numpy_and_device_losses(trainer_class, steps=50):
+    """The losses of ``steps`` dropout training steps on the numpy interpreter and through
+    ``trainer_class`` (XLATrainer, DeviceTrainer), step ``step`` fed the key fold_in(base, step)."""
     network, key, loss = dropout_mlp()
     optimizer = optim.SGD(lr=0.1)
     plan = network.entry([loss]).backward(loss).lower()
-    trainer = XLATrainer(plan, network.parameters(), optimizer)
+    trainer = trainer_class(plan, network.parameters(), optimizer)
     parameters, state = network.parameters(), optimizer.init(network.parameters())
     base = topos.random_key(2026)
-    numpy_losses, xla_losses = [], []
-    for step in range(50):
+    numpy_losses, device_losses = [], []
+    for step in range(steps):
         feeds = {key: topos.fold_in(base, step)}  # a fresh key each step
         run = network.forward(parameters, feeds)
         parameters, state = optimizer.step(parameters, run.backward(loss).parameters(parameters), state)
         numpy_losses.append(float(run.of(loss)))
-        xla_losses.append(float(np.asarray(trainer.step(feeds).of(loss))))
+        device_losses.append(float(np.asarray(trainer.step(feeds).of(loss))))
+    assert numpy_losses[-1] < 0.8 * numpy_losses[0]  # it trains
+    assert len(set(np.round(numpy_losses, 6))) == steps  # and each step drew its own mask
+    return plan, numpy_losses, device_losses
+
+
+def test_a_dropout_training_run_of_50_steps_gives_the_same_losses_on_numpy_and_xla():
+    _, numpy_losses, xla_losses = numpy_and_device_losses(XLATrainer)
     # float32 rounding only: the masks are the same bits on both (a mask differing in one element
     # would move a loss by about 1e-2).
     np.testing.assert_allclose(xla_losses, numpy_losses, rtol=2e-5)
-    assert numpy_losses[-1] < 0.8 * numpy_losses[0]  # it trains
-    assert len(set(np.round(numpy_losses, 6))) == 50  # and each step drew its own mask
+
+
+def test_a_dropout_training_run_of_50_steps_gives_the_same_losses_on_numpy_and_webgpu():
+    from topos.webgpu import DeviceTrainer
+
+    plan, numpy_losses, device_losses = numpy_and_device_losses(DeviceTrainer)
+    np.testing.assert_allclose(device_losses, numpy_losses, rtol=2e-5)
+    assert "0 host steps" in plan.kernels().summary()  # the draws run on the device too
 
 
 # cos and sin on WebGPU: any f32 argument, reduced exactly ---------------------------------------------
