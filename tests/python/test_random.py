@@ -320,6 +320,8 @@ def test_a_key_is_a_uint32_input_fed_checked_and_shown_like_any_input():
             network.forward(network.parameters(), {key: bad})
     with pytest.raises(RecordingError, match="do not fit uint32"):
         Tape().input([-1, 2], dtype="uint32")
+    assert Tape().leaf(topos.random_key(1)).dtype == "uint32"  # a constant key
+    assert Tape().parameter(topos.random_key(1)).dtype == "float64"  # a parameter is trained: the tape's floats
     plan = network.entry([u]).lower()
     described = plan.describe()
     assert "Input" in described.splitlines()[0] and "[2]" in described.splitlines()[0]

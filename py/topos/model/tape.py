@@ -110,7 +110,7 @@ class Tape:
         return self._source("Input", value, name, dtype)
 
     def leaf(self, value, dtype=None):
-        """A constant."""
+        """A constant (a uint32 array, a random key, stays uint32 without a ``dtype``)."""
         return self._source("Leaf", value, None, dtype)
 
     def value(self, symbol):
@@ -131,8 +131,8 @@ class Tape:
     def _source(self, opcode, value, name, dtype):
         self._check_open()
         source = user_source()
-        if dtype is None and str(getattr(value, "dtype", "")) == "uint32":
-            dtype = "uint32"  # a random key: words, not the tape's floats
+        if dtype is None and opcode != "Parameter" and str(getattr(value, "dtype", "")) == "uint32":
+            dtype = "uint32"  # a random key, fed or constant: words, not the tape's floats
         dtype = canonical_dtype(dtype) if dtype is not None else self.dtype
         what = f"{opcode.lower()}()" if dtype not in INTEGER_DTYPES else f"{opcode.lower()}(dtype={dtype!r})"
         if isinstance(value, Value):
