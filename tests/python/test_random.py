@@ -154,6 +154,26 @@ def test_xla_gives_the_same_bits_as_numpy(key):
         assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
 
 
+def test_iree_gives_the_same_bits_as_numpy():
+    import iree.compiler
+    import iree.runtime
+
+    network, _, outputs = record_draws((5, 77), every_draw)
+    plan = network.entry(outputs).lower()
+    binary = iree.compiler.compile_str(
+        plan.emit_stablehlo(),
+        target_backends=["llvm-cpu"],
+        input_type="stablehlo",
+        extra_args=["--iree-llvmcpu-target-cpu=generic"],
+    )
+    module = iree.runtime.load_vm_flatbuffer(binary, driver="local-task")
+    got = list(module.main(*plan.argument_values(network.parameters())))
+    assert len(got) == len(outputs)
+    for result, want in zip(got, run_all(network, outputs, "numpy")):
+        result = np.asarray(result.to_host())
+        assert result.shape == want.shape and np.array_equal(result.view(np.uint32), want.view(np.uint32))
+
+
 @pytest.mark.parametrize("key", KEYS)
 def test_webgpu_gives_the_same_bits_as_numpy(key):
     network, _, outputs = record_draws(key, every_draw)
