@@ -334,7 +334,7 @@ def test_a_key_is_a_uint32_input_fed_checked_and_shown_like_any_input():
     network, (key, u) = Tape.record(build, dtype="float64")
     assert network.node(key).dtype == "uint32" and network.node(u).dtype == "float32"
     run = network.forward(network.parameters(), {key: [0, 5]})
-    assert np.array_equal(run.of(u).numpy(), jax.random.uniform(jax_key((0, 5)), (2, 3)))
+    assert np.array_equal(run.of(u).numpy(), jax.random.uniform(jax_key((0, 5)), (2, 3), np.float32))
     for bad in ([-1, 5], [0, 2**32], [0.5, 1]):
         with pytest.raises(FeedError):
             network.forward(network.parameters(), {key: bad})
