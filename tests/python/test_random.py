@@ -143,6 +143,8 @@ def every_draw(tape, key):
     draws += [keys, topos.fold_in(key, 2026), topos.random_bits(keys[3], (70,))]
     draws += [topos.random_bits(topos.fold_in(keys[1], 9), (3, 3))]
     draws += [topos.uniform(key, (130,)), topos.uniform(key, (2, 65))]
+    strided = topos.transpose(topos.random_bits(key, (3, 5, 4)), (2, 0, 1))[1:, :, ::2]  # a view, no copy
+    draws += [tape.apply("Uniform", [strided], dtype="float32")]
     return draws
 
 
