@@ -456,3 +456,27 @@ def test_webgpu_cos_and_sin_reduce_any_argument_exactly():
         # A few ulp of float32 absolutely (the reduced angle's rounding), and relatively near the zeros.
         error = np.abs(got.astype(np.float64) - want)
         assert np.all(error <= 2e-7 * np.maximum(np.abs(want), 1e-2)), (opcode, x[np.argmax(error)], error.max())
+
+
+def test_the_playground_reads_a_recording_with_a_key_and_prints_its_bits():
+    import json
+
+    from topos import playground
+
+    code = (
+        "import topos\n"
+        "from topos import Tape\n"
+        "def build(tape):\n"
+        "    key = tape.input(topos.random_key(3), name='key')\n"
+        "    return [key, topos.random_bits(key, (2, 3))]\n"
+        "network, (key, bits) = Tape.record(build)\n"
+        "print(network.forward(network.parameters()).of(bits))\n"
+    )
+    result = json.loads(playground.run(code))
+    assert result["error"] is None
+    printed = result["output_text"].replace("[", " ").replace("]", " ").split()
+    assert printed == [str(b) for b in jax_bits((0, 3), (2, 3)).reshape(-1)]
+    graph = result["readings"]["graph"]["graph"]["nodes"]
+    assert (graph[0]["opcode"], graph[0]["dtype"], graph[0]["name"]) == ("Input", "uint32", "key")
+    assert "tensor<2xui32>" in result["readings"]["hlo"]["text"]
+    assert "random:bits" in result["readings"]["kernels"]["text"]
