@@ -13,8 +13,9 @@
 //
 // Bindings (group 0):
 //   0  uniform             params   array<vec4<u32>, 16>: the u32 words below
-//   1  storage read_write  out      array<f32> (array<i32> copies the same bits)
-//   2  storage read        source   array<f32> (copy only)
+//   1  storage read_write  out      array<u32>: the words of any 4-byte dtype (f32, i32, u32),
+//                                   moved bit for bit (a NaN's payload, a random key's words)
+//   2  storage read        source   array<u32> (copy only)
 //
 // Parameters (u32 words):
 //   0  count           number of elements to move
@@ -28,8 +29,8 @@
 // ceil(count / 64) workgroups, numbered gx * wy + wx.
 
 @group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
-@group(0) @binding(1) var<storage, read_write> out: array<f32>;
-@group(0) @binding(2) var<storage, read> source: array<f32>;
+@group(0) @binding(1) var<storage, read_write> out: array<u32>;
+@group(0) @binding(2) var<storage, read> source: array<u32>;
 
 {{COMMON}}
 
@@ -56,5 +57,5 @@ fn fill(
     if (i >= word(0u)) {
         return;
     }
-    out[strided(i, 15u)] = bitcast<f32>(word(22u));
+    out[strided(i, 15u)] = word(22u);
 }

@@ -184,6 +184,99 @@ fn power(base: f32, exponent: f32) -> f32 {
     return select(magnitude, -magnitude, odd);
 }
 
+// cos and sin of any f32 to about 1e-7: WGSL promises its cos and sin to an absolute 2^-11 on
+// [-pi, pi] only, and lavapipe's lose every digit past |x| = 1e8. Past pi/4 the argument is reduced
+// exactly (Payne and Hanek): |x| 2/pi modulo 4, from the 96 bits of 2/pi that x's exponent picks,
+// multiplied in 16-bit limbs (WGSL has no 64-bit product), leaves a quadrant q and an angle y in
+// [-pi/4, pi/4], whose cos and sin the builtins give to the last bits; cos(x) and sin(x) are then
+// +-cos(y) or +-sin(y) by q. The words: 2/pi in binary after a zero word (fdlibm's table).
+var<private> two_over_pi: array<u32, 9> = array<u32, 9>(
+    0u, 0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
+);
+
+struct Reduced {
+    quadrant: u32,
+    angle: f32,
+}
+
+fn reduce_quarter_turns(magnitude: f32) -> Reduced {
+    let bits = bitcast<u32>(magnitude);
+    let mantissa = (bits & 0x7fffffu) | 0x800000u;
+    // magnitude = mantissa 2^(e - 23); the bits of 2/pi from 2^-(e - 24) on give its product modulo 4.
+    let first = u32(i32((bits >> 23u) & 0xffu) - 127 + 7);
+    let word = first / 32u;
+    let shift = first % 32u;
+    var window: array<u32, 3>;
+    for (var k = 0u; k < 3u; k = k + 1u) {
+        let low = select(two_over_pi[word + k + 1u] >> (32u - shift), 0u, shift == 0u);
+        window[k] = (two_over_pi[word + k] << shift) | low;
+    }
+    var limbs = array<u32, 6>(
+        window[2] & 0xffffu, window[2] >> 16u, window[1] & 0xffffu, window[1] >> 16u, window[0] & 0xffffu, window[0] >> 16u,
+    );
+    let low_mantissa = mantissa & 0xffffu;
+    let high_mantissa = mantissa >> 16u;
+    var product: array<u32, 6>;
+    var carry = 0u;
+    for (var i = 0u; i < 6u; i = i + 1u) {
+        let a = low_mantissa * limbs[i];
+        var b = 0u;
+        if (i > 0u) {
+            b = high_mantissa * limbs[i - 1u];
+        }
+        let sum = carry + (a & 0xffffu) + (b & 0xffffu);
+        product[i] = sum & 0xffffu;
+        carry = (sum >> 16u) + (a >> 16u) + (b >> 16u);
+    }
+    // The low 96 bits of the product are (magnitude 2/pi mod 4) 2^94: the quadrant, then the fraction
+    // f. Past a half, the angle is f - 1 of the next quadrant, formed as -(2^94 - f) in the limbs:
+    // a subtraction in f32 would cancel the digits of an angle near a multiple of pi/2.
+    var quadrant = product[5] >> 14u;
+    product[5] = product[5] & 0x3fffu;
+    let past_half = (product[5] & 0x2000u) != 0u;
+    if (past_half) {
+        var plus_one = 1u;
+        for (var i = 0u; i < 6u; i = i + 1u) {
+            let negated = (~product[i] & 0xffffu) + plus_one;
+            product[i] = negated & 0xffffu;
+            plus_one = negated >> 16u;
+        }
+        product[5] = product[5] & 0x3fffu;
+        quadrant = quadrant + 1u;
+    }
+    let top = (product[5] << 16u) | product[4];
+    var fraction = f32(top) * 9.313225746154785e-10 + f32(product[3]) * 1.4210854715202004e-14;
+    fraction = select(fraction, -fraction, past_half);
+    return Reduced(quadrant & 3u, fraction * 1.5707964);
+}
+
+fn precise_cos(x: f32) -> f32 {
+    if (is_nan(x) || is_infinite(x)) {
+        return not_a_number();
+    }
+    if (abs(x) < 0.7853982) {
+        return cos(x);
+    }
+    let r = reduce_quarter_turns(abs(x));
+    let c = cos(r.angle);
+    let s = sin(r.angle);
+    return select(select(select(s, -c, r.quadrant == 2u), -s, r.quadrant == 1u), c, r.quadrant == 0u);
+}
+
+fn precise_sin(x: f32) -> f32 {
+    if (is_nan(x) || is_infinite(x)) {
+        return not_a_number();
+    }
+    if (abs(x) < 0.7853982) {
+        return sin(x);
+    }
+    let r = reduce_quarter_turns(abs(x));
+    let c = cos(r.angle);
+    let s = sin(r.angle);
+    let value = select(select(select(-c, -s, r.quadrant == 2u), c, r.quadrant == 1u), s, r.quadrant == 0u);
+    return select(value, -value, x < 0.0);
+}
+
 fn load_x(i: u32) -> f32 {
     return {{LOAD_X}};
 }

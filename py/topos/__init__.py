@@ -36,6 +36,7 @@ from .model.functions import (
     broadcast_to,
     causal_mask,
     concatenate,
+    cos,
     cross_entropy,
     equal,
     exp,
@@ -65,6 +66,7 @@ from .model.functions import (
     rsqrt,
     sigmoid,
     sign,
+    sin,
     softmax,
     softplus,
     sqrt,
@@ -81,6 +83,7 @@ from .model.functions import (
     where,
 )
 from .model.scans import argmax, argmin, cumsum, top_k
+from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -120,6 +123,7 @@ __all__ = [
     "conv",
     "conv1d",
     "conv2d",
+    "cos",
     "cross_entropy",
     "equal",
     "exp",
@@ -149,6 +153,7 @@ __all__ = [
     "rsqrt",
     "sigmoid",
     "sign",
+    "sin",
     "softmax",
     "softplus",
     "sqrt",
@@ -167,6 +172,15 @@ __all__ = [
     "argmin",
     "cumsum",
     "top_k",
+    # randomness (topos.model.randomness)
+    "bernoulli",
+    "dropout",
+    "fold_in",
+    "normal",
+    "random_bits",
+    "random_key",
+    "split_key",
+    "uniform",
 ]
 
 

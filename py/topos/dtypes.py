@@ -10,8 +10,13 @@ from .errors import DtypeError
 
 FLOAT_DTYPES = ("float32", "float64")
 INDEX_DTYPES = ("int32",)
-DTYPES = FLOAT_DTYPES + INDEX_DTYPES
+#: Unsigned 32-bit words: random keys and the bits a counter-based generator makes (``topos.ops.random``).
+#: A uint32 value is data, not a number to differentiate; WGSL computes it as ``u32``.
+BITS_DTYPES = ("uint32",)
+INTEGER_DTYPES = INDEX_DTYPES + BITS_DTYPES
+DTYPES = FLOAT_DTYPES + INDEX_DTYPES + BITS_DTYPES
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+UINT32_MAX = 2**32 - 1
 
 
 def canonical_dtype(dtype, supported=DTYPES):

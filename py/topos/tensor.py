@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .dtypes import DTYPES, INT32_MAX, INT32_MIN
+from .dtypes import DTYPES, INT32_MAX, INT32_MIN, UINT32_MAX
 from .errors import ArgumentError, ArgumentTypeError, DtypeError, IndexingError, ShapeError
 from .ops.registry import axis_tuple
 from .ops.shape import reshape_target
@@ -51,6 +51,34 @@ def int32_problem(array):
     low, high = int(array.min()), int(array.max())
     if low < INT32_MIN or high > INT32_MAX:
         return f"values {low}..{high} do not fit int32"
+    return None
+
+
+def uint32_problem(array):
+    """Why the numbers of ``array`` cannot be uint32 words (a phrase), or None when they can.
+
+    Each must be whole and within 0..2**32-1: a negative value would otherwise wrap
+    around silently (-1 becomes 4294967295), and so would one past the top.
+    """
+    if array.size == 0 or array.dtype.kind in "bu" and array.dtype.itemsize <= 4:
+        return None
+    if array.dtype.kind == "f":
+        if not np.all(np.isfinite(array)):
+            return "needs whole numbers, got a value that is not finite"
+        if not np.all(np.mod(array, 1) == 0):
+            return "needs whole numbers"
+    low, high = int(array.min()), int(array.max())
+    if low < 0 or high > UINT32_MAX:
+        return f"values {low}..{high} do not fit uint32"
+    return None
+
+
+def integer_problem(array, dtype):
+    """``int32_problem`` or ``uint32_problem`` for an integer ``dtype``; None for a float dtype."""
+    if dtype == "int32":
+        return int32_problem(array)
+    if dtype == "uint32":
+        return uint32_problem(array)
     return None
 
 
@@ -159,7 +187,7 @@ class Tensor:
 
     @property
     def dtype(self):
-        """The dtype's name: ``"float64"``, ``"float32"`` or ``"int32"``."""
+        """The dtype's name: ``"float64"``, ``"float32"``, ``"int32"`` or ``"uint32"`` (a random key)."""
         return self.array.dtype.name
 
     @property

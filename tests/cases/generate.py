@@ -160,13 +160,15 @@ class Case:
             "inputs": [encode(a, dtype) for a, dtype in self.inputs],
             "nodes": serialised,
             "outputs": [symbol.index for symbol in outputs],
-            "expected": [encode(want, "float32") for want in exact],
+            # uint32 outputs (random bits, keys) are stored as words, to be matched exactly.
+            "expected": [encode(want, nodes[o.index].dtype) for want, o in zip(exact, outputs)],
             "tolerance": {"rtol": RTOL, "atol": float(f"{max(atol, 1e-37):.3g}")},
         }
 
 
 F = "float32"
 I = "int32"  # noqa: E741
+U = "uint32"
 
 
 def unary_cases():
@@ -719,6 +721,68 @@ def index_equal_cases():
     )
 
 
+def jax_key(key):
+    import jax
+
+    return jax.random.wrap_key_data(np.asarray(key, dtype=np.uint32))
+
+
+def jax_bits(key, shape):
+    import jax
+
+    return np.asarray(jax.random.bits(jax_key(key), shape, dtype=np.uint32))
+
+
+def random_cases():
+    """Threefry-2x32 against JAX (``jax.random``): bits, keys and floats exactly, dropout's mask
+    from JAX's bits."""
+    import jax
+
+    key = np.array([1234, 5678], dtype=np.uint32)
+    yield Case(
+        "RandomBits [3, 67] (jax.random.bits)",
+        [(key, U)],
+        lambda t, k: topos.random_bits(k, (3, 67)),
+        lambda k: jax_bits(k, (3, 67)),
+    )
+    yield Case(
+        "RandomBits rank 3 [2, 3, 5] of key [0, 0]",
+        [(np.zeros(2, np.uint32), U)],
+        lambda t, k: topos.random_bits(k, (2, 3, 5)),
+        lambda k: jax_bits(k, (2, 3, 5)),
+    )
+    yield Case(
+        "SplitKey into 5 keys (jax.random.split)",
+        [(key, U)],
+        lambda t, k: topos.split_key(k, 5),
+        lambda k: np.asarray(jax.random.key_data(jax.random.split(jax_key(k), 5))),
+    )
+    yield Case(
+        "FoldIn of 2026 (jax.random.fold_in)",
+        [(key, U)],
+        lambda t, k: topos.fold_in(k, 2026),
+        lambda k: np.asarray(jax.random.key_data(jax.random.fold_in(jax_key(k), 2026))),
+    )
+    yield Case(
+        "RandomBits [70] of the fourth of 5 split keys",
+        [(key, U)],
+        lambda t, k: topos.random_bits(topos.split_key(k, 5)[3], (70,)),
+        lambda k: jax_bits(np.asarray(jax.random.key_data(jax.random.split(jax_key(k), 5)))[3], (70,)),
+    )
+    yield Case(
+        "Uniform float32 [130] (jax.random.uniform)",
+        [(key, U)],
+        lambda t, k: topos.uniform(k, (130,)),
+        lambda k: np.asarray(jax.random.uniform(jax_key(k), (130,), dtype=np.float32)).astype(np.float64),
+    )
+    yield Case(
+        "dropout at rate 0.25 of [4, 33]",
+        [(normal(4, 33), F), (key, U)],
+        lambda t, x, k: topos.dropout(x, 0.25, k),
+        lambda x, k: np.where(jax_bits(k, (4, 33)) < np.uint32(3 << 30), x / 0.75, 0.0),
+    )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -735,6 +799,7 @@ def all_cases():
         scan_cases,
         index_equal_cases,
         convolution_cases,
+        random_cases,
     ):
         yield from group()
 

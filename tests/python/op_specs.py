@@ -31,7 +31,8 @@ class Domain:
     """Where one operand's values may lie.
 
     ``kind`` is one of "real", "positive", "nonnegative", "nonzero" (either sign, kept away
-    from 0) and "index" (int32 values in range, which the op itself checks). ``draw`` is the
+    from 0), "index" (int32 values in range, which the op itself checks) and "words" (uint32: a
+    random key or random bits, any words). ``draw`` is the
     range a test draws from when it has no reason to choose its own: the magnitudes, for
     "nonzero", whose sign is drawn too.
     """
@@ -53,6 +54,8 @@ class Domain:
             return bool(np.all(np.abs(values) > margin))
         if self.kind == "index":
             return values.dtype.kind in "iu" and bool(np.all(values >= 0))
+        if self.kind == "words":
+            return values.dtype == np.uint32
         raise ValueError(f"unknown domain kind {self.kind!r}")
 
     def sample(self, rng, shape, low=None, high=None):
@@ -75,6 +78,8 @@ NONZERO = Domain("away from zero (a denominator)", "nonzero", draw=(0.5, 2.0))
 AWAY_FROM_KINK = Domain("away from relu's kink at 0", "nonzero", draw=(0.1, 2.0))
 EXPONENT = Domain("an exponent", "real", draw=(-2.0, 2.0))
 INDEX = Domain("an index in 0..n-1", "index")
+KEY = Domain("a random key: uint32 [2] (topos.random_key)", "words")
+BITS = Domain("random bits: uint32 words", "words")
 
 
 @dataclass(frozen=True)
@@ -222,6 +227,12 @@ OP_SPECS = {
     "IndexToFloat": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.equal"), notes=("int32 operands of equal",)),
     "Convolution": OpSpec((REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv")),
     "Reverse": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("conv (its kernel, spatially reversed)")),
+    "Cos": unary(Api("topos.cos"), torch="torch.cos", spread=(-3.0, 3.0)),
+    "Sin": unary(Api("topos.sin"), torch="torch.sin", spread=(-3.0, 3.0)),
+    "RandomBits": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.random_bits")),
+    "SplitKey": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.split_key")),
+    "FoldIn": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.fold_in")),
+    "Uniform": OpSpec((BITS,), docs=Api("topos.uniform")),
 }
 
 

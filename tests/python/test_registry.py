@@ -24,6 +24,10 @@ NON_DIFFERENTIABLE = {
     "ArgMin",
     "TopK",
     "IndexToFloat",
+    "RandomBits",
+    "SplitKey",
+    "FoldIn",
+    "Uniform",
 }
 SOURCES = {"Parameter", "Input", "Leaf"}
 

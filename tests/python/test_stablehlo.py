@@ -207,6 +207,23 @@ def case_grouped_convolution(tape, rng):
     return batched, tape.apply("Convolution", [v, k], padding=((1, 1),), feature_groups=2)
 
 
+def random_case(make_key, shape=(3, 4)):
+    """Uniform floats drawn from a key ``make_key(tape, key)`` makes of a key input, times a parameter."""
+
+    def case(tape, rng):
+        key = make_key(tape, tape.input(topos.random_key(int(rng.integers(0, 2**32)))))
+        bits = tape.apply("RandomBits", [key], shape=shape)
+        floats = tape.apply("Uniform", [bits], dtype=tape.dtype)
+        return tape.apply("Mul", [floats, tape.parameter(uniform(rng, shape))])
+
+    return case
+
+
+def second_key(tape, key):
+    keys = tape.apply("SplitKey", [key], count=3)
+    return tape.apply("Reshape", [tape.apply("Slice", [keys], start=(1, 0), stop=(2, 2), step=(1, 1))], shape=(2,))
+
+
 CASES = {
     "Neg": [unary("Neg")],
     "Exp": [unary("Exp")],
@@ -258,6 +275,10 @@ CASES = {
     "IndexToFloat": [case_index_equal],
     "Convolution": [case_convolution, case_grouped_convolution],
     "Reverse": [shaped("Reverse", (2, 3, 4), axes=(0, 2))],
+    "RandomBits": [random_case(lambda tape, key: key), random_case(lambda tape, key: key, (2, 3, 5))],
+    "SplitKey": [random_case(second_key)],
+    "FoldIn": [random_case(lambda tape, key: tape.apply("FoldIn", [key], data=12345))],
+    "Uniform": [random_case(lambda tape, key: key, (7,))],
 }
 # A plain table row with no case above is lowered over its op_specs domain's draw.
 CASES.update({opcode: [unary(opcode, *OP_SPECS[opcode].operands[0].draw)] for opcode in derived_unary_rows(CASES)})

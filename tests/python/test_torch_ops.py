@@ -344,6 +344,43 @@ CASES = [
     ),
 ]
 
+
+# Dropout: the mask is JAX's (jax.random.bits of the same key: an element is kept where its bits
+# are below 0.75 * 2**32, which is uniform < 0.75 in float32 and float64 alike), the rest torch's.
+DROPOUT_KEY = np.array([7, 2026], dtype=np.uint32)
+
+
+def jax_keep_mask(key, shape, keep=0.75):
+    import jax
+
+    bits = np.asarray(jax.random.bits(jax.random.wrap_key_data(key), shape, dtype=np.uint32))
+    return torch.tensor(bits < np.uint32(keep * 2**32))
+
+
+def dropout_of_derived_key(key):
+    import jax
+
+    derived = jax.random.fold_in(jax.random.split(jax.random.wrap_key_data(key), 3)[1], 7)
+    return np.asarray(jax.random.key_data(derived))
+
+
+CASES += [
+    OpCase(
+        "dropout",
+        [normal(3, 5)],
+        lambda tape, x: topos.dropout(x, 0.25, tape.input(DROPOUT_KEY)),
+        lambda x: torch.where(jax_keep_mask(DROPOUT_KEY, (3, 5)), x / 0.75, torch.zeros_like(x)),
+    ),
+    OpCase(
+        "dropout_split_fold_in",
+        [normal(4, 3)],
+        lambda tape, x: topos.dropout(x, 0.25, topos.fold_in(topos.split_key(tape.input(DROPOUT_KEY), 3)[1], 7)),
+        lambda x: torch.where(
+            jax_keep_mask(dropout_of_derived_key(DROPOUT_KEY), (4, 3)), x / 0.75, torch.zeros_like(x)
+        ),
+    ),
+]
+
 # A plain table row with no case above is checked from its op_specs row: its public function
 # against its torch function, over its domain's spread (drawn from the op's own generator).
 CASES += [

@@ -10,6 +10,7 @@ from ..ops.convolution import columns_last, padded_extents, placement
 from .wgsl import convolution as convolution_build
 from .wgsl import launch as build
 from .wgsl import scans
+from .wgsl import random as random_build
 from .wgsl.program import ViewStep
 from .wgsl.views import element_count
 
@@ -151,6 +152,15 @@ class KernelRules:
         """Why the convolution kernel cannot run ``node`` (a sentence), or None."""
         lhs, rhs = (self.operand_node(node, i).shape for i in (0, 1))
         return convolution_build.declines(lhs, rhs, node.attrs)
+
+    def random(self, entry, node, view):
+        """The random kernel family (``kernels/random.wgsl``) for a RandomBits, SplitKey, FoldIn or Uniform
+        node reading ``view`` (the key, or the bits): ``entry`` names the kernel's entry point."""
+        out = self.output(node)
+        source = self.with_buffer(view, node)
+        data = node.attrs.get("data", 0)
+        self.launch(random_build.random(entry, source, out.buffer, node.shape, data=data), node.index)
+        return out
 
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""

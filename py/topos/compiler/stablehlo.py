@@ -29,7 +29,7 @@ from ..errors import LoweringError
 from ..ops import lookup
 from ..text import recorded_at
 
-ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "bool": "i1"}
+ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "uint32": "ui32", "bool": "i1"}
 
 #: constants with more elements than this are written as hex blobs (exact and fast)
 LITERAL_LIMIT = 16
@@ -50,7 +50,7 @@ def i64_array(values):
 
 def scalar_literal(value, dtype):
     """One element as MLIR writes it: exact decimal floats, hex bit patterns for inf and NaN."""
-    if dtype == "int32":
+    if dtype in ("int32", "uint32"):
         return str(int(value))
     if dtype == "bool":
         return "true" if value else "false"
@@ -158,7 +158,7 @@ class Lowering:
 
     def compare(self, direction, a, b, shape, dtype):
         """A ``tensor<...xi1>`` of ``a direction b`` (LT, LE, GT, GE, EQ, NE)."""
-        kind = "SIGNED" if dtype == "int32" else "FLOAT"
+        kind = {"int32": "SIGNED", "uint32": "UNSIGNED"}.get(dtype, "FLOAT")
         operand_type = tensor_type(shape, dtype)
         return self.emit(
             f"stablehlo.compare {direction}, {a}, {b}, {kind} : "

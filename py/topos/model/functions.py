@@ -181,6 +181,16 @@ def rsqrt(v):
     return _unary("Rsqrt", v)
 
 
+def cos(v):
+    """The cosine, elementwise, of an angle in radians (records ``Cos``)."""
+    return _unary("Cos", v)
+
+
+def sin(v):
+    """The sine, elementwise, of an angle in radians (records ``Sin``)."""
+    return _unary("Sin", v)
+
+
 def tanh(v):
     """The hyperbolic tangent, elementwise (records ``Tanh``)."""
     return _unary("Tanh", v)

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from ..display import values_text
+from ..dtypes import FLOAT_DTYPES
 from ..tensor import Tensor, freeze
 from ..text import format_shape, plural
 from .autodiff import EagerEmitter, ancestors, check_backward, reverse_scan
@@ -151,7 +152,7 @@ class Field:
             # The first scan forms no cotangent inside a composite, nor for a node that depends on constants alone.
             array = self._second_scan().get(index)
         if array is None:
-            return np.zeros(node.shape, dtype=node.dtype if node.dtype != "int32" else self.run.network.dtype)
+            return np.zeros(node.shape, dtype=node.dtype if node.dtype in FLOAT_DTYPES else self.run.network.dtype)
         if array.shape != node.shape:
             array = np.broadcast_to(array, node.shape)
         return array
@@ -159,7 +160,7 @@ class Field:
     def of(self, symbol):
         """d target / d the node that ``symbol`` names, as a ``Tensor`` of that node's shape.
 
-        A node with no path to the target gets zeros (an ``int32`` node, zeros
+        A node with no path to the target gets zeros (an ``int32`` or ``uint32`` node, zeros
         of the network's dtype). Raises ``FeedError`` for a symbol of another network.
         """
         return Tensor(self._array(self.run.network.index_of(symbol)))

@@ -16,7 +16,7 @@ import numpy as np
 from ..display import bundle, table_html, text_table, values_text
 from ..dtypes import FLOAT_DTYPES
 from ..errors import ArgumentError, ArgumentTypeError, FeedError
-from ..tensor import Tensor, freeze, frozen, immutable, int32_problem, numeric_array
+from ..tensor import Tensor, freeze, frozen, immutable, integer_problem, numeric_array
 from ..text import format_shape, plural
 from .checkpoint import save_parameters
 from .nodes import Symbol, describe_node
@@ -39,14 +39,15 @@ def convert_payload(value, node, error_class, what, dtype=None):
     dtype = dtype or node.dtype
     what = f"{what} {describe_node(node)}"
     array = numeric_array(value, what, error_class)
-    if not np.can_cast(array.dtype, dtype, casting="same_kind"):
+    # Whole numbers of any integer dtype may feed a uint32 value (a key, [0, 5]): the range check follows.
+    words = dtype == "uint32" and array.dtype.kind in "iu"
+    if not words and not np.can_cast(array.dtype, dtype, casting="same_kind"):
         raise error_class(f"{what}: cannot cast {array.dtype} to {dtype}")
     if tuple(array.shape) != node.shape:
         raise error_class(f"{what}: shape {format_shape(array.shape)} does not match {format_shape(node.shape)}")
-    if dtype == "int32":
-        problem = int32_problem(array)
-        if problem is not None:
-            raise error_class(f"{what}: {problem}")
+    problem = integer_problem(array, dtype)
+    if problem is not None:
+        raise error_class(f"{what}: {problem}")
     # Comparing the dtype itself with the name is exact and much cheaper than reading ``dtype.name``.
     if array.dtype != dtype:
         return freeze(array.astype(dtype))

@@ -20,10 +20,10 @@ from contextlib import contextmanager
 import numpy as np
 
 from ..display import bundle, table_html, text_card
-from ..dtypes import FLOAT_DTYPES, canonical_dtype
+from ..dtypes import FLOAT_DTYPES, INTEGER_DTYPES, canonical_dtype
 from ..errors import ArgumentError, ArgumentTypeError, FeedError, RecordingError, SealedTapeError, ShapeError
 from ..ops import lookup
-from ..tensor import freeze, int32_problem, numeric_array
+from ..tensor import freeze, integer_problem, numeric_array
 from ..text import format_shape, plural
 from .nodes import Node, Symbol, describe_node_rows, describe_nodes, recording_scope, user_source
 from .value import Value
@@ -102,11 +102,15 @@ class Tape:
         return self._source("Parameter", value, name, dtype)
 
     def input(self, value, name=None, dtype=None):
-        """A source fed per run; ``value`` is its default. ``dtype="int32"`` for token ids."""
+        """A source fed per run; ``value`` is its default. ``dtype="int32"`` for token ids.
+
+        A uint32 array (a random key, ``topos.random_key(seed)``) records a uint32 input
+        without a ``dtype``: keys are words, never the tape's floats.
+        """
         return self._source("Input", value, name, dtype)
 
     def leaf(self, value, dtype=None):
-        """A constant."""
+        """A constant (a uint32 array, a random key, stays uint32 without a ``dtype``)."""
         return self._source("Leaf", value, None, dtype)
 
     def value(self, symbol):
@@ -127,8 +131,10 @@ class Tape:
     def _source(self, opcode, value, name, dtype):
         self._check_open()
         source = user_source()
+        if dtype is None and opcode != "Parameter" and str(getattr(value, "dtype", "")) == "uint32":
+            dtype = "uint32"  # a random key, fed or constant: words, not the tape's floats
         dtype = canonical_dtype(dtype) if dtype is not None else self.dtype
-        what = f"{opcode.lower()}()" if dtype != "int32" else f"{opcode.lower()}(dtype='int32')"
+        what = f"{opcode.lower()}()" if dtype not in INTEGER_DTYPES else f"{opcode.lower()}(dtype={dtype!r})"
         if isinstance(value, Value):
             raise ArgumentTypeError(f"{what} takes a payload (number, list, array), not a recorded value")
         try:
@@ -137,10 +143,9 @@ class Tape:
             raise RecordingError(str(error), source) from None
         # A copy: the node keeps its payload however the caller's array changes later.
         payload = np.array(array, copy=True)
-        if dtype == "int32":
-            problem = int32_problem(payload)
-            if problem is not None:
-                raise RecordingError(f"{what} {problem}", source)
+        problem = integer_problem(payload, dtype)
+        if problem is not None:
+            raise RecordingError(f"{what} {problem}", source)
         payload = freeze(payload.astype(dtype, copy=False))
         index = len(self._nodes)
         if opcode == "Parameter":

@@ -158,6 +158,25 @@ def tanh_vjp(e, g, x, out):
 Tanh = unary("Tanh", numpy=np.tanh, hlo="stablehlo.tanh", wgsl="safe_tanh(x)", vjp=tanh_vjp)
 
 
+# d cos(x) = -sin(x), d sin(x) = cos(x). WGSL promises its cos and sin to an absolute 2^-11 on
+# [-pi, pi] only: precise_cos and precise_sin (kernels/elementwise.wgsl) reduce any argument exactly.
+Cos = unary(
+    "Cos",
+    numpy=np.cos,
+    hlo="stablehlo.cosine",
+    wgsl="precise_cos(x)",
+    vjp=lambda e, g, x, out: [e.neg(e.mul(g, e.apply("Sin", [x])))],
+)
+
+Sin = unary(
+    "Sin",
+    numpy=np.sin,
+    hlo="stablehlo.sine",
+    wgsl="precise_sin(x)",
+    vjp=lambda e, g, x, out: [e.mul(g, e.apply("Cos", [x]))],
+)
+
+
 def stable_sigmoid(x):
     """1 / (1 + e^-x) in two branches so that neither exp overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below."""
     positive = x >= 0

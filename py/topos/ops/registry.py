@@ -38,7 +38,7 @@ from ..text import format_shape
 REQUIRED_RULES = ("infer", "forward", "vjp", "stablehlo")
 
 #: Bytes one element of each dtype takes, for the bytes a node moves (``Primitive.cost``).
-ITEM_BYTES = {"float32": 4, "float64": 8, "int32": 4}
+ITEM_BYTES = {"float32": 4, "float64": 8, "int32": 4, "uint32": 4}
 
 
 @dataclass(frozen=True)

@@ -47,12 +47,18 @@ def reshape_target(shape, source_shape):
     return shape
 
 
+#: The result dtypes the device computes a shape op in: the copy kernel moves 4-byte words bit for
+#: bit, so a random key split and sliced stays on the device (int32 indices stay on the host).
+VIEWED_DTYPES = ("float32", "uint32")
+
+
 @register
 class Reshape(Primitive):
     name = "Reshape"
     attributes = {"shape": kinds.extents}
     arity = 1
     kernel = "copy"
+    device_dtypes = VIEWED_DTYPES
     returns_view = True  # numpy copies instead where the operand's strides cannot be reshaped
 
     def normalize(self, metas, attrs):
@@ -90,6 +96,7 @@ class Broadcast(Primitive):
     attributes = {"shape": kinds.extents}
     arity = 1
     kernel = "copy"
+    device_dtypes = VIEWED_DTYPES
     element_flops = 0
     returns_view = True
 
@@ -140,6 +147,7 @@ class Transpose(Primitive):
     attributes = {"axes": kinds.permutation}
     arity = 1
     kernel = "copy"
+    device_dtypes = VIEWED_DTYPES
     element_flops = 0
     returns_view = True
 
@@ -188,6 +196,7 @@ class Slice(Primitive):
     attributes = {"start": kinds.per_axis, "stop": kinds.per_axis, "step": kinds.per_axis}
     arity = 1
     kernel = "copy"
+    device_dtypes = VIEWED_DTYPES
     element_flops = 0
     returns_view = True
 
@@ -305,6 +314,7 @@ class Concatenate(Primitive):
     attributes = {"axis": kinds.axis}
     arity = None
     kernel = "copy"
+    device_dtypes = VIEWED_DTYPES
     element_flops = 0
 
     def normalize(self, metas, attrs):

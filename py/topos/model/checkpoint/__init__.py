@@ -70,7 +70,7 @@ from .network_spec import (  # noqa: F401  (the network format's names, read her
 
 # safetensors --------------------------------------------------------------------------
 
-SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64", "int32": "I32"}
+SAFETENSORS_DTYPES = {"float32": "F32", "float64": "F64", "int32": "I32", "uint32": "U32"}
 #: Element sizes of the safetensors dtypes we can recognise (for offset checks and clear errors).
 SAFETENSORS_SIZES = {
     "BOOL": 1,
