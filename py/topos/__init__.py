@@ -82,8 +82,8 @@ from .model.functions import (
     var,
     where,
 )
-from .model.scans import argmax, argmin, cumsum, top_k
 from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
+from .model.scans import argmax, argmin, cumsum, top_k
 from .tensor import Tensor
 
 __version__ = "0.1.0"

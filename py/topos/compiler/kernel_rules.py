@@ -9,8 +9,8 @@ module of its own under ``topos.compiler.wgsl``.
 from ..ops.convolution import columns_last, padded_extents, placement
 from .wgsl import convolution as convolution_build
 from .wgsl import launch as build
-from .wgsl import scans
 from .wgsl import random as random_build
+from .wgsl import scans
 from .wgsl.program import ViewStep
 from .wgsl.views import element_count
 
