@@ -79,6 +79,7 @@ from .model.functions import (
     var,
     where,
 )
+from .model.pooling import avg_pool, max_pool
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -158,6 +159,8 @@ __all__ = [
     "transpose",
     "var",
     "where",
+    "avg_pool",
+    "max_pool",
 ]
 
 
