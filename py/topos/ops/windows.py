@@ -190,7 +190,6 @@ class Windowed(Primitive):
         return count
 
 
-
 def window_text(attrs):
     """The window attributes as ``stablehlo.reduce_window`` and ``select_and_scatter`` write them."""
     pairs = ", ".join(f"[{lo}, {hi}]" for lo, hi in attrs["padding"])
@@ -229,9 +228,7 @@ def transpose_sum(e, g, x_shape, attrs):
     if any(low) or any(high) or any(interior_):
         spread = e.pad(g, low, high, interior_)
     rank = len(x_shape)
-    return e.apply(
-        "WindowSum", [spread], window=attrs["window"], strides=(1,) * rank, padding=((0, 0),) * rank
-    )
+    return e.apply("WindowSum", [spread], window=attrs["window"], strides=(1,) * rank, padding=((0, 0),) * rank)
 
 
 @register
@@ -364,10 +361,24 @@ class SelectAndScatterAdd(Windowed):
             f"        {prefix}_sum = stablehlo.add {prefix}_c, {prefix}_d : {scalar}\n"
             f"        stablehlo.return {prefix}_sum : {scalar}"
         )
-        return ctx.emit(
+        attrs, x_type = node.attrs, ctx.type(x_node)
+        padding = attrs["padding"]
+        if has_padding(attrs):
+            # XLA's CPU select_and_scatter breaks ties out of row-major order under high padding on the
+            # minor axis (measured, jaxlib 0.10.2): the operand is padded with -inf here instead, which
+            # differs from skipping the padding only in a window whose elements are all -inf.
+            x = _pad(ctx, x, x_node.shape, padding, float("-inf"), node.dtype)
+            padded_shape = tuple(n + lo + hi for n, (lo, hi) in zip(x_node.shape, padding))
+            x_type = ctx.tensor_type(padded_shape, node.dtype)
+            attrs = dict(attrs, padding=tuple((0, 0) for _ in padding))
+        result = ctx.emit(
             f'"stablehlo.select_and_scatter"({x}, {g}, {zero}) ({{\n{select}\n    }}, {{\n{scatter}\n    }}) '
-            f"{{{window_text(node.attrs)}}} : ({ctx.type(x_node)}, {ctx.type(g_node)}, {scalar}) -> {ctx.type(node)}"
+            f"{{{window_text(attrs)}}} : ({x_type}, {ctx.type(g_node)}, {scalar}) -> {x_type}"
         )
+        if not has_padding(node.attrs):
+            return result
+        box = ", ".join(f"{lo}:{lo + n}:1" for n, (lo, _) in zip(x_node.shape, padding))
+        return ctx.emit(f"stablehlo.slice {result} [{box}] : ({x_type}) -> {ctx.type(node)}")
 
     def cost(self, operands, meta, attrs):
         # A comparison a tap for each window to select, and an add for each.
@@ -428,21 +439,18 @@ class SelectAndGather(Windowed):
         flags = ctx.tensor_type(grid, "bool")
         chosen = ctx.splat(0.0, grid, dtype)
         for offset in reversed(taps(attrs["window"])):
-            box = ", ".join(
-                f"{o}:{o + s * (m - 1) + 1}:{s}" for o, s, m in zip(offset, attrs["strides"], grid)
-            )
+            box = ", ".join(f"{o}:{o + s * (m - 1) + 1}:{s}" for o, s, m in zip(offset, attrs["strides"], grid))
 
-            def tap(value):
-                return ctx.emit(f"stablehlo.slice {value} [{box}] : ({padded_type}) -> {grid_type}")
-
-            values = tap(xp)
+            slicing = f"[{box}] : ({padded_type}) -> {grid_type}"
+            values = ctx.emit(f"stablehlo.slice {xp} {slicing}")
             hit = ctx.compare("EQ", values, largest, grid, dtype)
             nan = ctx.compare("NE", values, values, grid, dtype)
             hit = ctx.emit(f"stablehlo.or {hit}, {nan} : {flags}")
             if real is not None:
-                inside = ctx.compare("EQ", tap(real), ctx.splat(1.0, grid, dtype), grid, dtype)
+                inside = ctx.emit(f"stablehlo.slice {real} {slicing}")
+                inside = ctx.compare("EQ", inside, ctx.splat(1.0, grid, dtype), grid, dtype)
                 hit = ctx.emit(f"stablehlo.and {hit}, {inside} : {flags}")
-            chosen = ctx.select(hit, tap(tp), chosen, grid, dtype)
+            chosen = ctx.select(hit, ctx.emit(f"stablehlo.slice {tp} {slicing}"), chosen, grid, dtype)
         return chosen
 
     def cost(self, operands, meta, attrs):
