@@ -215,6 +215,17 @@ OP_SPECS = {
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
     "Leaf": OpSpec((), docs=Api("Tape.leaf"), kernel_declined=SOURCE),
+    "WindowSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.avg_pool")),
+    "WindowMax": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.max_pool"),
+        notes=("the gradient check draws distinct values: at a tie the first maximum takes the gradient",),
+    ),
+    "SelectAndScatterAdd": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool")),
+    "SelectAndGather": OpSpec(
+        (REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool's derivative (a second derivative)")
+    ),
 }
 
 
