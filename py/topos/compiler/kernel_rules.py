@@ -7,6 +7,7 @@ module of its own under ``topos.compiler.wgsl``.
 """
 
 from .wgsl import launch as build
+from .wgsl import windows
 from .wgsl.program import ViewStep
 
 
@@ -87,3 +88,12 @@ class KernelRules:
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""
         self.launch(build.fill(view, value), node.index)
+
+    def window(self, entry, node, views):
+        """The window kernel's ``entry`` (``kernels/window.wgsl``) for a pooling op: views ``[x]``, or
+        ``[t, x]`` / ``[g, x]`` for max pooling's derivatives (the windowed operand x last)."""
+        out = self.output(node)
+        views = [self.with_buffer(view, node) for view in views]
+        x, second = views[-1], (views[0] if len(views) == 2 else None)
+        self.launch(windows.window(entry, node.attrs, x, out.buffer, second), node.index)
+        return out

@@ -307,7 +307,7 @@ class SelectAndScatterAdd(Windowed):
     it selects (its first maximum in row-major window order): ``WindowMax``'s derivative."""
 
     name = "SelectAndScatterAdd"
-    entry = "select_and_scatter_add"
+    entry = "select_scatter_add"
     arity = 2
     x_position = 1
 
@@ -392,7 +392,7 @@ class SelectAndGather(Windowed):
     selects (as ``SelectAndScatterAdd``): the derivative of ``SelectAndScatterAdd`` in its cotangent."""
 
     name = "SelectAndGather"
-    entry = "select_and_gather"
+    entry = "select_gather"
     arity = 2
     x_position = 1
 
