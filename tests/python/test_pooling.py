@@ -316,3 +316,48 @@ def test_a_network_with_pooling_saves_and_loads(tmp_path):
     assert [node.attrs for node in loaded.nodes()] == [node.attrs for node in network.nodes()]
     expected = network.forward(network.parameters()).of(loss).scalar()
     assert loaded.forward(loaded.parameters()).of(loaded.symbol(loss.index)).scalar() == expected
+
+
+# WebGPU ------------------------------------------------------------------------------------------
+
+
+def test_pooling_and_its_gradients_run_on_webgpu_as_numpy_does():
+    rng = np.random.default_rng(4)
+
+    def build(tape):
+        x = tape.parameter(rng.standard_normal((2, 3, 9, 8)).astype(np.float32))
+        pooled = topos.max_pool(topos.relu(x), 2, padding=((1, 0), (0, 0)))  # ties at relu's zeros
+        smooth = topos.avg_pool(pooled, 3, 2, 1)
+        return [pooled, smooth, topos.sum(smooth * smooth)]
+
+    network, (pooled, smooth, loss) = Tape.record(build, "float32")
+    plan = network.entry([pooled, smooth, loss]).backward(loss).lower()
+    reading = plan.kernels()
+    window_nodes = [
+        i for i in plan.schedule if plan.nodes[i].opcode in ("WindowMax", "WindowSum", "SelectAndScatterAdd")
+    ]
+    assert len(window_nodes) >= 4 and all(reading.backends[i] == "webgpu" for i in window_nodes)
+    assert {launch.entry for launch in reading.launches if launch.kernel == "window"} == {
+        "window_max",
+        "window_sum",
+        "select_scatter_add",
+    }
+    numpy_run = plan.run(network.parameters())
+    device_run = plan.run(network.parameters(), backend="webgpu")
+    for want, got in zip(numpy_run.outputs(), device_run.outputs()):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_a_gradient_of_a_gradient_runs_select_gather_on_webgpu():
+    config = CONFIGS[2]
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(config[0]).astype(np.float32)
+    v = rng.standard_normal(output_shape("max", x, config)).astype(np.float32)
+    u = rng.standard_normal(x.shape).astype(np.float32)
+    _, network, second = second_order("max", x, v, u, config, "float32")
+    plan = network.entry([second]).backward(second).lower()
+    assert "select_gather" in {launch.entry for launch in plan.kernels().launches}
+    symbol = network.parameter_symbols()[0]
+    want = np.asarray(plan.run(network.parameters()).gradient(symbol))
+    got = np.asarray(plan.run(network.parameters(), backend="webgpu").gradient(symbol))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))

@@ -98,23 +98,34 @@ def window_max(x, attrs, grid):
 
 
 def selection(x, attrs, grid):
-    """``(slices, chosen)``: the tap each window selects (its first maximum, a NaN counting as the
-    largest; never the padding), as an index into ``slices``; -1 for an empty window grid."""
+    """``(slices, firsts)``: for each tap, its slice of the padded operand and where it is the element its
+    window selects (a bool array over the windows): the first maximum in row-major window order, a NaN
+    counting as the largest, never the padding. Each window selects one tap."""
     xp = padded(x, attrs["padding"], -np.inf)
     slices = tap_slices(attrs["window"], attrs["strides"], grid)
     real = padded(np.ones(x.shape, dtype=bool), attrs["padding"], False) if has_padding(attrs) else None
     largest = window_max(x, attrs, grid)
     with_nan = bool(np.isnan(largest).any())
-    chosen = np.full(grid, -1, dtype=np.int32)
-    for position in range(len(slices) - 1, -1, -1):  # the last write wins: the first maximum
-        values = xp[slices[position]]
+    taken = np.zeros(grid, dtype=bool)
+    firsts = []
+    for tap in slices:
+        values = xp[tap]
         hit = values == largest
         if with_nan:
             hit |= values != values
         if real is not None:
-            hit &= real[slices[position]]
-        np.copyto(chosen, position, where=hit)
-    return slices, chosen
+            hit &= real[tap]
+        first = hit & ~taken
+        taken |= hit
+        firsts.append(first)
+    return slices, firsts
+
+
+def masked(values, mask):
+    """``values`` where ``mask`` holds, else 0: a product (fast) unless a value is not finite (inf * 0 is NaN)."""
+    if np.isfinite(values).all():
+        return values * mask
+    return np.where(mask, values, values.dtype.type(0))
 
 
 # The ops ----------------------------------------------------------------------------------------
@@ -327,16 +338,20 @@ class SelectAndScatterAdd(Windowed):
 
     def forward_into(self, inputs, attrs, out):
         g, x = inputs
-        slices, chosen = selection(x, attrs, g.shape)
+        slices, firsts = selection(x, attrs, g.shape)
+        finite = bool(np.isfinite(g).all())
         if tiles(x.shape, attrs):
             # Each element lies in exactly one window: every tap writes its slice once, no zeros first.
-            for position, tap in enumerate(slices):
-                np.multiply(g, chosen == position, out=out[tap])
+            for tap, first in zip(slices, firsts):
+                if finite:
+                    np.multiply(g, first, out=out[tap])
+                else:
+                    out[tap] = masked(g, first)
             return out
         target = np.zeros(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, attrs["padding"])), dtype=x.dtype)
-        for position, tap in enumerate(slices):
+        for tap, first in zip(slices, firsts):
             window = target[tap]
-            np.add(window, g, out=window, where=chosen == position)
+            window += masked(g, first)
         out[...] = target[interior(x.shape, attrs["padding"])]
         return out
 
@@ -410,11 +425,11 @@ class SelectAndGather(Windowed):
 
     def forward_into(self, inputs, attrs, out):
         t, x = inputs
-        slices, chosen = selection(x, attrs, out.shape)
+        slices, firsts = selection(x, attrs, out.shape)
         tp = padded(t, attrs["padding"], 0.0)
         out[...] = 0
-        for position, tap in enumerate(slices):
-            np.copyto(out, tp[tap], where=chosen == position)
+        for tap, first in zip(slices, firsts):
+            out += masked(tp[tap], first)
         return out
 
     def vjp(self, e, g, operands, out, attrs):
