@@ -86,6 +86,11 @@ def single_rows(dtype):
     return [row[None] for row in rows(dtype)[0]]
 
 
+def pool_rows(dtype):
+    """The rows of ``rows`` as the channels of one sequence, [1, rows, 4], for 1-D pooling."""
+    return [rows(dtype)[0][None]]
+
+
 def target_of(position):
     return position % 4
 
@@ -147,6 +152,9 @@ OPS = {
         lambda t: t @ torch.tensor(WEIGHTS, dtype=t.dtype),
     ),
     "cross_entropy": (single_rows, topos_cross_entropy, torch_cross_entropy),
+    "max_pool": (pool_rows, lambda v: topos.max_pool(v, 3, 1), lambda t: F.max_pool1d(t, 3, 1)),
+    "max_pool_padded": (pool_rows, lambda v: topos.max_pool(v, 2, 2, 1), lambda t: F.max_pool1d(t, 2, 2, 1)),
+    "avg_pool": (pool_rows, lambda v: topos.avg_pool(v, 2, 1, 1), lambda t: F.avg_pool1d(t, 2, 1, 1)),
 }
 # A plain table row with no entry above: its public function against its op_specs torch function.
 OPS.update(

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..text import format_shape
 from . import attributes as kinds
+from . import window_lowering as lowering
 from .registry import Meta, Primitive, bytes_moved, integer_tuple_attr, register, require_float
 
 # Geometry -------------------------------------------------------------------------------------
@@ -201,28 +202,6 @@ class Windowed(Primitive):
         return count
 
 
-def window_text(attrs):
-    """The window attributes as ``stablehlo.reduce_window`` and ``select_and_scatter`` write them."""
-    pairs = ", ".join(f"[{lo}, {hi}]" for lo, hi in attrs["padding"])
-    return (
-        f"window_dimensions = {_i64(attrs['window'])}, window_strides = {_i64(attrs['strides'])}, "
-        f"padding = dense<[{pairs}]> : tensor<{len(attrs['window'])}x2xi64>"
-    )
-
-
-def _i64(values):
-    return "array<i64: " + ", ".join(str(v) for v in values) + ">"
-
-
-def _reduce_window(ctx, node, x, x_node, op, init):
-    scalar = ctx.tensor_type((), node.dtype)
-    init_name = ctx.splat(init, (), node.dtype)
-    return ctx.emit(
-        f'"stablehlo.reduce_window"({x}, {init_name}) ({{\n{ctx.region(op, scalar)}\n    }}) '
-        f"{{{window_text(node.attrs)}}} : ({ctx.type(x_node)}, {scalar}) -> {ctx.type(node)}"
-    )
-
-
 def transpose_sum(e, g, x_shape, attrs):
     """The cotangent of ``WindowSum``'s operand: each element sums the cotangents of the windows
     holding it, a window sum (stride 1) of the cotangent dilated by the strides and padded by
@@ -270,7 +249,8 @@ class WindowSum(Windowed):
         return [transpose_sum(e, g, e.shape(operands[0]), attrs)]
 
     def stablehlo(self, ctx, node):
-        return _reduce_window(ctx, node, ctx.operands(node)[0], ctx.operand_node(node, 0), "stablehlo.add", 0.0)
+        x, x_node = ctx.operands(node)[0], ctx.operand_node(node, 0)
+        return lowering.reduce_window(ctx, node, x, x_node, "stablehlo.add", 0.0, node.shape)
 
     def cost(self, operands, meta, attrs):
         size = int(np.prod(attrs["window"]))
@@ -304,8 +284,8 @@ class WindowMax(Windowed):
         return [e.apply("SelectAndScatterAdd", [g, operands[0]], **attrs)]
 
     def stablehlo(self, ctx, node):
-        x = ctx.operands(node)[0]
-        return _reduce_window(ctx, node, x, ctx.operand_node(node, 0), "stablehlo.maximum", float("-inf"))
+        x, x_node = ctx.operands(node)[0], ctx.operand_node(node, 0)
+        return lowering.reduce_window(ctx, node, x, x_node, "stablehlo.maximum", float("-inf"), node.shape)
 
     def cost(self, operands, meta, attrs):
         size = int(np.prod(attrs["window"]))
@@ -362,38 +342,9 @@ class SelectAndScatterAdd(Windowed):
     def stablehlo(self, ctx, node):
         g, x = ctx.operands(node)
         g_node, x_node = (ctx.operand_node(node, i) for i in (0, 1))
-        scalar = ctx.tensor_type((), node.dtype)
-        zero = ctx.splat(0.0, (), node.dtype)
-        prefix = f"%v{node.index}_regions"
-        select = (
-            f"      ^bb0({prefix}_a: {scalar}, {prefix}_b: {scalar}):\n"
-            f"        {prefix}_ge = stablehlo.compare GE, {prefix}_a, {prefix}_b, FLOAT : "
-            f"({scalar}, {scalar}) -> tensor<i1>\n"
-            f"        stablehlo.return {prefix}_ge : tensor<i1>"
-        )
-        scatter = (
-            f"      ^bb0({prefix}_c: {scalar}, {prefix}_d: {scalar}):\n"
-            f"        {prefix}_sum = stablehlo.add {prefix}_c, {prefix}_d : {scalar}\n"
-            f"        stablehlo.return {prefix}_sum : {scalar}"
-        )
-        attrs, x_type = node.attrs, ctx.type(x_node)
-        padding = attrs["padding"]
-        if has_padding(attrs):
-            # XLA's CPU select_and_scatter breaks ties out of row-major order under high padding on the
-            # minor axis (measured, jaxlib 0.10.2): the operand is padded with -inf here instead, which
-            # differs from skipping the padding only in a window whose elements are all -inf.
-            x = _pad(ctx, x, x_node.shape, padding, float("-inf"), node.dtype)
-            padded_shape = tuple(n + lo + hi for n, (lo, hi) in zip(x_node.shape, padding))
-            x_type = ctx.tensor_type(padded_shape, node.dtype)
-            attrs = dict(attrs, padding=tuple((0, 0) for _ in padding))
-        result = ctx.emit(
-            f'"stablehlo.select_and_scatter"({x}, {g}, {zero}) ({{\n{select}\n    }}, {{\n{scatter}\n    }}) '
-            f"{{{window_text(attrs)}}} : ({x_type}, {ctx.type(g_node)}, {scalar}) -> {x_type}"
-        )
-        if not has_padding(node.attrs):
-            return result
-        box = ", ".join(f"{lo}:{lo + n}:1" for n, (lo, _) in zip(x_node.shape, padding))
-        return ctx.emit(f"stablehlo.slice {result} [{box}] : ({x_type}) -> {ctx.type(node)}")
+        if has_padding(node.attrs):
+            return lowering.tap_scatter(ctx, node, g, x, g_node, x_node)
+        return lowering.select_and_scatter(ctx, node, g, x, g_node, x_node)
 
     def cost(self, operands, meta, attrs):
         # A comparison a tap for each window to select, and an add for each.
@@ -436,50 +387,9 @@ class SelectAndGather(Windowed):
         return [e.apply("SelectAndScatterAdd", [g, operands[1]], **attrs) if e.wants(0) else None, None]
 
     def stablehlo(self, ctx, node):
-        # For each tap from the last to the first, keep t where x there equals the window's maximum
-        # (or is NaN) and is no padding: the first such tap's t remains, the first maximum's.
         t, x = ctx.operands(node)
-        x_node = ctx.operand_node(node, 1)
-        attrs, dtype, grid = node.attrs, node.dtype, node.shape
-        largest = _reduce_window(ctx, node, x, x_node, "stablehlo.maximum", float("-inf"))
-        xp, tp, real = x, t, None
-        if has_padding(attrs):
-            xp = _pad(ctx, x, x_node.shape, attrs["padding"], float("-inf"), dtype)
-            tp = _pad(ctx, t, x_node.shape, attrs["padding"], 0.0, dtype)
-            ones = ctx.splat(1.0, x_node.shape, dtype)
-            real = _pad(ctx, ones, x_node.shape, attrs["padding"], 0.0, dtype)
-        padded_shape = tuple(n + lo + hi for n, (lo, hi) in zip(x_node.shape, attrs["padding"]))
-        padded_type = ctx.tensor_type(padded_shape, dtype)
-        grid_type = ctx.tensor_type(grid, dtype)
-        flags = ctx.tensor_type(grid, "bool")
-        chosen = ctx.splat(0.0, grid, dtype)
-        for offset in reversed(taps(attrs["window"])):
-            box = ", ".join(f"{o}:{o + s * (m - 1) + 1}:{s}" for o, s, m in zip(offset, attrs["strides"], grid))
-
-            slicing = f"[{box}] : ({padded_type}) -> {grid_type}"
-            values = ctx.emit(f"stablehlo.slice {xp} {slicing}")
-            hit = ctx.compare("EQ", values, largest, grid, dtype)
-            nan = ctx.compare("NE", values, values, grid, dtype)
-            hit = ctx.emit(f"stablehlo.or {hit}, {nan} : {flags}")
-            if real is not None:
-                inside = ctx.emit(f"stablehlo.slice {real} {slicing}")
-                inside = ctx.compare("EQ", inside, ctx.splat(1.0, grid, dtype), grid, dtype)
-                hit = ctx.emit(f"stablehlo.and {hit}, {inside} : {flags}")
-            chosen = ctx.select(hit, ctx.emit(f"stablehlo.slice {tp} {slicing}"), chosen, grid, dtype)
-        return chosen
+        return lowering.tap_gather(ctx, node, t, x, ctx.operand_node(node, 0), ctx.operand_node(node, 1))
 
     def cost(self, operands, meta, attrs):
         size = int(np.prod(attrs["window"]))
         return meta.size * size, bytes_moved(operands, meta)
-
-
-def _pad(ctx, value, shape, padding, fill, dtype):
-    fill_name = ctx.splat(fill, (), dtype)
-    low = ", ".join(str(lo) for lo, _ in padding)
-    high = ", ".join(str(hi) for _, hi in padding)
-    zeros = ", ".join("0" for _ in padding)
-    out_shape = tuple(n + lo + hi for n, (lo, hi) in zip(shape, padding))
-    return ctx.emit(
-        f"stablehlo.pad {value}, {fill_name}, low = [{low}], high = [{high}], interior = [{zeros}] : "
-        f"({ctx.tensor_type(shape, dtype)}, {ctx.tensor_type((), dtype)}) -> {ctx.tensor_type(out_shape, dtype)}"
-    )
