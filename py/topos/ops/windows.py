@@ -88,14 +88,18 @@ def tiles(shape, attrs):
     )
 
 
-def window_max(x, attrs, grid):
-    """Each window's maximum (NaN where a window holds one), padding counting as -inf."""
-    xp = padded(x, attrs["padding"], -np.inf)
-    slices = tap_slices(attrs["window"], attrs["strides"], grid)
-    out = np.array(xp[slices[0]], dtype=x.dtype, copy=True)
+def fold_max(xp, slices, dtype):
+    """The largest of the taps ``slices`` of the padded ``xp`` for every window (NaN where one is)."""
+    out = np.array(xp[slices[0]], dtype=dtype, copy=True)
     for tap in slices[1:]:
         np.maximum(out, xp[tap], out=out)
     return out
+
+
+def window_max(x, attrs, grid):
+    """Each window's maximum (NaN where a window holds one), padding counting as -inf."""
+    slices = tap_slices(attrs["window"], attrs["strides"], grid)
+    return fold_max(padded(x, attrs["padding"], -np.inf), slices, x.dtype)
 
 
 def selection(x, attrs, grid):
@@ -104,10 +108,13 @@ def selection(x, attrs, grid):
     counting as the largest, never the padding. Each window selects one tap."""
     xp = padded(x, attrs["padding"], -np.inf)
     slices = tap_slices(attrs["window"], attrs["strides"], grid)
-    real = padded(np.ones(x.shape, dtype=bool), attrs["padding"], False) if has_padding(attrs) else None
-    largest = window_max(x, attrs, grid)
+    largest = fold_max(xp, slices, x.dtype)
     with_nan = bool(np.isnan(largest).any())
-    taken = np.zeros(grid, dtype=bool)
+    # The padding (-inf) ties only with a window whose maximum is -inf: only then are the real elements marked.
+    real = None
+    if has_padding(attrs) and bool(np.isneginf(largest).any()):
+        real = padded(np.ones(x.shape, dtype=bool), attrs["padding"], False)
+    taken = None
     firsts = []
     for tap in slices:
         values = xp[tap]
@@ -116,8 +123,11 @@ def selection(x, attrs, grid):
             hit |= values != values
         if real is not None:
             hit &= real[tap]
-        first = hit & ~taken
-        taken |= hit
+        if taken is None:
+            first, taken = hit, hit.copy()
+        else:
+            first = hit > taken  # a hit where no earlier tap was
+            taken |= hit
         firsts.append(first)
     return slices, firsts
 
@@ -329,9 +339,13 @@ class SelectAndScatterAdd(Windowed):
                     out[tap] = masked(g, first)
             return out
         target = np.zeros(tuple(n + lo + hi for n, (lo, hi) in zip(x.shape, attrs["padding"])), dtype=x.dtype)
+        share = np.empty_like(g)
         for tap, first in zip(slices, firsts):
             window = target[tap]
-            window += masked(g, first)
+            if finite:
+                window += np.multiply(g, first, out=share)
+            else:
+                window += masked(g, first)
         out[...] = target[interior(x.shape, attrs["padding"])]
         return out
 
@@ -378,9 +392,11 @@ class SelectAndGather(Windowed):
         t, x = inputs
         slices, firsts = selection(x, attrs, out.shape)
         tp = padded(t, attrs["padding"], 0.0)
+        finite = bool(np.isfinite(t).all())
+        share = np.empty_like(out)
         out[...] = 0
         for tap, first in zip(slices, firsts):
-            out += masked(tp[tap], first)
+            out += np.multiply(tp[tap], first, out=share) if finite else masked(tp[tap], first)
         return out
 
     def vjp(self, e, g, operands, out, attrs):
