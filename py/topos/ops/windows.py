@@ -116,7 +116,10 @@ def selection(x, attrs, grid):
         real = padded(np.ones(x.shape, dtype=bool), attrs["padding"], False)
     taken = None
     firsts = []
-    for tap in slices:
+    for position, tap in enumerate(slices):
+        if taken is not None and position == len(slices) - 1:
+            firsts.append(~taken)  # every window selects a tap: the last where no earlier one did
+            break
         values = xp[tap]
         hit = values == largest
         if with_nan:
