@@ -114,6 +114,26 @@ def test_pooling_matches_torch_values_and_gradients(config, kind, dtype):
     np.testing.assert_allclose(grad, expected_grad, err_msg="gradient", **TOLERANCE[dtype])
 
 
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_three_spatial_axes_pool_as_torch_does_in_3d(kind):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 2, 5, 4, 6))
+    t = torch.tensor(x, requires_grad=True)
+    pooling = TF.max_pool3d if kind == "max" else TF.avg_pool3d
+    expected = pooling(t, (2, 3, 2), (2, 1, 3), (1, 1, 0))
+    u = rng.standard_normal(tuple(expected.shape))
+    expected.backward(torch.tensor(u))
+    tape = Tape()
+    xv = tape.parameter(x)
+    out = record(kind, xv, (2, 3, 2), (2, 1, 3), (1, 1, 0))
+    loss = topos.sum(out * tape.leaf(u))
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    np.testing.assert_allclose(run.of(detach(out)).numpy(), expected.detach().numpy(), **TOLERANCE["float64"])
+    gradient = run.backward(detach(loss)).of(detach(xv)).numpy()
+    np.testing.assert_allclose(gradient, t.grad.numpy(), **TOLERANCE["float64"])
+
+
 TIE_CONFIGS = [CONFIGS[0], CONFIGS[1], CONFIGS[5], CONFIGS[7], ((2, 2, 6, 6), 3, 1, 1)]
 
 
