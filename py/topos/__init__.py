@@ -82,6 +82,7 @@ from .model.functions import (
     var,
     where,
 )
+from .model.pooling import avg_pool, max_pool
 from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
 from .model.scans import argmax, argmin, cumsum, top_k
 from .tensor import Tensor
@@ -181,6 +182,8 @@ __all__ = [
     "random_key",
     "split_key",
     "uniform",
+    "avg_pool",
+    "max_pool",
 ]
 
 

@@ -783,6 +783,89 @@ def random_cases():
     )
 
 
+def pool_windows(x, attrs, fill):
+    """Every window of ``x`` (padded with ``fill``) as trailing axes: [*grid, *window] (numpy's sliding windows)."""
+    xp = np.pad(x, attrs["padding"], constant_values=fill)
+    views = np.lib.stride_tricks.sliding_window_view(xp, attrs["window"])
+    return xp, views[tuple(slice(None, None, s) for s in attrs["strides"])]
+
+
+def pool_selected(x, attrs):
+    """For each window (in the grid's order), the padded position of its first maximum (np.argmax's rule)."""
+    xp, views = pool_windows(x, attrs, -np.inf)
+    grid = views.shape[: x.ndim]
+    flat = views.reshape(grid + (-1,))
+    positions = []
+    for w in np.ndindex(*grid):
+        offset = np.unravel_index(int(np.argmax(flat[w])), attrs["window"])
+        positions.append((w, tuple(i * s + o for i, s, o in zip(w, attrs["strides"], offset))))
+    return xp, grid, positions
+
+
+def pool_scatter(g, x, attrs):
+    xp, grid, positions = pool_selected(x, attrs)
+    out = np.zeros(xp.shape)
+    for w, position in positions:
+        out[position] += g[w]
+    return out[tuple(slice(lo, lo + n) for n, (lo, _) in zip(x.shape, attrs["padding"]))]
+
+
+def pool_gather(t, x, attrs):
+    _, grid, positions = pool_selected(x, attrs)
+    tp = np.pad(t, attrs["padding"])
+    out = np.zeros(grid)
+    for w, position in positions:
+        out[w] = tp[position]
+    return out
+
+
+def pooling_cases():
+    """The window kernels (pooling) at edge sizes: 1x1 images, a window as large as the image, strides
+    past the window, (low, high) padding, 1-D; ReLU'd inputs, whose zeros tie."""
+    edges = [
+        ((3, 2, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0))),
+        ((2, 3, 5, 4), (5, 4), (1, 1), ((0, 0), (0, 0))),
+        ((2, 2, 7, 7), (2, 2), (3, 3), ((1, 1), (0, 1))),
+        ((2, 3, 6, 5), (3, 2), (2, 1), ((1, 2), (0, 1))),
+        ((4, 3, 9), (3,), (1,), ((1, 1),)),
+        ((4, 16, 8, 8), (2, 2), (2, 2), ((0, 0), (0, 0))),
+    ]
+    for shape, window, strides, padding in edges:
+        attrs = dict(window=(1, 1) + window, strides=(1, 1) + strides, padding=((0, 0), (0, 0)) + padding)
+        x = np.maximum(normal(*shape), 0.0)
+        grid = pool_windows(x, attrs, 0.0)[1].shape[: len(shape)]
+        size = int(np.prod(window))
+        label = f"{list(shape)} window {list(window)} strides {list(strides)} padding {[list(p) for p in padding]}"
+        yield Case(
+            f"WindowSum of {label}",
+            [(x, F)],
+            lambda t, v, a=attrs: t.apply("WindowSum", [v], **a),
+            lambda v, a=attrs: pool_windows(v, a, 0.0)[1].sum(axis=tuple(range(v.ndim, 2 * v.ndim))),
+            terms=size,
+        )
+        yield Case(
+            f"WindowMax of {label}",
+            [(x, F)],
+            lambda t, v, a=attrs: t.apply("WindowMax", [v], **a),
+            lambda v, a=attrs: pool_windows(v, a, -np.inf)[1].max(axis=tuple(range(v.ndim, 2 * v.ndim))),
+        )
+        overlaps = int(np.prod([-(-k // s) for k, s in zip(window, strides)]))
+        yield Case(
+            f"SelectAndScatterAdd of {label}",
+            [(normal(*grid), F), (x, F)],
+            lambda t, g, v, a=attrs: t.apply("SelectAndScatterAdd", [g, v], **a),
+            lambda g, v, a=attrs: pool_scatter(g, v, a),
+            terms=overlaps,
+            magnitudes=lambda g, v, a=attrs: pool_scatter(g, v, a),
+        )
+        yield Case(
+            f"SelectAndGather of {label}",
+            [(normal(*shape), F), (x, F)],
+            lambda t, u, v, a=attrs: t.apply("SelectAndGather", [u, v], **a),
+            lambda u, v, a=attrs: pool_gather(u, v, a),
+        )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -800,6 +883,7 @@ def all_cases():
         index_equal_cases,
         convolution_cases,
         random_cases,
+        pooling_cases,
     ):
         yield from group()
 

@@ -233,6 +233,17 @@ OP_SPECS = {
     "SplitKey": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.split_key")),
     "FoldIn": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.fold_in")),
     "Uniform": OpSpec((BITS,), docs=Api("topos.uniform")),
+    "WindowSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.avg_pool")),
+    "WindowMax": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.max_pool"),
+        notes=("the gradient check draws distinct values: at a tie the first maximum takes the gradient",),
+    ),
+    "SelectAndScatterAdd": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool")),
+    "SelectAndGather": OpSpec(
+        (REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool's derivative (a second derivative)")
+    ),
 }
 
 

@@ -26,7 +26,7 @@ from op_specs import ANY_SHAPE, GRADCHECK_EPS, derived_unary_rows, public_functi
 
 import topos
 from topos import Tape, detach
-from topos.ops import primitives
+from topos.ops import lookup, primitives
 
 EPS = GRADCHECK_EPS
 SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=None)
@@ -339,6 +339,32 @@ def wide(rng, shape):
     return normal(rng, shape, 2.0)
 
 
+@st.composite
+def window_case(draw, opcode):
+    """A pooling window over [N, C, *spatial] (1 or 2 spatial axes): window, stride (past the window
+    too) and (low, high) padding drawn per axis; distinct values, so that no window's maximum ties."""
+    spatial = draw(st.integers(1, 2))
+    shape = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) + tuple(draw(st.integers(1, 5)) for _ in range(spatial))
+    window, strides, padding = [1, 1], [1, 1], [(0, 0), (0, 0)]
+    for n in shape[2:]:
+        k = draw(st.integers(1, 3))
+        lo, hi = draw(st.integers(0, k - 1)), draw(st.integers(0, k - 1))
+        if n + lo + hi < k:
+            hi = k - 1
+            lo = max(0, k - n - hi)
+        window.append(k)
+        strides.append(draw(st.integers(1, 3)))
+        padding.append((lo, hi))
+    attrs = dict(window=tuple(window), strides=tuple(strides), padding=tuple(padding))
+    rng = np.random.default_rng(draw(seeds))
+    x = distinct(rng, shape)
+    if opcode in ("WindowSum", "WindowMax"):
+        return Case([x], lambda tape, v: tape.apply(opcode, [v], **attrs))
+    grid = lookup("WindowMax").forward([x], attrs).shape
+    second = normal(rng, grid if opcode == "SelectAndScatterAdd" else shape)
+    return Case([second, x], lambda tape, a, v: tape.apply(opcode, [a, v], **attrs))
+
+
 PRIMITIVE_CASES = {
     "Neg": unary(lambda x: -x),
     "Exp": unary(topos.exp),
@@ -375,6 +401,10 @@ PRIMITIVE_CASES = {
     "CumSum": cumsum_case(),
     "Convolution": convolution_case(),
     "Reverse": reverse_case(),
+    "WindowSum": window_case("WindowSum"),
+    "WindowMax": window_case("WindowMax"),
+    "SelectAndScatterAdd": window_case("SelectAndScatterAdd"),
+    "SelectAndGather": window_case("SelectAndGather"),
 }
 # A plain table row with no case above is checked from its op_specs row: its public function, its smooth domain.
 PRIMITIVE_CASES.update(

@@ -20,6 +20,7 @@ from op_specs import check_operand, check_operands, derived_unary_rows, numpy_fo
 
 from topos import webgpu
 from topos.compiler.wgsl import launch as build
+from topos.compiler.wgsl import windows
 from topos.ops import lookup
 from topos.webgpu import View, run_launches
 from topos.webgpu.sources import kernel_names, kernel_text, specialise, tokens
@@ -515,7 +516,7 @@ def test_each_primitive_names_a_kernel_family_with_a_file():
     from topos.ops import primitives
 
     families = {"elementwise", "reduce", "matmul", "copy", "gather", "softmax", "layer_norm", "scan"}
-    families |= {"convolution", "random"}
+    families |= {"convolution", "random", "window"}
     for name, primitive in primitives().items():
         if primitive.is_source:
             continue
@@ -551,6 +552,55 @@ def test_long_sums_and_contractions_stay_within_the_loop_limit(rng):
     got = run_one(build.matmul(a_view, dense(1, b.shape), 9), {0: stored, 1: b}, (9, 10))
     magnitude = np.abs(stored.T).astype(np.float64) @ np.abs(b)
     assert_agrees(got, stored.T.astype(np.float64) @ b, terms=70001, magnitude=magnitude, what="a^T @ b, k 70001")
+
+
+# Windows (pooling) --------------------------------------------------------------------------------
+
+#: Edge sizes of pooling: 1x1 images, a window as large as the image, strides past the window,
+#: (low, high) padding, 1-D, and a batch and channels over more than one workgroup.
+WINDOW_EDGES = [
+    ((3, 2, 1, 1), (1, 1), (1, 1), ((0, 0), (0, 0))),
+    ((2, 3, 5, 4), (5, 4), (1, 1), ((0, 0), (0, 0))),
+    ((2, 2, 7, 7), (2, 2), (3, 3), ((1, 1), (0, 1))),
+    ((2, 3, 6, 5), (3, 2), (2, 1), ((1, 2), (0, 1))),
+    ((4, 3, 9), (3,), (1,), ((1, 1),)),
+    ((8, 16, 8, 8), (2, 2), (2, 2), ((0, 0), (0, 0))),
+]
+WINDOW_OPS = {
+    "WindowSum": "window_sum",
+    "WindowMax": "window_max",
+    "SelectAndGather": "select_gather",
+    "SelectAndScatterAdd": "select_scatter_add",
+}
+
+
+@pytest.mark.parametrize("shape,window,strides,padding", WINDOW_EDGES)
+def test_window_kernels_agree_with_numpy_at_edge_sizes_with_ties(shape, window, strides, padding, rng):
+    attrs = dict(window=(1, 1) + window, strides=(1, 1) + strides, padding=((0, 0), (0, 0)) + padding)
+    x = np.maximum(rng.normal(size=shape), 0.0).astype(np.float32)  # after a ReLU: ties at 0
+    grid = lookup("WindowMax").forward([x], attrs).shape
+    seconds = {"SelectAndGather": rng.normal(size=shape), "SelectAndScatterAdd": rng.normal(size=grid)}
+    for opcode, entry in WINDOW_OPS.items():
+        second = seconds.get(opcode)
+        arrays = {0: x} if second is None else {0: x, 1: second.astype(np.float32)}
+        out_shape = shape if opcode == "SelectAndScatterAdd" else grid
+        view = None if second is None else dense(1, second.shape)
+        got = run_one(windows.window(entry, attrs, dense(0, shape), 9, view), arrays, out_shape)
+        operands = [x.astype(np.float64)] if second is None else [second, x.astype(np.float64)]
+        exact = lookup(opcode).forward(operands, attrs)
+        terms = int(np.prod(window)) if opcode != "SelectAndScatterAdd" else lookup(opcode).windows_per_element(attrs)
+        magnitude = lookup(opcode).forward([np.abs(o) for o in operands[:1]] + operands[1:], attrs)
+        assert_agrees(got, exact, terms=terms, magnitude=np.abs(magnitude), what=f"{opcode} {shape} {attrs}")
+
+
+def test_window_kernels_read_a_transposed_operand_through_its_strides(rng):
+    stored = rng.normal(size=(2, 3, 6, 5)).astype(np.float32)  # read as its transpose [2, 3, 5, 6]
+    x_view = dense(0, stored.shape).transpose((0, 1, 3, 2))
+    attrs = dict(window=(1, 1, 2, 3), strides=(1, 1, 2, 2), padding=((0, 0), (0, 0), (0, 1), (1, 0)))
+    x = np.ascontiguousarray(stored.transpose(0, 1, 3, 2)).astype(np.float64)
+    grid = lookup("WindowMax").forward([x], attrs).shape
+    got = run_one(windows.window("window_max", attrs, x_view, 9), {0: stored}, grid)
+    assert_agrees(got, lookup("WindowMax").forward([x], attrs), what="max of a transposed view")
 
 
 # Scans (kernels/scan.wgsl) ------------------------------------------------------------------------------

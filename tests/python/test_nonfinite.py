@@ -86,6 +86,11 @@ def single_rows(dtype):
     return [row[None] for row in rows(dtype)[0]]
 
 
+def pool_rows(dtype):
+    """The rows of ``rows`` as the channels of one sequence, [1, rows, 4], for 1-D pooling."""
+    return [rows(dtype)[0][None]]
+
+
 def target_of(position):
     return position % 4
 
@@ -157,6 +162,9 @@ OPS = {
     "argmax": (rows, lambda v: topos.one_hot(topos.argmax(v), 4), lambda t: F.one_hot(t.argmax(-1), 4).to(t.dtype)),
     "argmin": (rows, lambda v: topos.one_hot(topos.argmin(v), 4), lambda t: F.one_hot(t.argmin(-1), 4).to(t.dtype)),
     "top_k": (rows, lambda v: topos.top_k(v, 2)[0], lambda t: torch.topk(t, 2).values),
+    "max_pool": (pool_rows, lambda v: topos.max_pool(v, 3, 1), lambda t: F.max_pool1d(t, 3, 1)),
+    "max_pool_padded": (pool_rows, lambda v: topos.max_pool(v, 2, 2, 1), lambda t: F.max_pool1d(t, 2, 2, 1)),
+    "avg_pool": (pool_rows, lambda v: topos.avg_pool(v, 2, 1, 1), lambda t: F.avg_pool1d(t, 2, 1, 1)),
 }
 # A plain table row with no entry above: its public function against its op_specs torch function.
 OPS.update(

@@ -96,6 +96,8 @@ STRUCTURAL = [
     "ArgMax",
     "ArgMin",
     "TopK",
+    "WindowSum",
+    "WindowMax",
 ]
 OPCODES = UNARY + BINARY + COMPARISONS + STRUCTURAL
 
@@ -347,6 +349,23 @@ class ProgramBuilder:
         if shape[-1] > 1 and not apart(ordered[..., 1:], ordered[..., :-1]):
             return None
         return self.picked(self.apply("TopK", [a], k=self.draw(st.integers(1, shape[-1]))), shape[-1])
+
+    # Windows (pooling) ------------------------------------------------------------------
+    def op_WindowSum(self, opcode, a):
+        """A window on every axis (1 to 3 long, no longer than the axis), strides 1 or 2, padding
+        shorter than the window; WindowMax's ties are fine: every backend takes the first maximum."""
+        shape = self.shape(a)
+        if not shape:
+            return None
+        window, strides, padding = [], [], []
+        for extent in shape:
+            k = self.draw(st.integers(1, min(3, extent)))
+            window.append(k)
+            strides.append(self.draw(st.integers(1, 2)))
+            padding.append((self.draw(st.integers(0, k - 1)), self.draw(st.integers(0, k - 1))))
+        return self.apply(opcode, [a], window=tuple(window), strides=tuple(strides), padding=tuple(padding))
+
+    op_WindowMax = op_WindowSum
 
     # The program ------------------------------------------------------------------------
     def finish(self):

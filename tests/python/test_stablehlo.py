@@ -189,6 +189,24 @@ def case_index_equal(tape, rng):
     return topos.equal(predicted, labels) * tape.parameter(uniform(rng, (2, 3)))
 
 
+POOL_WINDOW = dict(window=(1, 1, 3, 2), strides=(1, 1, 2, 1), padding=((0, 0), (0, 0), (1, 1), (0, 1)))
+
+
+def windowed(opcode, attrs=POOL_WINDOW):
+    """A window op over [2, 3, 5, 4] with small integers (ties: the first maximum takes the gradient)."""
+
+    def case(tape, rng):
+        x_data = rng.integers(-2, 3, (2, 3, 5, 4)).astype(float)
+        x = tape.parameter(x_data)
+        if opcode in ("WindowSum", "WindowMax"):
+            return tape.apply(opcode, [x], **attrs)
+        grid = tape.apply("WindowMax", [x], **attrs).shape
+        second = tape.parameter(uniform(rng, grid if opcode == "SelectAndScatterAdd" else x_data.shape))
+        return tape.apply(opcode, [second, x], **attrs)
+
+    return case
+
+
 def case_input(tape, rng):
     return tape.apply("Mul", [tape.input(uniform(rng, (3,))), tape.parameter(uniform(rng, (3,)))])
 
@@ -279,6 +297,10 @@ CASES = {
     "SplitKey": [random_case(second_key)],
     "FoldIn": [random_case(lambda tape, key: tape.apply("FoldIn", [key], data=12345))],
     "Uniform": [random_case(lambda tape, key: key, (7,))],
+    "WindowSum": [windowed("WindowSum")],
+    "WindowMax": [windowed("WindowMax")],
+    "SelectAndScatterAdd": [windowed("SelectAndScatterAdd")],
+    "SelectAndGather": [windowed("SelectAndGather")],
 }
 # A plain table row with no case above is lowered over its op_specs domain's draw.
 CASES.update({opcode: [unary(opcode, *OP_SPECS[opcode].operands[0].draw)] for opcode in derived_unary_rows(CASES)})

@@ -342,6 +342,32 @@ CASES = [
         lambda tape, x, w: topos.conv1d(x, w, stride=2, groups=3),
         lambda x, w: TF.conv1d(x, w, stride=2, groups=3),
     ),
+    # Pooling (tests/python/test_pooling.py holds every option; these are the table's rows)
+    OpCase(
+        "max_pool2d",
+        [normal(2, 3, 6, 5)],
+        lambda tape, x: topos.max_pool(x, 2, 2, 1),
+        lambda x: TF.max_pool2d(x, 2, 2, 1),
+    ),
+    OpCase(
+        "avg_pool2d",
+        [normal(2, 3, 6, 5)],
+        lambda tape, x: topos.avg_pool(x, 3, 2, 1),
+        lambda x: TF.avg_pool2d(x, 3, 2, 1),
+    ),
+    OpCase("max_pool1d", [normal(2, 2, 9)], lambda tape, x: topos.max_pool(x, 3, 1), lambda x: TF.max_pool1d(x, 3, 1)),
+    OpCase(
+        "select_and_scatter_add",
+        [normal(2, 3, 3, 3), normal(2, 3, 6, 5)],
+        lambda tape, g, x: tape.apply(
+            "SelectAndScatterAdd",
+            [g, x],
+            window=(1, 1, 2, 2),
+            strides=(1, 1, 2, 2),
+            padding=((0, 0),) * 2 + ((0, 0), (0, 1)),
+        ),
+        lambda g, x: torch.autograd.grad(TF.max_pool2d(x, 2, 2, 0, ceil_mode=True), x, g, create_graph=True)[0],
+    ),
 ]
 
 

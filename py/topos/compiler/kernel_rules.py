@@ -10,7 +10,7 @@ from ..ops.convolution import columns_last, padded_extents, placement
 from .wgsl import convolution as convolution_build
 from .wgsl import launch as build
 from .wgsl import random as random_build
-from .wgsl import scans
+from .wgsl import scans, windows
 from .wgsl.program import ViewStep
 from .wgsl.views import element_count
 
@@ -165,6 +165,15 @@ class KernelRules:
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""
         self.launch(build.fill(view, value), node.index)
+
+    def window(self, entry, node, views):
+        """The window kernel's ``entry`` (``kernels/window.wgsl``) for a pooling op: views ``[x]``, or
+        ``[t, x]`` / ``[g, x]`` for max pooling's derivatives (the windowed operand x last)."""
+        out = self.output(node)
+        views = [self.with_buffer(view, node) for view in views]
+        x, second = views[-1], (views[0] if len(views) == 2 else None)
+        self.launch(windows.window(entry, node.attrs, x, out.buffer, second), node.index)
+        return out
 
     # The scan kernels (kernels/scan.wgsl) ---------------------------------------------------
     def _axis_last(self, view, axis, node):

@@ -108,6 +108,26 @@ def dtype_name(value, metas):
     return None
 
 
+def window_extents(value, metas):
+    """A tuple of positive integers, one per axis of the first operand (a window, its strides)."""
+    meta = metas[0]
+    if not (isinstance(value, tuple) and len(value) == meta.rank and all(is_whole(v) and v >= 1 for v in value)):
+        return f"expected a tuple of positive integers, one per axis of the operand {_axes_text(meta)}"
+    return None
+
+
+def window_padding(value, metas):
+    """A (low, high) pair of non-negative integers for each axis of the first operand."""
+    meta = metas[0]
+    if not (
+        isinstance(value, tuple)
+        and len(value) == meta.rank
+        and all(isinstance(p, tuple) and len(p) == 2 and all(is_whole(v) and v >= 0 for v in p) for p in value)
+    ):
+        return f"expected a (low, high) pair of non-negative integers for each axis of the operand {_axes_text(meta)}"
+    return None
+
+
 def per_spatial_axis(value, metas):
     """A tuple of positive integers, one per spatial axis of the first operand (a convolution's [N, C, *spatial])."""
     meta = metas[0]
