@@ -181,7 +181,8 @@ def training_plot(losses, accuracies, where):
 
 
 def main(config=CONFIG, dtype="float64", backend="numpy"):
-    """Train for ``config.steps`` Adam steps; returns ``(losses, held-out accuracies)``, one of each a step.
+    """Train for ``config.steps`` Adam steps; returns ``(losses, held-out accuracies, trained parameters)``,
+    a loss and an accuracy a step.
 
     ``backend``: ``"numpy"`` on the host in ``dtype``, ``"webgpu"`` through
     ``topos.webgpu.DeviceTrainer`` in float32, ``"auto"`` WebGPU on a hardware GPU
@@ -225,7 +226,7 @@ def main(config=CONFIG, dtype="float64", backend="numpy"):
     print(
         f"held out: {right} of {HELD_OUT} images read right, accuracy {accuracy:.3f}, cross-entropy {held_out_loss:.4f}"
     )
-    return losses, accuracies
+    return losses, accuracies, trainer.parameters()
 
 
 if __name__ == "__main__":

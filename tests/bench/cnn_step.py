@@ -22,7 +22,8 @@ rounding), so both time the same network.
 Then the time split. topos: a few more steps with every prepared node of the
 plans timed alone (``PreparedPlan._run_steps`` wrapped for the measurement),
 summed by kind: convolution (``Conv`` nodes, forward and the gradients, which
-are convolutions too), pooling (the windows and max pooling's gradient),
+are convolutions too, and the ``Reverse`` that flips the kernel for the
+input's gradient), pooling (the windows and max pooling's gradient),
 randomness (the dropout mask's bits), matrix products, the other nodes; and
 what is not a node: the optimizer and the Python around the nodes (feeds,
 tables, the reverse scan's bookkeeping). PyTorch: ``torch.profiler`` over as
@@ -232,7 +233,7 @@ KINDS = ("convolution", "pooling", "randomness", "matrix products", "other nodes
 
 def kind_of_opcode(opcode):
     name = opcode.lower()
-    if "conv" in name:
+    if "conv" in name or name == "reverse":  # Reverse flips the kernel for the input's gradient
         return "convolution"
     if "pool" in name or "window" in name or "selectandscatter" in name:
         return "pooling"
