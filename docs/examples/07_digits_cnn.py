@@ -14,7 +14,8 @@ each step feeds a fresh one, ``topos.fold_in(key, step)``, so no two steps drop
 the same features and a run is reproducible to the bit. The held-out images
 are scored by the model recorded again without dropout, at their own batch
 size, which adopts the trained parameters by name; ``topos.argmax`` of the
-logits is the guess. The loss and the held-out accuracy grow on one plot card,
+logits is the guess, and the share of guesses ``topos.equal`` to the labels
+the accuracy, both in the recording. The loss and the held-out accuracy grow on one plot card,
 a point a step (the accuracy is scored every few steps and held between).
 
 It trains on numpy, or on WebGPU through ``topos.webgpu.DeviceTrainer``
@@ -80,11 +81,12 @@ def record_parameters(tape, config):
 
 
 def build(tape, config):
-    """Record the model and its loss; returns ``(images, labels, key, logits, guesses, loss)``.
+    """Record the model and its loss; returns ``(images, labels, key, logits, guesses, accuracy, loss)``.
 
     ``images`` is an input [batch, 1, 8, 8], ``labels`` int32 [batch] and ``key``
     the uint32[2] key dropout draws from (None when ``config.training`` is off:
-    the model without dropout takes no key). ``guesses`` is ``argmax`` of the logits.
+    the model without dropout takes no key). ``guesses`` is ``argmax`` of the logits
+    (int32), ``accuracy`` the share of them equal to the labels.
     """
     first = TRAINING_INDICES[: config.batch]
     images = tape.input(IMAGES[first], name="images")
@@ -101,14 +103,17 @@ def build(tape, config):
         x = topos.dropout(x, config.dropout, key)
     logits = x @ p["head.weight"] + p["head.bias"]
     guesses = topos.argmax(logits, axis=-1)
+    accuracy = topos.mean(topos.equal(guesses, labels))
     loss = topos.cross_entropy(logits, labels)
-    return images, labels, key, logits, guesses, loss
+    return images, labels, key, logits, guesses, accuracy, loss
 
 
 # The recording the playground's panes read: the training step's model, dropout and its key
 # included. float32, as models are trained, so that its kernels run on WebGPU.
 CONFIG = Config()
-network, (images, labels, key, logits, guesses, loss) = Tape.record(lambda tape: build(tape, CONFIG), dtype="float32")
+network, (images, labels, key, logits, guesses, accuracy, loss) = Tape.record(
+    lambda tape: build(tape, CONFIG), dtype="float32"
+)
 
 
 class HeldOut:
@@ -117,14 +122,13 @@ class HeldOut:
     def __init__(self, config, dtype):
         sized = replace(config, batch=HELD_OUT, training=False)
         self.network, symbols = Tape.record(lambda tape: build(tape, sized), dtype=dtype)
-        self.images, self.labels, _, _, self.guesses, self.loss = symbols
+        self.images, self.labels, _, _, _, self.accuracy, self.loss = symbols
 
     def score(self, parameters):
         """``(accuracy, cross-entropy)`` of the trained ``parameters`` on the held-out images."""
         feeds = {self.images: IMAGES[HELD_OUT_INDICES], self.labels: LABELS[HELD_OUT_INDICES]}
         run = self.network.forward(self.network.adopt(parameters), feeds)
-        accuracy = float(np.mean(run.of(self.guesses).numpy() == LABELS[HELD_OUT_INDICES]))
-        return accuracy, run.of(self.loss).scalar()
+        return run.of(self.accuracy).scalar(), run.of(self.loss).scalar()
 
 
 class HostTrainer:
@@ -195,7 +199,7 @@ def main(config=CONFIG, dtype="float64", backend="numpy"):
     where = f"WebGPU ({adapter})" if backend == "webgpu" else "numpy"
     losses, accuracies = [], []
     curve = show.plot(training_plot(losses, accuracies, where))  # one card, updated at every step
-    network, (images, labels, key, _, _, loss) = Tape.record(lambda tape: build(tape, config), dtype=dtype)
+    network, (images, labels, key, _, _, _, loss) = Tape.record(lambda tape: build(tape, config), dtype=dtype)
     held_out = HeldOut(config, dtype)
     parameters = network.parameters()
     count = sum(tensor.size for _, tensor in parameters.items())

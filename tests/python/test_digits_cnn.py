@@ -98,7 +98,9 @@ def test_the_split_is_fixed_disjoint_and_covers_every_digit(example):
 
 def test_the_model_without_dropout_is_pytorchs_in_float64(example):
     config = replace(example.Config(), batch=20, training=False)
-    network, (images, labels, key, logits, guesses, loss) = Tape.record(lambda tape: example.build(tape, config))
+    network, (images, labels, key, logits, guesses, accuracy, loss) = Tape.record(
+        lambda tape: example.build(tape, config)
+    )
     assert key is None
     rng = np.random.default_rng(5)
     chosen = rng.choice(example.TRAINING_INDICES, config.batch, replace=False)
@@ -115,6 +117,8 @@ def test_the_model_without_dropout_is_pytorchs_in_float64(example):
     np.testing.assert_allclose(run.of(logits).numpy(), want_logits.detach().numpy(), rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(run.of(loss).scalar(), want_loss.item(), rtol=1e-9)
     assert run.of(guesses).numpy().tolist() == want_logits.argmax(dim=1).tolist()
+    want_accuracy = (want_logits.argmax(dim=1) == torch.tensor(example.LABELS[chosen])).double().mean().item()
+    assert run.of(accuracy).scalar() == want_accuracy
     gradients = run.backward(loss).parameters(parameters)
     for name, gradient in gradients.items():
         np.testing.assert_allclose(np.asarray(gradient), w[name].grad.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
@@ -122,8 +126,8 @@ def test_the_model_without_dropout_is_pytorchs_in_float64(example):
 
 def test_dropout_follows_the_key_it_is_fed(example):
     config = replace(example.Config(), batch=8)
-    network, (images, labels, key, logits, _, loss) = Tape.record(lambda tape: example.build(tape, config))
-    plain, (p_images, p_labels, _, plain_logits, _, _) = Tape.record(
+    network, (images, labels, key, logits, _, _, loss) = Tape.record(lambda tape: example.build(tape, config))
+    plain, (p_images, p_labels, _, plain_logits, _, _, _) = Tape.record(
         lambda tape: example.build(tape, replace(config, training=False))
     )
     chosen = example.TRAINING_INDICES[: config.batch]
