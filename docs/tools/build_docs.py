@@ -86,6 +86,7 @@ PAGES = [
     "training",
     "extending",
     "kernels",
+    "convolutions",
     "gallery",
     "playground",
     "embedding",

@@ -6,6 +6,7 @@
 """
 
 from . import (
+    datasets,  # noqa: F401  (topos.datasets.digits(): data read from the package, numpy only)
     ops,  # noqa: F401  (registers the primitives first)
     show,
     webgpu,  # noqa: F401  (registers the "webgpu" and "auto" backends; wgpu-py is imported only when used)
@@ -116,6 +117,7 @@ __all__ = [
     "Value",
     "detach",
     "show",
+    "datasets",
     "abs",
     "attention",
     "broadcast_to",

@@ -19,7 +19,13 @@ from topos import playground, show
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "examples")
 GALLERY = sorted(name for name in os.listdir(EXAMPLES) if name.endswith(".py"))
 # The examples that train (test_examples.py's list), and the steps each reports in Run mode.
-TRAINING = {"02_linear_fit.py": 100, "04_mlp.py": 301, "05_softmax_regression.py": 201, "06_char_transformer.py": 300}
+TRAINING = {
+    "02_linear_fit.py": 100,
+    "04_mlp.py": 301,
+    "05_softmax_regression.py": 201,
+    "06_char_transformer.py": 300,
+    "07_digits_cnn.py": 200,
+}
 
 
 class Steps:

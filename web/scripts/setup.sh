@@ -22,10 +22,11 @@ bash py/scripts/setup-venv.sh serve
 python="$root/.venv/bin/python"
 "$python" web/scripts/fetch_pyodide_assets.py
 
-# The topos wheel: the hash of every file that goes into it decides whether to rebuild.
+# The topos wheel: the hash of every file that goes into it decides whether to rebuild
+# (its modules, kernels, the data sets of topos.datasets and their README).
 wheel_stamp="public/pyodide/topos-wheel.json"
 # The script that adds the bytecode counts too.
-want_wheel="$({ (cd py && find -L topos pyproject.toml LICENSE -type f \( -name '*.py' -o -name '*.wgsl' -o -name '*.toml' -o -name LICENSE \) -print0 \
+want_wheel="$({ (cd py && find -L topos pyproject.toml LICENSE -type f \( -name '*.py' -o -name '*.wgsl' -o -name '*.npz' -o -name '*.md' -o -name '*.toml' -o -name LICENSE \) -print0 \
   | sort -z | xargs -0 sha256sum); sha256sum web/scripts/compile_wheel.mjs; } | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$wheel_stamp" ] || ! grep -q "\"sources\": \"$want_wheel\"" "$wheel_stamp"; then
   echo "setup: building the topos wheel"
