@@ -514,7 +514,7 @@ def test_every_kernel_file_takes_the_shared_helpers_from_common_rather_than_its_
 def test_each_primitive_names_a_kernel_family_with_a_file():
     from topos.ops import primitives
 
-    families = {"elementwise", "reduce", "matmul", "copy", "gather", "softmax", "layer_norm"}
+    families = {"elementwise", "reduce", "matmul", "copy", "gather", "softmax", "layer_norm", "scatter"}
     for name, primitive in primitives().items():
         if primitive.is_source:
             continue

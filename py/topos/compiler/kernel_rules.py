@@ -7,6 +7,7 @@ module of its own under ``topos.compiler.wgsl``.
 """
 
 from .wgsl import launch as build
+from .wgsl import scatter
 from .wgsl.program import ViewStep
 
 
@@ -87,3 +88,16 @@ class KernelRules:
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""
         self.launch(build.fill(view, value), node.index)
+
+    # Added for issue 22 (WebGPU without host steps) ---------------------------------------
+    #: The most indices one ScatterAdd launch walks (its loop's limit, eight indices an iteration).
+    MAX_SCATTER_INDICES = scatter.MAX_SCATTER_INDICES
+
+    def scatter_add(self, node, updates, indices):
+        """The scatter kernel's ``scatter_add`` along the node's ``axis`` (it reads both operands dense)."""
+        out = self.output(node)
+        updates, indices = (self.dense(view, node) for view in (updates, indices))
+        self.launch(
+            scatter.scatter_add(updates, indices, node.attrs["axis"], node.attrs["extent"], out.buffer), node.index
+        )
+        return out

@@ -42,7 +42,7 @@ from .kernel_rules import KernelRules
 from .wgsl import launch as build
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from .wgsl.patterns import find_groups
-from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, share_buffers
+from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, share_buffers
 from .wgsl.views import View, element_count
 
 #: WebGPU's default maxStorageBufferBindingSize (128 MiB) in 4-byte elements.
@@ -88,9 +88,11 @@ class KernelReading:
         device_nodes = sum(
             1 for i in self.plan.schedule if self.backends[i] == "webgpu" and not self.plan.nodes[i].is_source
         )
+        submits = run_counts(self.program)["submits"]
         return (
             f"kernels: {plural(len(self.launches), 'launch', 'launches')} for {plural(device_nodes, 'node')}, "
-            f"{plural(host, 'host step')}, {plural(uploads, 'upload')}, {plural(readbacks, 'readback')}"
+            f"{plural(host, 'host step')}, {plural(uploads, 'upload')}, {plural(readbacks, 'readback')}, "
+            f"{plural(submits, 'submit')}"
         )
 
     def describe(self):
@@ -134,6 +136,10 @@ class KernelReading:
         rows.append((self.summary(), ()))
         rows.append((memory, ()))
         return rows
+
+    def counts(self):
+        """What one run asks of the device: ``{"dispatches", "submits", "readbacks"}`` (``run_counts``)."""
+        return run_counts(self.program)
 
     def __repr__(self):
         return f"<KernelReading: {self.summary()}>"

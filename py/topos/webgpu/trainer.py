@@ -32,7 +32,7 @@ from ..compiler.executor import PlanRun
 from ..compiler.plan import Plan
 from ..compiler.wgsl import launch as build
 from ..compiler.wgsl.launch import Binding, Launch, grid, pack
-from ..compiler.wgsl.program import Buffer, HostStep, Program, Readback, Upload
+from ..compiler.wgsl.program import Buffer, HostStep, Program, Readback, Upload, run_counts
 from ..compiler.wgsl.views import View
 from ..errors import ArgumentError, ArgumentTypeError
 from ..model import optim
@@ -65,6 +65,7 @@ class DeviceTrainer:
         self.plan = plan
         self.optimizer = optimizer
         self.steps = 0
+        self._counts = None
         self._initial = dict(parameters.slots)
         self._template = parameters
         reading = plan.kernels()
@@ -86,6 +87,14 @@ class DeviceTrainer:
         buffers = list(program.buffers)
         uploads = {s.key: s.buffer for s in program.steps if isinstance(s, Upload)}
         readbacks = {s.key: s.view for s in program.steps if isinstance(s, Readback)}
+        # The readables the reading reads at its end (the loss) are read after the updates instead, so that
+        # a step is one submission and one wait: nothing the updates write (a parameter's buffer) is read so.
+        written = {uploads[p] for p, _ in plan.gradients if p in self._initial and p in uploads}
+        tail = len(steps)
+        while tail and isinstance(steps[tail - 1], Readback):
+            tail -= 1
+        late = [s for s in steps[tail:] if s.view.is_constant or s.view.buffer not in written]
+        steps = [s for s in steps if s not in late]
         updates = []
 
         def new_buffer(elements):
@@ -145,6 +154,7 @@ class DeviceTrainer:
             )
             steps.append(launch)
             updates.append((parameter, launch))
+        steps.extend(late)
         return Program(tuple(buffers), tuple(steps)), updates
 
     def _entry(self):
@@ -188,10 +198,38 @@ class DeviceTrainer:
         executor = self._executor
         # The very arrays of the first step: resident uploads skip them after it.
         values = executor.source_values(self._initial, feeds)
+        before = self.runner.counts()
         self.runner.run(self._program, values, executor.host_step)
+        after = self.runner.counts()
+        self._counts = {name: after[name] - before[name] for name in after}
         self.steps += 1
         results = {index: freeze(values[index]) for index in plan.readables}  # read back by this step alone
         return PlanRun(plan, results, dict(self._executor_backends), self._program.device_bytes // 4, None)
+
+    def counts(self):
+        """What the last step asked of the device, as the runner counted it: ``{"dispatches", "submits",
+        "readbacks", "uploads", "uploaded_bytes", "read_bytes"}`` (None before the first step). A step
+        is one submission and one read-back (the loss) when the device runs every node."""
+        return dict(self._counts) if self._counts is not None else None
+
+    def program_counts(self):
+        """What every step asks of the device, read from the step's program (``run_counts``):
+        ``{"dispatches", "submits", "readbacks"}``."""
+        return run_counts(self._program)
+
+    def describe(self):
+        """The kernel reading of a step: the plan's launches (``plan.kernels().describe()``), then the
+        optimizer's, then what a step asks of the device."""
+        counts = self.program_counts()
+        updates = [f"{'update':<8}{'optimizer:' + launch.entry:<26}{parameter}" for parameter, launch in self._updates]
+        return "\n".join(
+            [self.plan.kernels().describe()]
+            + updates
+            + [
+                f"a training step: {counts['dispatches']} dispatches ({len(self._updates)} updates), "
+                f"{counts['submits']} submit(s), {counts['readbacks']} read-back(s)"
+            ]
+        )
 
     def parameters(self):
         """The parameters as they are on the device now, as a new ``Parameters`` table."""
