@@ -231,7 +231,9 @@ def test_device_memory_follows_the_plan_peak():
 
     network, outputs = Tape.record(chain, dtype="float32")
     program = network.entry(outputs).lower().kernels().program
-    assert len(program.launches) == 80 and len(program.buffers) <= 3
+    # Its 80 nodes run as fused elementwise chains (topos.compiler.wgsl.fusion), seven operands a launch at most.
+    assert sum(len(launch.nodes) for launch in program.launches) == 80 and len(program.launches) <= 80 // 6
+    assert len(program.buffers) <= 3
 
 
 def test_running_again_uploads_only_what_changed():

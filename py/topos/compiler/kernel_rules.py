@@ -101,3 +101,13 @@ class KernelRules:
             scatter.scatter_add(updates, indices, node.attrs["axis"], node.attrs["extent"], out.buffer), node.index
         )
         return out
+
+    def fused_elementwise(self, chain, views):
+        """One elementwise launch computing a chain of elementwise nodes (``topos.compiler.wgsl.fusion``)
+        from ``views``, the chain's outside operands; the launch covers every node of the chain."""
+        node = self.nodes[chain.root]
+        body, expression = chain.program(self.nodes)
+        out = self.output(node)
+        opcodes = "+".join(self.nodes[i].opcode for i in chain.nodes)
+        self.launch(build.elementwise(expression, out.buffer, node.shape, views, body=body), chain.nodes, opcodes)
+        return out

@@ -40,6 +40,7 @@ from ..ops import Primitive, lookup
 from ..text import format_shape, plural
 from .kernel_rules import KernelRules
 from .wgsl import launch as build
+from .wgsl.fusion import find_chains
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from .wgsl.patterns import find_groups
 from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, share_buffers
@@ -59,16 +60,18 @@ class KernelReading:
 
     ``program`` is what the WebGPU backend runs; ``launches`` lists its launches;
     ``backends`` maps each scheduled node to "webgpu" or "numpy" (a source: whether a
-    launch reads it); ``groups`` holds the fused groups by first node; ``declined``
-    the reason for each node the host runs.
+    launch reads it); ``groups`` holds the fused groups by first node, ``chains`` the fused
+    elementwise chains by root (``topos.compiler.wgsl.fusion``); ``declined`` the reason for
+    each node the host runs.
     """
 
-    def __init__(self, plan, program, backends, groups, declined):
+    def __init__(self, plan, program, backends, groups, declined, chains=None):
         self.plan = plan
         self.program = program
         self.backends = backends
         self.groups = groups
         self.declined = declined
+        self.chains = chains or {}
 
     @property
     def launches(self):
@@ -190,6 +193,8 @@ def _launch_text(launch):
     text = f"{_view_text(out)} <- {reads}" if reads else _view_text(out)
     specialisation = dict(launch.specialisation)
     detail = specialisation.get("EXPRESSION") or specialisation.get("COMBINE")
+    if specialisation.get("BODY"):  # a fused chain: its lets, then its expression
+        detail = f"{specialisation['BODY']} {detail}"
     return f"{text}  {detail}" if detail else text
 
 
@@ -241,6 +246,9 @@ class Selector(KernelRules):
             first: group for first, group in groups.items() if group.composite.wgsl_declines(self, group) is None
         }
         self.covered = {i for group in self.groups.values() for i in group.covered}
+        # Chains of elementwise nodes whose intermediates nobody else reads: one generated launch each.
+        self.chains = find_chains(self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered)
+        self.absorbed = {i for chain in self.chains.values() for i in chain.nodes if i != chain.root}
 
     def decline_reason(self, node):
         """Why the device does not run ``node`` (a sentence), or None when it does."""
@@ -348,7 +356,7 @@ class Selector(KernelRules):
                     self.upload(index)
         for index in plan.schedule:
             node = self.nodes[index]
-            if node.is_source or (index in self.covered and index not in self.groups):
+            if node.is_source or (index in self.covered and index not in self.groups) or index in self.absorbed:
                 continue
             if index in self.declined:
                 for operand in node.operands:
@@ -360,6 +368,9 @@ class Selector(KernelRules):
                     self.upload(index)
             elif index in self.groups:
                 self.emit_group(self.groups[index])
+            elif index in self.chains:
+                chain = self.chains[index]
+                self.views[index] = self.fused_elementwise(chain, [self.views[j] for j in chain.operands])
             else:
                 self.emit(index, [self.views[j] for j in node.operands])
         for index in plan.outputs:
@@ -367,7 +378,7 @@ class Selector(KernelRules):
         for index in plan.schedule:
             self.backends.setdefault(index, "webgpu")
         buffers, steps = share_buffers(self.pool.buffers, self.steps, self.pool.pinned)
-        return KernelReading(plan, Program(buffers, steps), self.backends, self.groups, self.declined)
+        return KernelReading(plan, Program(buffers, steps), self.backends, self.groups, self.declined, self.chains)
 
     def emit_group(self, group):
         """The fused launch of a group, as its composite names it (``Composite.wgsl_launch``)."""
