@@ -121,54 +121,56 @@ def median_seconds(run, rounds):
 
 
 def matmul_native(sizes, rounds, target_seconds):
-    """One row a square size: the selected kernel's GFLOP/s (timed as a submission of repeated launches
-    finished by a 4-byte read-back), its error against float64, and numpy's sgemm on one thread."""
-    from topos.compiler.wgsl import launch as build
-    from topos.webgpu import Buffer, Program, Readback, Upload, View
+    """One row a square size (``matmul_size``)."""
     from topos.webgpu.runner import default_runner
 
     runner = default_runner()
     rng = np.random.default_rng(0)
-    rows = []
-    for size in sizes:
-        a = rng.standard_normal((size, size), dtype=np.float32)
-        b = rng.standard_normal((size, size), dtype=np.float32)
-        launch = build.matmul(View.of_buffer(0, a.shape), View.of_buffer(1, b.shape), 2)
-        buffers = (Buffer(0, a.size), Buffer(1, b.size), Buffer(2, size * size))
-        uploads = (Upload("a", 0, constant=True), Upload("b", 1, constant=True))
+    return [matmul_size(runner, rng, size, rounds, target_seconds) for size in sizes]
 
-        def program(repeats, read):
-            return Program(buffers, uploads + (launch,) * repeats + (Readback("out", read),))
 
-        values = {"a": a, "b": b}
-        got = runner.run(program(1, View.of_buffer(2, (size, size))), dict(values))["out"]
-        exact = a.astype(np.float64) @ b.astype(np.float64)
-        # The documented rule for a sum of k terms: 4 sqrt(k) 2^-24 sum(|terms|), plus 1e-5 relative.
-        allowed = 4.0 * math.sqrt(size) * 2.0**-24 * (np.abs(a).astype(np.float64) @ np.abs(b)) + 1e-5 * np.abs(exact)
-        worst = float((np.abs(got - exact) / allowed).max())
-        one = View(2, 0, (1,), (1,))
-        single = program(1, one)
-        runner.run(single, dict(values))  # compile and upload
-        once = median_seconds(lambda p=single: runner.run(p, dict(values)), 3)
-        repeats = int(min(max(target_seconds / max(once, 1e-6), 1), 256))
-        timed = program(repeats, one)
-        runner.run(timed, dict(values))
-        seconds = median_seconds(lambda p=timed: runner.run(p, dict(values)), rounds) / repeats
-        numpy_seconds = median_seconds(lambda: a @ b, rounds)
-        flops = 2.0 * size**3
-        rows.append(
-            {
-                "size": size,
-                "kernel": launch.entry,
-                "repeats": repeats,
-                "ms": 1e3 * seconds,
-                "gflops": flops / seconds / 1e9,
-                "numpy_gflops": flops / numpy_seconds / 1e9,
-                "error_vs_allowed": worst,
-                "correct": worst <= 1.0,
-            }
-        )
-    return rows
+def matmul_size(runner, rng, size, rounds, target_seconds):
+    """The selected kernel's GFLOP/s for [size, size] @ [size, size] (timed as a submission of repeated
+    launches finished by a 4-byte read-back), its error against float64, and numpy's sgemm on one thread."""
+    from topos.compiler.wgsl import launch as build
+    from topos.webgpu import Buffer, Program, Readback, Upload, View
+
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    launch = build.matmul(View.of_buffer(0, a.shape), View.of_buffer(1, b.shape), 2)
+    buffers = (Buffer(0, a.size), Buffer(1, b.size), Buffer(2, size * size))
+    uploads = (Upload("a", 0, constant=True), Upload("b", 1, constant=True))
+
+    def program(repeats, read):
+        return Program(buffers, uploads + (launch,) * repeats + (Readback("out", read),))
+
+    def runs(program):
+        return lambda: runner.run(program, {"a": a, "b": b})
+
+    got = runs(program(1, View.of_buffer(2, (size, size))))()["out"]
+    exact = a.astype(np.float64) @ b.astype(np.float64)
+    # The documented rule for a sum of k terms: 4 sqrt(k) 2^-24 sum(|terms|), plus 1e-5 relative.
+    allowed = 4.0 * math.sqrt(size) * 2.0**-24 * (np.abs(a).astype(np.float64) @ np.abs(b)) + 1e-5 * np.abs(exact)
+    worst = float((np.abs(got - exact) / allowed).max())
+    one = View(2, 0, (1,), (1,))
+    single = runs(program(1, one))
+    single()  # compile and upload
+    repeats = int(min(max(target_seconds / max(median_seconds(single, 3), 1e-6), 1), 256))
+    timed = runs(program(repeats, one))
+    timed()
+    seconds = median_seconds(timed, rounds) / repeats
+    numpy_seconds = median_seconds(lambda: a @ b, rounds)
+    flops = 2.0 * size**3
+    return {
+        "size": size,
+        "kernel": launch.entry,
+        "repeats": repeats,
+        "ms": 1e3 * seconds,
+        "gflops": flops / seconds / 1e9,
+        "numpy_gflops": flops / numpy_seconds / 1e9,
+        "error_vs_allowed": worst,
+        "correct": worst <= 1.0,
+    }
 
 
 # The training step ---------------------------------------------------------------------------------------
@@ -250,7 +252,9 @@ def describe(report):
         rows.append(f"training step, {train['model']}, {train['steps']} timed steps after {train['warmup']}:")
         numpy_ms = train["backends"]["numpy"]["median_ms"]
         webgpu_ms = train["backends"]["webgpu"]["median_ms"]
-        rows.append(f"  numpy {numpy_ms:9.2f} ms   webgpu {webgpu_ms:9.2f} ms   webgpu / numpy {webgpu_ms / numpy_ms:6.2f}")
+        rows.append(
+            f"  numpy {numpy_ms:9.2f} ms   webgpu {webgpu_ms:9.2f} ms   webgpu / numpy {webgpu_ms / numpy_ms:6.2f}"
+        )
         counts = train.get("counts") or {}
         if counts:
             rows.append(
