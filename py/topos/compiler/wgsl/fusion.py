@@ -122,5 +122,7 @@ def find_chains(nodes, schedule, outputs, on_device, excluded=()):
         if len(members) > 1:
             absorbed |= members - {root}
             order = tuple(index for index in schedule if index in members)
-            chains[root] = Chain(order, tuple(operands))
+            # The operands in the order the chain's nodes first read them: x, y, z, ... read left to right.
+            reads = [j for index in order for j in nodes[index].operands if j not in members]
+            chains[root] = Chain(order, tuple(dict.fromkeys(reads)))
     return chains
