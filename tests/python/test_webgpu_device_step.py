@@ -148,3 +148,38 @@ def test_a_reading_counts_what_a_run_asks_of_the_device():
     assert counts == run_counts(reading.program)
     assert counts["dispatches"] == len(reading.launches) and counts["submits"] == 1
     assert counts["readbacks"] == sum(isinstance(step, Readback) for step in reading.program.steps)
+
+
+def test_run_counts_reads_submits_from_where_the_host_must_wait():
+    from topos.compiler.wgsl import launch as build
+    from topos.compiler.wgsl.program import Buffer, Program, Upload
+
+    fill = build.fill(View.of_buffer(0, (4,)), 1.0)
+    steps = (Upload("a", 0), fill, fill, Readback("r", View.of_buffer(0, (4,))), HostStep("h"), Upload("h", 0), fill)
+    program = Program((Buffer(0, 4),), steps + (Readback("s", View.of_buffer(0, (4,))),))
+    assert run_counts(program) == {"dispatches": 3, "submits": 2, "readbacks": 2}
+    assert run_counts(Program((), (HostStep("h"),))) == {"dispatches": 0, "submits": 0, "readbacks": 0}
+
+
+def test_a_parameter_read_as_a_readable_is_read_before_its_update():
+    def record(tape):
+        w = tape.parameter(np.array([1.0, -2.0, 3.0]), name="w")
+        return [w, topos.sum(w * w)]
+
+    network, (w, loss) = Tape.record(record, dtype="float32")
+    plan = network.entry([w, loss]).backward(loss).lower()
+    trainer = DeviceTrainer(plan, network.parameters(), optim.SGD(lr=0.25))
+    steps = trainer._program.steps
+    # w is copied on the device before the update launches and read, with the loss, after them.
+    assert [step.key for step in steps if isinstance(step, Readback)] == [loss.index, w.index]
+    assert all(isinstance(step, Readback) for step in steps[-2:])
+    copy = next(step for step in steps if getattr(step, "label", None) == "readable")
+    update = next(step for step in steps if getattr(step, "kernel", None) == "optimizer")
+    assert steps.index(copy) < steps.index(update) and copy.nodes == (w.index,)
+    first = trainer.step()
+    second = trainer.step()
+    np.testing.assert_array_equal(first.of(w).numpy(), [1.0, -2.0, 3.0])
+    # SGD on sum(w^2): w - 0.25 * 2w = w / 2, read back before the second step's update.
+    np.testing.assert_array_equal(second.of(w).numpy(), [0.5, -1.0, 1.5])
+    assert second.of(loss).scalar() == np.float32(0.25 + 1.0 + 2.25)
+    assert trainer.counts()["submits"] == 1 and trainer.counts()["readbacks"] == 2

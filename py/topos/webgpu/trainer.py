@@ -87,14 +87,6 @@ class DeviceTrainer:
         buffers = list(program.buffers)
         uploads = {s.key: s.buffer for s in program.steps if isinstance(s, Upload)}
         readbacks = {s.key: s.view for s in program.steps if isinstance(s, Readback)}
-        # The readables the reading reads at its end (the loss) are read after the updates instead, so that
-        # a step is one submission and one wait: nothing the updates write (a parameter's buffer) is read so.
-        written = {uploads[p] for p, _ in plan.gradients if p in self._initial and p in uploads}
-        tail = len(steps)
-        while tail and isinstance(steps[tail - 1], Readback):
-            tail -= 1
-        late = [s for s in steps[tail:] if s.view.is_constant or s.view.buffer not in written]
-        steps = [s for s in steps if s not in late]
         updates = []
 
         def new_buffer(elements):
@@ -108,17 +100,33 @@ class DeviceTrainer:
                 return readbacks[gradient]
             if gradient in uploads:
                 return View.of_buffer(uploads[gradient], shape)
-            # Computed on the host (ScatterAdd, say) and read by no launch: upload it after its host step.
+            # Computed on the host (a node the device declines) and read by no launch: upload it after its host step.
             position = next(i for i, s in enumerate(steps) if isinstance(s, HostStep) and s.key == gradient)
             view = View.of_buffer(new_buffer(plan.nodes[gradient].size), shape)
             steps.insert(position + 1, Upload(gradient, view.buffer))
             return view
 
-        # A parameter read as a readable is its value before this step's update: read back from its buffer,
-        # which holds the new values after the first step (the host still has only the first step's).
+        # The readables are read after the updates, so that a step is one submission and one wait. Those the
+        # reading reads at its end (the loss) are read there instead; a parameter read as a readable is its value
+        # before this step's update (its buffer holds the new values after the first step, and the host only
+        # the first step's), so it, and any readable in a buffer an update writes, is first copied on the device.
+        written = {uploads[p] for p, _ in plan.gradients if p in self._initial and p in uploads}
+        tail = len(steps)
+        while tail and isinstance(steps[tail - 1], Readback):
+            tail -= 1
+        reads = steps[tail:]
+        del steps[tail:]
         for index in plan.readables:
             if index in self._initial and index in uploads:
-                steps.append(Readback(index, View.of_buffer(uploads[index], plan.nodes[index].shape)))
+                reads.append(Readback(index, View.of_buffer(uploads[index], plan.nodes[index].shape)))
+        late = []
+        for read in reads:
+            if read.view.is_constant or read.view.buffer not in written:
+                late.append(read)
+                continue
+            kept = View.of_buffer(new_buffer(read.view.size), read.view.shape)
+            steps.append(build.copy(read.view, kept).covering((read.key,), "readable"))
+            late.append(Readback(read.key, kept, read.dtype))
         for parameter, gradient in plan.gradients:
             if parameter not in self._initial:
                 continue
