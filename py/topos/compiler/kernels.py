@@ -3,15 +3,17 @@
 Kernel selection walks the plan's schedule once. Each node either runs on the
 device, as the launches its primitive's own rule writes (``wgsl`` or
 ``wgsl_launch`` in its op block, through the kernel family it names: elementwise,
-reduce, matmul, copy, gather), or on the host, where the numpy interpreter runs
-it: float64 values (WGSL has no f64), int32 results, ops whose ``kernel`` is None
-(ScatterAdd), values too large for one storage binding, and what the primitive
-itself declines (``wgsl_declines``).
+reduce, matmul, copy, gather, scatter), or on the host, where the numpy interpreter
+runs it: float64 values (WGSL has no f64), int32 results, ops whose ``kernel`` is
+None, values too large for one storage binding, and what the primitive itself
+declines (``wgsl_declines``).
 
 - Reshapes of contiguous values, broadcasts, transposes, slices and stop-gradients
   launch nothing: they are new views of their operand's buffer, which the next
   kernel reads through strides. Leaves of one repeated value are constants that
   need no buffer at all.
+- Chains of elementwise nodes whose intermediate values only the chain reads run
+  as one generated launch (``topos.compiler.wgsl.fusion``): a ``let`` a node.
 - Softmax, log-softmax, layer norm and mean run fused where the plan shows the
   pattern their functions record (``topos.compiler.wgsl.patterns``), as the launch
   their composite names (``Composite.wgsl_launch``, ``topos.ops.composites``).
