@@ -271,6 +271,8 @@ def describe(report):
         for name, result in browser.items():
             rows.append(f"in the page, {name} (rc {result['rc']}):")
             rows.extend(f"  {line}" for line in result["tail"])
+            if name == "matmul" and peak:
+                rows.append(f"  (against the published f32 peak of {peak['flops'] / 1e9:.0f} GFLOP/s, {peak['name']})")
     return "\n".join(rows)
 
 
