@@ -36,10 +36,13 @@ def numpy_scatter_add(updates, indices, axis, extent):
 
 
 def device_scatter_add(updates, indices, axis, extent):
+    """The gather form's one launch on raw buffers."""
     out_shape = updates.shape[:axis] + (extent,) + updates.shape[axis + indices.ndim :]
-    launch = scatter.scatter_add(View.of_buffer(0, updates.shape), View.of_buffer(1, indices.shape), axis, extent, 9)
+    views = (View.of_buffer(0, updates.shape), View.of_buffer(1, indices.shape))
+    launches = scatter.scatter_add(*views, axis, extent, 9, strategy="gather")
+    assert len(launches) == 1
     sizes = {9: max(int(np.prod(out_shape)), 1)}
-    return run_launches([launch], {0: updates, 1: indices}, sizes, {"out": View.of_buffer(9, out_shape)})["out"]
+    return run_launches(launches, {0: updates, 1: indices}, sizes, {"out": View.of_buffer(9, out_shape)})["out"]
 
 
 # (updates shape, indices shape, axis, extent): edges of the 64-lane workgroups and of the
@@ -183,3 +186,45 @@ def test_a_parameter_read_as_a_readable_is_read_before_its_update():
     np.testing.assert_array_equal(second.of(w).numpy(), [0.5, -1.0, 1.5])
     assert second.of(loss).scalar() == np.float32(0.25 + 1.0 + 2.25)
     assert trainer.counts()["submits"] == 1 and trainer.counts()["readbacks"] == 2
+
+
+def sorted_scatter_add(updates, indices, axis, extent):
+    """The sorted form's launches on raw buffers (keys and starts in scratch buffers 10 and 11)."""
+    out_shape = updates.shape[:axis] + (extent,) + updates.shape[axis + indices.ndim :]
+    scratch = {}
+
+    def allocate(elements, dtype):
+        buffer = 10 + len(scratch)
+        scratch[buffer] = elements
+        return buffer
+
+    launches = scatter.scatter_add(
+        View.of_buffer(0, updates.shape),
+        View.of_buffer(1, indices.shape),
+        axis,
+        extent,
+        9,
+        strategy="sorted",
+        allocate=allocate,
+    )
+    sizes = {9: max(int(np.prod(out_shape)), 1), **scratch}
+    return run_launches(launches, {0: updates, 1: indices}, sizes, {"out": View.of_buffer(9, out_shape)})["out"]
+
+
+@pytest.mark.parametrize("updates_shape, indices_shape, axis, extent", CASES)
+def test_the_sorted_scatter_add_is_numpys_bit_for_bit_too(updates_shape, indices_shape, axis, extent, rng):
+    updates = rng.normal(size=updates_shape).astype(np.float32)
+    indices = rng.integers(0, extent, size=indices_shape).astype(np.int32)
+    got = sorted_scatter_add(updates, indices, axis, extent)
+    assert np.array_equal(got, numpy_scatter_add(updates, indices, axis, extent))
+
+
+def test_a_large_table_takes_the_sorted_form_and_matches_numpy(rng):
+    extent, count = 3000, 700
+    assert scatter.scatter_strategy(extent, count) == "sorted" and scatter.scatter_strategy(40, 256) == "gather"
+    updates = rng.normal(size=(count, 5)).astype(np.float32)
+    indices = rng.integers(0, 40, size=count).astype(np.int32)  # many repeats, most slots empty
+    indices[::7] = rng.integers(0, extent, size=len(indices[::7]))
+    got = sorted_scatter_add(updates, indices, 0, extent)
+    assert np.array_equal(got, numpy_scatter_add(updates, indices, 0, extent))
+    assert all(np.array_equal(got, sorted_scatter_add(updates, indices, 0, extent)) for _ in range(2))

@@ -93,13 +93,17 @@ class KernelRules:
     #: The most indices one ScatterAdd launch walks (its loop's limit, eight indices an iteration).
     MAX_SCATTER_INDICES = scatter.MAX_SCATTER_INDICES
 
+    #: The most slots x indices the sorted form's u32 keys hold.
+    MAX_SORT_KEYS = scatter.MAX_SORT_KEYS
+
     def scatter_add(self, node, updates, indices):
-        """The scatter kernel's ``scatter_add`` along the node's ``axis`` (it reads both operands dense)."""
+        """The scatter kernel's launches along the node's ``axis`` (it reads both operands dense): the gather
+        form for a small table, the sorted form for a large one (``topos.compiler.wgsl.scatter``)."""
         out = self.output(node)
         updates, indices = (self.dense(view, node) for view in (updates, indices))
-        self.launch(
-            scatter.scatter_add(updates, indices, node.attrs["axis"], node.attrs["extent"], out.buffer), node.index
-        )
+        axis, extent = node.attrs["axis"], node.attrs["extent"]
+        for launch in scatter.scatter_add(updates, indices, axis, extent, out.buffer, allocate=self.pool.allocate):
+            self.launch(launch, node.index)
         return out
 
     def fused_elementwise(self, chain, views):

@@ -186,6 +186,8 @@ class ScatterAdd(Primitive):
         count = k.operand_node(node, 1).size
         if count > k.MAX_SCATTER_INDICES:
             return f"{count} indices: the scatter kernel walks at most {k.MAX_SCATTER_INDICES}"
+        if node.attrs["extent"] * count > k.MAX_SORT_KEYS:
+            return f"{node.attrs['extent']} slots x {count} indices: more than the scatter kernel's u32 keys hold"
         return None
 
     def cost(self, operands, meta, attrs):
