@@ -11,8 +11,8 @@
 // Specialisation (text substituted before compiling; pipelines are cached on it):
 //   {{EXPRESSION}}  a WGSL f32 expression over the operands and BODY's lets, e.g. `x + y`,
 //                   `exp(x)` or `t1 * z`
-//   {{BODY}}        let statements before it, e.g. `let t0 = x - y; let t1 = t0 * t0;`
-//                   (empty for one op)
+//   {{BODY}}        statements before it, e.g. `let t0 = x - y; let t1 = t0 * t0;` (empty for
+//                   one op); a chain with a second output stores it, `extra[i] = t0;`
 //   {{LOAD_X}}      how x is read at element i: `x_buffer[i]` (contiguous),
 //                   `x_buffer[strided(i, 8u)]` (through the view), a constant from the
 //                   parameters, or `0.0` (unused)
@@ -30,6 +30,8 @@
 //   3  storage read        y_buffer  array<f32> (bound only when y is read from a buffer; so the rest)
 //   4  storage read        z_buffer  array<f32>
 //   5..8 storage read      u_buffer, v_buffer, w_buffer, s_buffer  array<f32>
+//   9  storage read_write  extra     array<f32>, contiguous: a fused chain's second output (then at
+//                                    most six operands, so that the launch binds at most 8 storage buffers)
 //
 // Parameters (u32 words):
 //   0  count            number of output elements
@@ -52,6 +54,7 @@
 @group(0) @binding(6) var<storage, read> v_buffer: array<f32>;
 @group(0) @binding(7) var<storage, read> w_buffer: array<f32>;
 @group(0) @binding(8) var<storage, read> s_buffer: array<f32>;
+@group(0) @binding(9) var<storage, read_write> extra: array<f32>;
 
 {{COMMON}}
 

@@ -96,28 +96,47 @@ def test_the_reading_shows_the_fused_launch_and_the_nodes_in_it(rng):
     assert "Sub+Mul+Neg+Exp+Tanh+Mul+Add+Div+Gelu" == launch.label
 
 
-def test_a_value_read_outside_the_chain_or_an_output_is_not_absorbed(rng):
+def test_a_value_read_outside_the_chain_joins_it_only_as_its_second_output(rng):
     x = rng.normal(size=65).astype(np.float32)
 
     def build(a):
-        shared = topos.exp(a)  # read by the chain and by the sum
+        shared = topos.exp(a)  # read by the chain and by the sum, which comes after it
         inner = shared * 2.0 + 1.0
-        return [topos.tanh(inner), topos.sum(shared), inner]  # inner is an output too
+        return [topos.tanh(inner), inner, topos.sum(shared)]  # inner is an output too
 
     network, outs = record([x], build)
     plan = network.entry(outs).lower()
     reading = plan.kernels()
-    shared = plan.nodes[outs[1].index].operands[0]  # the Sum's operand: the Exp
-    absorbed = {i for chain in reading.chains.values() for i in chain.nodes[:-1]}
-    assert shared not in absorbed and outs[2].index not in absorbed
-    # Still a chain: 2.0 * shared + 1.0 is one launch (Mul, Add), tanh of it another.
-    assert any(len(chain.nodes) == 2 for chain in reading.chains.values())
+    shared = plan.nodes[outs[2].index].operands[0]  # the Sum's operand: the Exp
+    (chain,) = reading.chains.values()
+    # The chain writes tanh and, as its second output, inner; one second output a launch, so the Exp stays out.
+    assert chain.root == outs[0].index and chain.extra == outs[1].index and shared not in chain.nodes
+    (launch,) = [launch for launch in reading.launches if launch.nodes == chain.nodes]
+    assert "extra[i] = " in dict(launch.specialisation)["BODY"]
     run = plan.run(network.parameters(), {}, backend="webgpu")
     x64 = x.astype(np.float64)
     exact_inner = np.exp(x64) * 2.0 + 1.0
     rounded_inner = np.exp(x) * np.float32(2.0) + np.float32(1.0)
-    assert_agrees(run.of(outs[2]).numpy(), exact_inner, rounded_inner)
+    assert_agrees(run.of(outs[1]).numpy(), exact_inner, rounded_inner)
     assert_agrees(run.of(outs[0]).numpy(), np.tanh(exact_inner), np.tanh(rounded_inner))
+    assert_agrees(run.of(outs[2]).numpy(), np.exp(x64).sum(), np.exp(x).sum(), magnitude=65 * np.exp(x64).sum())
+
+
+def test_a_value_read_before_the_chain_ends_stays_out_of_it(rng):
+    x = rng.normal(size=64).astype(np.float32)
+
+    def build(a):
+        e = topos.exp(a)
+        total = topos.sum(e)  # reads e before the chain's root is computed
+        return [topos.tanh(e * 2.0), total]
+
+    network, outs = record([x], build)
+    plan = network.entry(outs).lower()
+    reading = plan.kernels()
+    e = plan.nodes[outs[1].index].operands[0]
+    assert all(e not in chain.nodes for chain in reading.chains.values())
+    got = plan.run(network.parameters(), {}, backend="webgpu").of(outs[0]).numpy()
+    assert_agrees(got, np.tanh(np.exp(x.astype(np.float64)) * 2.0), np.tanh(np.exp(x) * np.float32(2.0)))
 
 
 def test_a_chain_keeps_to_the_templates_operand_slots(rng):

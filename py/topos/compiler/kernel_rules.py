@@ -108,10 +108,16 @@ class KernelRules:
 
     def fused_elementwise(self, chain, views):
         """One elementwise launch computing a chain of elementwise nodes (``topos.compiler.wgsl.fusion``)
-        from ``views``, the chain's outside operands; the launch covers every node of the chain."""
+        from ``views``, the chain's outside operands; the launch covers every node of the chain, and writes
+        the chain's ``extra`` value, if any, to a buffer of its own."""
         node = self.nodes[chain.root]
         body, expression = chain.program(self.nodes)
         out = self.output(node)
+        extra = None
+        if chain.extra is not None:  # a value of the chain read outside it too: the launch writes it as well
+            self.views[chain.extra] = self.output(self.nodes[chain.extra])
+            extra = self.views[chain.extra].buffer
         opcodes = "+".join(self.nodes[i].opcode for i in chain.nodes)
-        self.launch(build.elementwise(expression, out.buffer, node.shape, views, body=body), chain.nodes, opcodes)
+        launch = build.elementwise(expression, out.buffer, node.shape, views, body=body, extra=extra)
+        self.launch(launch, chain.nodes, opcodes)
         return out

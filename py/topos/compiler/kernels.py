@@ -190,9 +190,10 @@ def _view_text(view):
 
 def _launch_text(launch):
     roles = dict(launch.views)
-    out = roles.pop("out")
+    written = [roles.pop(role) for role in ("out", "extra") if role in roles]  # a fused chain may write two
     reads = ", ".join(_view_text(view) for view in roles.values())
-    text = f"{_view_text(out)} <- {reads}" if reads else _view_text(out)
+    out = ", ".join(_view_text(view) for view in written)
+    text = f"{out} <- {reads}" if reads else out
     specialisation = dict(launch.specialisation)
     detail = specialisation.get("EXPRESSION") or specialisation.get("COMBINE")
     if specialisation.get("BODY"):  # a fused chain: its lets, then its expression

@@ -30,10 +30,13 @@ _NAME = re.compile(r"\b[xyz]\b")
 @dataclass(frozen=True)
 class Chain:
     """Elementwise nodes computed by one launch: ``nodes`` in schedule order (the last, ``root``,
-    is the value the launch writes), ``operands`` the nodes they read from outside the chain."""
+    is the value the launch writes; ``extra``, if any, a second value it writes), ``operands``
+    the nodes they read from outside the chain."""
 
     nodes: tuple
     operands: tuple
+    #: a node of the chain whose value is read outside it too: the launch writes it as a second output
+    extra: object = None
 
     @property
     def root(self):
@@ -52,6 +55,8 @@ class Chain:
         for position, index in enumerate(self.nodes[:-1]):
             lets.append(f"let t{position} = {expression(index)};")
             names[index] = f"t{position}"
+            if index == self.extra:
+                lets.append(f"extra[i] = t{position};")
         return " ".join(lets), expression(self.root)
 
 
@@ -76,13 +81,16 @@ def find_chains(nodes, schedule, outputs, on_device, excluded=()):
     ``on_device(index)`` says whether the device runs a node; ``excluded`` holds nodes another
     fusion already covers. Walking the schedule from its end, each elementwise node not yet
     absorbed roots a chain, which absorbs its operands while they qualify (read only by the
-    chain, once; no output; the chain's shape) and the chain's outside operands stay within
-    ``MAX_FUSED_OPERANDS``.
+    chain's nodes; no output; the chain's shape) and the chain's outside operands stay within
+    ``MAX_FUSED_OPERANDS``. One node read outside the chain too (or an output) may join as the
+    chain's second output (``Chain.extra``) when every outside reader comes after the chain's
+    root; the chain then reads one operand fewer.
     """
     readers = {}
     for index in schedule:
         for operand in nodes[index].operands:
             readers.setdefault(operand, set()).add(index)
+    position = {index: place for place, index in enumerate(schedule)}
     outputs = set(outputs)
     excluded = set(excluded)
 
@@ -95,34 +103,57 @@ def find_chains(nodes, schedule, outputs, on_device, excluded=()):
     for root in reversed(schedule):
         if root in absorbed or not candidate(root):
             continue
-        shape = nodes[root].shape
-        members = {root}
-        operands = list(dict.fromkeys(nodes[root].operands))
-        grown = True
-        while grown:
-            grown = False
-            for operand in operands:
-                node = nodes[operand]
-                if (
-                    operand in outputs
-                    or not readers.get(operand, set()) <= members
-                    or node.shape != shape
-                    or not candidate(operand)
-                ):
-                    continue
-                widened = [j for j in operands if j != operand] + [
-                    j for j in node.operands if j not in operands and j not in members
-                ]
-                if len(widened) > MAX_FUSED_OPERANDS:
-                    continue
-                members.add(operand)
-                operands = list(dict.fromkeys(widened))
-                grown = True
-                break
+        growing = _Growing(nodes, readers, position, outputs, candidate, root)
+        while growing.grow(as_extra=False) or (growing.extra is None and growing.grow(as_extra=True)):
+            pass
+        members = growing.members
         if len(members) > 1:
             absorbed |= members - {root}
             order = tuple(index for index in schedule if index in members)
             # The operands in the order the chain's nodes first read them: x, y, z, ... read left to right.
             reads = [j for index in order for j in nodes[index].operands if j not in members]
-            chains[root] = Chain(order, tuple(dict.fromkeys(reads)))
+            chains[root] = Chain(order, tuple(dict.fromkeys(reads)), growing.extra)
     return chains
+
+
+class _Growing:
+    """A chain being grown from its root: its members, its outside operands, its extra output."""
+
+    def __init__(self, nodes, readers, position, outputs, candidate, root):
+        self.nodes, self.readers, self.position, self.outputs = nodes, readers, position, outputs
+        self.candidate = candidate
+        self.root = root
+        self.members = {root}
+        self.operands = list(dict.fromkeys(nodes[root].operands))
+        self.extra = None
+
+    def inside(self, operand):
+        """Read by the chain's nodes alone, and no output."""
+        return operand not in self.outputs and self.readers.get(operand, set()) <= self.members
+
+    def later(self, operand):
+        """Every reader outside the chain comes after its root (so the launch has written the value)."""
+        outside = self.readers.get(operand, set()) - self.members
+        return all(self.position[reader] > self.position[self.root] for reader in outside)
+
+    def grow(self, as_extra):
+        """Absorb one operand (``as_extra``: one read outside too, as the second output); True if one was."""
+        shape = self.nodes[self.root].shape
+        room = MAX_FUSED_OPERANDS - (1 if as_extra or self.extra is not None else 0)
+        for operand in self.operands:
+            node = self.nodes[operand]
+            if node.shape != shape or not self.candidate(operand):
+                continue
+            if as_extra == self.inside(operand) or (as_extra and not self.later(operand)):
+                continue
+            widened = [j for j in self.operands if j != operand] + [
+                j for j in node.operands if j not in self.operands and j not in self.members
+            ]
+            if len(widened) > room:
+                continue
+            self.members.add(operand)
+            self.operands = list(dict.fromkeys(widened))
+            if as_extra:
+                self.extra = operand
+            return True
+        return False
