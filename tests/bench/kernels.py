@@ -222,7 +222,7 @@ def scatter_rows(table, shapes, repeats, rounds):
         measured = bench.time_interleaved(contenders, out)
         if not np.array_equal(measured["sorted"][1], measured["gather"][1]):
             raise AssertionError(f"scatter [{extent}, {inner}] x {count}: the two forms disagree")
-        selected = scatter.scatter_strategy(extent, count)
+        selected = scatter.scatter_strategy(extent, count, inner)
         name = f"scatter_add [{extent}, {inner}] x {count}"
         seconds = {strategy: t for strategy, (t, _) in measured.items()}
         other = "gather" if selected == "sorted" else "sorted"

@@ -221,7 +221,7 @@ def test_the_sorted_scatter_add_is_numpys_bit_for_bit_too(updates_shape, indices
 
 def test_a_large_table_takes_the_sorted_form_and_matches_numpy(rng):
     extent, count = 3000, 700
-    assert scatter.scatter_strategy(extent, count) == "sorted" and scatter.scatter_strategy(40, 256) == "gather"
+    assert scatter.scatter_strategy(extent, count, 5) == "sorted" and scatter.scatter_strategy(40, 256, 32) == "gather"
     updates = rng.normal(size=(count, 5)).astype(np.float32)
     indices = rng.integers(0, 40, size=count).astype(np.int32)  # many repeats, most slots empty
     indices[::7] = rng.integers(0, extent, size=len(indices[::7]))

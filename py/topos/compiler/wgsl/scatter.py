@@ -20,17 +20,18 @@ from .views import View, element_count
 SCATTER_UNROLL = 8
 #: The most indices one launch walks: its loop stays within LOOP_LIMIT iterations.
 MAX_SCATTER_INDICES = SCATTER_UNROLL * LOOP_LIMIT
-#: The gather form runs while extent x count stays within this (the gallery's embedding: 40 x 256). On lavapipe
-#: (tests/bench/kernels.py --scatter) it is 1.25x the sorted form at 40 x 256 and 0.22x at 256 x 256; on a GPU
-#: its one launch against the sort's dozens favours it further.
-GATHER_WORK = 1 << 14
+#: The gather form runs while its work, extent x count x inner (every output element walks every index),
+#: stays within this: the gallery's token embedding is 40 x 256 x 32. On lavapipe (tests/bench/kernels.py
+#: --scatter) the gather form is 1.25x the sorted form's rate at [40, 32] x 256 and 0.22x at [256, 32] x 256;
+#: on a GPU its one launch against the sort's dozens favours it further for small tables.
+GATHER_WORK = 1 << 20
 #: The sorted form packs a slot and a position into one u32 key: extent x count must stay below 2^32.
 MAX_SORT_KEYS = (1 << 32) - 1
 
 
-def scatter_strategy(extent, count):
-    """``"gather"`` for a small table (extent x count within ``GATHER_WORK``), ``"sorted"`` otherwise."""
-    return "gather" if extent * count <= GATHER_WORK else "sorted"
+def scatter_strategy(extent, count, inner):
+    """``"gather"`` for a small table (extent x count x inner within ``GATHER_WORK``), ``"sorted"`` otherwise."""
+    return "gather" if extent * count * inner <= GATHER_WORK else "sorted"
 
 
 def sort_length(count):
@@ -53,7 +54,7 @@ def scatter_add(updates, indices, axis, extent, out_buffer, label="", strategy=N
     out_shape = tuple(outer_shape) + (extent,) + tuple(inner_shape)
     total = element_count(out_shape)
     padded = sort_length(count)
-    strategy = strategy or scatter_strategy(extent, count)
+    strategy = strategy or scatter_strategy(extent, count, inner)
     out = View.of_buffer(out_buffer, out_shape)
 
     def launch(entry, invocations, bindings, views, k=0, j=0):
