@@ -1,16 +1,25 @@
-// topos kernel family "elementwise": out[i] = EXPRESSION(x, y, z) for every element i.
+// topos kernel family "elementwise": out[i] = EXPRESSION(x, y, z, ...) for every element i.
 //
-// One shared template for every unary, binary, comparison and select op. Each operand is
-// read through a strided view of its buffer: element i of the output, at coordinates
-// (c0, ..., c{rank-1}), reads operand x at x_offset + sum(c_d * x_stride_d). A stride of 0
-// repeats an axis, so a broadcast costs no copy; a transposed or sliced operand is read in place.
+// One shared template for every unary, binary, comparison and select op, and for chains of
+// them fused into one launch (topos.compiler.wgsl.fusion): up to seven operands x, y, z, u, v,
+// w, s, and let statements (BODY) computing the chain's intermediate values t0, t1, ... in
+// registers before the final expression. Each operand is read through a strided view of its
+// buffer: element i of the output, at coordinates (c0, ..., c{rank-1}), reads operand x at
+// x_offset + sum(c_d * x_stride_d). A stride of 0 repeats an axis, so a broadcast costs no
+// copy; a transposed or sliced operand is read in place.
 //
 // Specialisation (text substituted before compiling; pipelines are cached on it):
-//   {{EXPRESSION}}  a WGSL f32 expression over x, y and z, e.g. `x + y` or `exp(x)`
+//   {{EXPRESSION}}  a WGSL f32 expression over the operands and BODY's lets, e.g. `x + y`,
+//                   `exp(x)` or `t1 * z`
+//   {{BODY}}        statements before it, e.g. `let t0 = x - y; let t1 = t0 * t0;` (empty for
+//                   one op); a chain with a second output stores it, `extra[i] = t0;`
 //   {{LOAD_X}}      how x is read at element i: `x_buffer[i]` (contiguous),
-//                   `x_buffer[strided(i, 8u)]` (through the view), or `0.0` (unused)
+//                   `x_buffer[strided(i, 8u)]` (through the view), a constant from the
+//                   parameters, or `0.0` (unused)
 //   {{LOAD_Y}}      the same for y (view words at 15u)
 //   {{LOAD_Z}}      the same for z (view words at 22u)
+//   {{LOAD_U}}, {{LOAD_V}}, {{LOAD_W}}, {{LOAD_S}}
+//                   the same for u, v, w and s (view words at 29u, 36u, 43u and 50u)
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
 //
@@ -18,16 +27,20 @@
 //   0  uniform             params    array<vec4<u32>, 16>: the u32 words below
 //   1  storage read_write  out       array<f32>, contiguous, `count` elements
 //   2  storage read        x_buffer  array<f32>
-//   3  storage read        y_buffer  array<f32> (bind any read-only buffer when unused)
-//   4  storage read        z_buffer  array<f32> (bind any read-only buffer when unused)
+//   3  storage read        y_buffer  array<f32> (bound only when y is read from a buffer; so the rest)
+//   4  storage read        z_buffer  array<f32>
+//   5..8 storage read      u_buffer, v_buffer, w_buffer, s_buffer  array<f32>
+//   9  storage read_write  extra     array<f32>, contiguous: a fused chain's second output (then at
+//                                    most six operands, so that the launch binds at most 8 storage buffers)
 //
 // Parameters (u32 words):
 //   0  count            number of output elements
 //   1  rank             number of output axes (at most 6)
 //   2..7                output shape, outermost axis first
-//   8  x offset, 9..14 x strides (in elements, one per output axis)
+//   8  x offset, 9..14 x strides (in elements, one per output axis); a constant x: its f32 bits at 8
 //   15 y offset, 16..21 y strides
 //   22 z offset, 23..28 z strides
+//   29, 36, 43, 50: the offsets of u, v, w and s, each followed by its 6 strides
 //
 // Dispatch: workgroups of 64 invocations; the grid (gx, gy, 1) holds at least
 // ceil(count / 64) workgroups, numbered gx * wy + wx.
@@ -37,6 +50,11 @@
 @group(0) @binding(2) var<storage, read> x_buffer: array<f32>;
 @group(0) @binding(3) var<storage, read> y_buffer: array<f32>;
 @group(0) @binding(4) var<storage, read> z_buffer: array<f32>;
+@group(0) @binding(5) var<storage, read> u_buffer: array<f32>;
+@group(0) @binding(6) var<storage, read> v_buffer: array<f32>;
+@group(0) @binding(7) var<storage, read> w_buffer: array<f32>;
+@group(0) @binding(8) var<storage, read> s_buffer: array<f32>;
+@group(0) @binding(9) var<storage, read_write> extra: array<f32>;
 
 {{COMMON}}
 
@@ -289,6 +307,22 @@ fn load_z(i: u32) -> f32 {
     return {{LOAD_Z}};
 }
 
+fn load_u(i: u32) -> f32 {
+    return {{LOAD_U}};
+}
+
+fn load_v(i: u32) -> f32 {
+    return {{LOAD_V}};
+}
+
+fn load_w(i: u32) -> f32 {
+    return {{LOAD_W}};
+}
+
+fn load_s(i: u32) -> f32 {
+    return {{LOAD_S}};
+}
+
 @compute @workgroup_size(64)
 fn main(
     @builtin(workgroup_id) group: vec3<u32>,
@@ -302,5 +336,10 @@ fn main(
     let x = load_x(i);
     let y = load_y(i);
     let z = load_z(i);
+    let u = load_u(i);
+    let v = load_v(i);
+    let w = load_w(i);
+    let s = load_s(i);
+    {{BODY}}
     out[i] = {{EXPRESSION}};
 }

@@ -82,6 +82,11 @@ for (const row of all) {
 }
 for (const [where, report] of [["natively", native], ["in the page", inPage]]) {
   if (report.webgpu_refused) console.log(`  ${where}, WebGPU did not run: ${report.webgpu_refused}`);
+  const counts = report.counts;
+  if (counts) {
+    console.log(`  ${where}, a WebGPU step: ${counts.dispatches} dispatches, ${counts.submits} submit(s), ` +
+      `${counts.readbacks} read-back(s), ${counts.uploaded_bytes} bytes up, ${counts.read_bytes} down`);
+  }
   const { numpy, webgpu } = report.backends;
   if (numpy && webgpu) {
     console.log(`  ${where}: WebGPU / numpy ${(webgpu.median_ms / numpy.median_ms).toFixed(2)}, ` +

@@ -3,6 +3,7 @@
     .venv/bin/python tests/bench/kernels.py            # the full table
     .venv/bin/python tests/bench/kernels.py --quick    # smaller sizes, fewer repeats
     .venv/bin/python tests/bench/kernels.py --matmul   # the matrix product rows alone
+    .venv/bin/python tests/bench/kernels.py --scatter  # ScatterAdd's sorted form against its gather form
 
 Rows: matrix products (GFLOP/s) for square sizes 64 to 1024, for shapes on both
 sides of the kernel selection's rule (launch.matmul_strategy) and for the shapes
@@ -36,6 +37,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "py"))
 
 from topos.compiler.wgsl import launch as build  # noqa: E402
+from topos.compiler.wgsl import scatter  # noqa: E402
 from topos.webgpu import Buffer, Program, Readback, Upload, View  # noqa: E402
 from topos.webgpu.device import adapter_description  # noqa: E402
 from topos.webgpu.runner import default_runner  # noqa: E402
@@ -197,10 +199,42 @@ def rows_fused(table, shapes, repeats, rounds):
         row(table, f"softmax [{rows_}, {length}]", "GB/s", 8.0 * n, t_fused, t_unfused, "fused", "unfused")
 
 
+def scatter_rows(table, shapes, repeats, rounds):
+    """ScatterAdd's sorted form against its gather form (both numpy's bits: checked equal), in updates a second."""
+    for extent, count, inner in shapes:
+        updates = rng.normal(size=(count, inner)).astype(np.float32)
+        indices = rng.integers(0, extent, size=count).astype(np.int32)
+        scratch = iter((10, 11))
+        bench = Bench({0: updates, 1: indices}, {2: extent * inner, 10: count * 2 + 1, 11: extent + 1}, repeats, rounds)
+        out = View.of_buffer(2, (extent, inner))
+        contenders = {
+            strategy: scatter.scatter_add(
+                View.of_buffer(0, updates.shape),
+                View.of_buffer(1, indices.shape),
+                0,
+                extent,
+                2,
+                strategy=strategy,
+                allocate=lambda elements, dtype, scratch=scratch: next(scratch),
+            )
+            for strategy in ("sorted", "gather")
+        }
+        measured = bench.time_interleaved(contenders, out)
+        if not np.array_equal(measured["sorted"][1], measured["gather"][1]):
+            raise AssertionError(f"scatter [{extent}, {inner}] x {count}: the two forms disagree")
+        selected = scatter.scatter_strategy(extent, count, inner)
+        name = f"scatter_add [{extent}, {inner}] x {count}"
+        seconds = {strategy: t for strategy, (t, _) in measured.items()}
+        other = "gather" if selected == "sorted" else "sorted"
+        # Updates added a second, in millions (row() divides by 1e9).
+        row(table, name, "Mupd/s", 1e3 * count * inner, seconds[selected], seconds[other], selected, other)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     parser.add_argument("--matmul", action="store_true", help="only the matrix product rows")
+    parser.add_argument("--scatter", action="store_true", help="only the ScatterAdd rows")
     options = parser.parse_args()
     repeats, rounds = (3, 3) if options.quick else (5, 5)
     squares = (64, 128, 256) if options.quick else (64, 128, 256, 512, 1024)
@@ -228,6 +262,10 @@ def main():
     ]
     matmuls = [(f"matmul {s}x{s}x{s}", (), s, s, s) for s in squares] + rule + transformer
     table = []
+    if options.scatter:
+        scatter_rows(table, [(40, 256, 32), (256, 256, 32), (1024, 1024, 64), (4096, 1024, 64)], repeats, rounds)
+        print_table(table)
+        return
     matmul_rows(table, matmuls, repeats, rounds)
     if options.matmul:
         print_table(table)

@@ -55,8 +55,11 @@ def load_example(source=None):
     return module
 
 
-def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
+def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3, config=None):
     """Train one float32 model per backend on the same batches; returns a JSON-able report.
+
+    ``config`` replaces the example's own ``Config()`` (a wider model, say: tests/bench/device_check.py).
+    The report's ``"counts"`` holds what a WebGPU step asked of the device (``DeviceTrainer.counts()``).
 
     ``{"adapter": ..., "steps": n, "backends": {name: {"median_ms", "mean_ms", "times_ms", "losses"}},
     "largest_loss_difference": ...}``; the times and losses cover the timed steps only. Where no
@@ -73,7 +76,7 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
         except topos.webgpu.NoAdapterError as error:  # no device here: time numpy alone, and say why
             refusal = str(error)
             backends = tuple(backend for backend in backends if backend != "webgpu")
-    config = example.Config()
+    config = config if config is not None else example.Config()
     trainers = {}
     for backend in backends:
         network, (tokens, targets, _, loss) = Tape.record(lambda tape: example.build(tape, config), dtype="float32")
@@ -92,8 +95,12 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
             if step >= warmup:
                 times[backend].append(seconds * 1e3)
                 losses[backend].append(float(value))
+    counts = None
+    if "webgpu" in trainers and hasattr(trainers["webgpu"][0], "counts"):
+        counts = trainers["webgpu"][0].counts()
     report = {
         "adapter": adapter if "webgpu" in backends else None,
+        "counts": counts,
         "webgpu_refused": refusal,
         "steps": steps,
         "warmup": warmup,
@@ -120,6 +127,12 @@ def describe(report, where):
         rows.append(f"  WebGPU adapter: {report['adapter']}")
     if report["webgpu_refused"]:
         rows.append(f"  WebGPU did not run: {report['webgpu_refused']}")
+    if report.get("counts"):
+        counts = report["counts"]
+        rows.append(
+            f"  a WebGPU step: {counts['dispatches']} dispatches, {counts['submits']} submit(s), "
+            f"{counts['readbacks']} read-back(s), {counts['uploaded_bytes']} bytes up, {counts['read_bytes']} down"
+        )
     for backend, result in report["backends"].items():
         rows.append(
             f"  {backend:<7} median step {result['median_ms']:9.2f} ms   (mean {result['mean_ms']:.2f}; "

@@ -199,11 +199,7 @@ OP_SPECS = {
     "NotEqual": binary(Api("topos.not_equal")),
     "Where": OpSpec((REAL, REAL, REAL), docs=Api("topos.where")),
     "Take": OpSpec((REAL, INDEX), docs=Api("topos.take")),
-    "ScatterAdd": OpSpec(
-        (REAL, INDEX),
-        internal=DERIVATIVE_ONLY.format("take"),
-        kernel_declined="float atomics are not portable WGSL",
-    ),
+    "ScatterAdd": OpSpec((REAL, INDEX), internal=DERIVATIVE_ONLY.format("take")),
     "OneHot": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.one_hot")),
     "MatMul": OpSpec((REAL, REAL), shapes=ROWS, docs=Api("topos.matmul")),
     "Sum": unary(Api("topos.sum")),

@@ -33,7 +33,8 @@ SOURCES = {"Parameter", "Input", "Leaf"}
 
 # Ops the WebGPU backend declines, each for a reason (the numpy interpreter runs them there), listed on
 # purpose as the non-differentiable ones are: an op that forgets its kernel rule must not pass quietly.
-DECLINED_ON_WEBGPU = {"ScatterAdd": "float atomics, which summing repeated indices needs, are not portable WGSL"}
+# (ScatterAdd was one, for its float atomics, until kernels/scatter.wgsl wrote it as a gather.)
+DECLINED_ON_WEBGPU = {}
 
 
 def rules_missing(primitive, rules):

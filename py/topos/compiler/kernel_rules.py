@@ -10,7 +10,7 @@ from ..ops.convolution import columns_last, padded_extents, placement
 from .wgsl import convolution as convolution_build
 from .wgsl import launch as build
 from .wgsl import random as random_build
-from .wgsl import scans, windows
+from .wgsl import scans, scatter, windows
 from .wgsl.program import ViewStep
 from .wgsl.views import element_count
 
@@ -165,6 +165,39 @@ class KernelRules:
     def fill(self, view, value, node):
         """Every element of ``view`` gets ``value``."""
         self.launch(build.fill(view, value), node.index)
+
+    # Added for issue 22 (WebGPU without host steps) ---------------------------------------
+    #: The most indices one ScatterAdd launch walks (its loop's limit, eight indices an iteration).
+    MAX_SCATTER_INDICES = scatter.MAX_SCATTER_INDICES
+
+    #: The most slots x indices the sorted form's u32 keys hold.
+    MAX_SORT_KEYS = scatter.MAX_SORT_KEYS
+
+    def scatter_add(self, node, updates, indices):
+        """The scatter kernel's launches along the node's ``axis`` (it reads both operands dense): the gather
+        form for a small table, the sorted form for a large one (``topos.compiler.wgsl.scatter``)."""
+        out = self.output(node)
+        updates, indices = (self.dense(view, node) for view in (updates, indices))
+        axis, extent = node.attrs["axis"], node.attrs["extent"]
+        for launch in scatter.scatter_add(updates, indices, axis, extent, out.buffer, allocate=self.pool.allocate):
+            self.launch(launch, node.index)
+        return out
+
+    def fused_elementwise(self, chain, views):
+        """One elementwise launch computing a chain of elementwise nodes (``topos.compiler.wgsl.fusion``)
+        from ``views``, the chain's outside operands; the launch covers every node of the chain, and writes
+        the chain's ``extra`` value, if any, to a buffer of its own."""
+        node = self.nodes[chain.root]
+        body, expression = chain.program(self.nodes)
+        out = self.output(node)
+        extra = None
+        if chain.extra is not None:  # a value of the chain read outside it too: the launch writes it as well
+            self.views[chain.extra] = self.output(self.nodes[chain.extra])
+            extra = self.views[chain.extra].buffer
+        opcodes = "+".join(self.nodes[i].opcode for i in chain.nodes)
+        launch = build.elementwise(expression, out.buffer, node.shape, views, body=body, extra=extra)
+        self.launch(launch, chain.nodes, opcodes)
+        return out
 
     def window(self, entry, node, views):
         """The window kernel's ``entry`` (``kernels/window.wgsl``) for a pooling op: views ``[x]``, or

@@ -3,15 +3,17 @@
 Kernel selection walks the plan's schedule once. Each node either runs on the
 device, as the launches its primitive's own rule writes (``wgsl`` or
 ``wgsl_launch`` in its op block, through the kernel family it names: elementwise,
-reduce, matmul, copy, gather), or on the host, where the numpy interpreter runs
-it: float64 values (WGSL has no f64), int32 results, ops whose ``kernel`` is None
-(ScatterAdd), values too large for one storage binding, and what the primitive
-itself declines (``wgsl_declines``).
+reduce, matmul, copy, gather, scatter), or on the host, where the numpy interpreter
+runs it: float64 values (WGSL has no f64), int32 results, ops whose ``kernel`` is
+None, values too large for one storage binding, and what the primitive itself
+declines (``wgsl_declines``).
 
 - Reshapes of contiguous values, broadcasts, transposes, slices and stop-gradients
   launch nothing: they are new views of their operand's buffer, which the next
   kernel reads through strides. Leaves of one repeated value are constants that
   need no buffer at all.
+- Chains of elementwise nodes whose intermediate values only the chain reads run
+  as one generated launch (``topos.compiler.wgsl.fusion``): a ``let`` a node.
 - Softmax, log-softmax, layer norm and mean run fused where the plan shows the
   pattern their functions record (``topos.compiler.wgsl.patterns``), as the launch
   their composite names (``Composite.wgsl_launch``, ``topos.ops.composites``).
@@ -40,9 +42,10 @@ from ..ops import Primitive, lookup
 from ..text import format_shape, plural
 from .kernel_rules import KernelRules
 from .wgsl import launch as build
+from .wgsl.fusion import find_chains
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from .wgsl.patterns import find_groups
-from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, share_buffers
+from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, share_buffers
 from .wgsl.views import View, element_count
 
 #: WebGPU's default maxStorageBufferBindingSize (128 MiB) in 4-byte elements.
@@ -59,16 +62,18 @@ class KernelReading:
 
     ``program`` is what the WebGPU backend runs; ``launches`` lists its launches;
     ``backends`` maps each scheduled node to "webgpu" or "numpy" (a source: whether a
-    launch reads it); ``groups`` holds the fused groups by first node; ``declined``
-    the reason for each node the host runs.
+    launch reads it); ``groups`` holds the fused groups by first node, ``chains`` the fused
+    elementwise chains by root (``topos.compiler.wgsl.fusion``); ``declined`` the reason for
+    each node the host runs.
     """
 
-    def __init__(self, plan, program, backends, groups, declined):
+    def __init__(self, plan, program, backends, groups, declined, chains=None):
         self.plan = plan
         self.program = program
         self.backends = backends
         self.groups = groups
         self.declined = declined
+        self.chains = chains or {}
 
     @property
     def launches(self):
@@ -88,9 +93,11 @@ class KernelReading:
         device_nodes = sum(
             1 for i in self.plan.schedule if self.backends[i] == "webgpu" and not self.plan.nodes[i].is_source
         )
+        submits = run_counts(self.program)["submits"]
         return (
             f"kernels: {plural(len(self.launches), 'launch', 'launches')} for {plural(device_nodes, 'node')}, "
-            f"{plural(host, 'host step')}, {plural(uploads, 'upload')}, {plural(readbacks, 'readback')}"
+            f"{plural(host, 'host step')}, {plural(uploads, 'upload')}, {plural(readbacks, 'readback')}, "
+            f"{plural(submits, 'submit')}"
         )
 
     def describe(self):
@@ -134,6 +141,10 @@ class KernelReading:
         rows.append((self.summary(), ()))
         rows.append((memory, ()))
         return rows
+
+    def counts(self):
+        """What one run asks of the device: ``{"dispatches", "submits", "readbacks"}`` (``run_counts``)."""
+        return run_counts(self.program)
 
     def __repr__(self):
         return f"<KernelReading: {self.summary()}>"
@@ -179,11 +190,14 @@ def _view_text(view):
 
 def _launch_text(launch):
     roles = dict(launch.views)
-    out = roles.pop("out")
+    written = [roles.pop(role) for role in ("out", "extra") if role in roles]  # a fused chain may write two
     reads = ", ".join(_view_text(view) for view in roles.values())
-    text = f"{_view_text(out)} <- {reads}" if reads else _view_text(out)
+    out = ", ".join(_view_text(view) for view in written)
+    text = f"{out} <- {reads}" if reads else out
     specialisation = dict(launch.specialisation)
     detail = specialisation.get("EXPRESSION") or specialisation.get("COMBINE")
+    if specialisation.get("BODY"):  # a fused chain: its lets, then its expression
+        detail = f"{specialisation['BODY']} {detail}"
     return f"{text}  {detail}" if detail else text
 
 
@@ -235,6 +249,9 @@ class Selector(KernelRules):
             first: group for first, group in groups.items() if group.composite.wgsl_declines(self, group) is None
         }
         self.covered = {i for group in self.groups.values() for i in group.covered}
+        # Chains of elementwise nodes whose intermediates nobody else reads: one generated launch each.
+        self.chains = find_chains(self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered)
+        self.absorbed = {i for chain in self.chains.values() for i in chain.nodes if i != chain.root}
 
     def decline_reason(self, node):
         """Why the device does not run ``node`` (a sentence), or None when it does."""
@@ -342,7 +359,7 @@ class Selector(KernelRules):
                     self.upload(index)
         for index in plan.schedule:
             node = self.nodes[index]
-            if node.is_source or (index in self.covered and index not in self.groups):
+            if node.is_source or (index in self.covered and index not in self.groups) or index in self.absorbed:
                 continue
             if index in self.declined:
                 for operand in node.operands:
@@ -354,6 +371,9 @@ class Selector(KernelRules):
                     self.upload(index)
             elif index in self.groups:
                 self.emit_group(self.groups[index])
+            elif index in self.chains:
+                chain = self.chains[index]
+                self.views[index] = self.fused_elementwise(chain, [self.views[j] for j in chain.operands])
             else:
                 self.emit(index, [self.views[j] for j in node.operands])
         for index in plan.outputs:
@@ -361,7 +381,7 @@ class Selector(KernelRules):
         for index in plan.schedule:
             self.backends.setdefault(index, "webgpu")
         buffers, steps = share_buffers(self.pool.buffers, self.steps, self.pool.pinned)
-        return KernelReading(plan, Program(buffers, steps), self.backends, self.groups, self.declined)
+        return KernelReading(plan, Program(buffers, steps), self.backends, self.groups, self.declined, self.chains)
 
     def emit_group(self, group):
         """The fused launch of a group, as its composite names it (``Composite.wgsl_launch``)."""

@@ -118,7 +118,7 @@ class ScatterAdd(Primitive):
     name = "ScatterAdd"
     attributes = {"axis": kinds.scatter_axis, "extent": kinds.count}
     arity = 2
-    kernel = None  # declined on WebGPU: float atomics are not portable WGSL
+    kernel = "scatter"  # a gather on WebGPU (kernels/scatter.wgsl): no float atomics, the same bits every run
 
     def normalize(self, metas, attrs):
         axis = integer_attr(self, metas, attrs.get("axis"), "axis")
@@ -178,6 +178,17 @@ class ScatterAdd(Primitive):
             f"indices_are_sorted = false, unique_indices = false}} : "
             f"({ctx.type(node)}, {ctx.type(indices)}, {ctx.type(updates)}) -> {ctx.type(node)}"
         )
+
+    def wgsl_launch(self, k, node, views):
+        return k.scatter_add(node, *views)
+
+    def wgsl_declines(self, k, node):
+        count = k.operand_node(node, 1).size
+        if count > k.MAX_SCATTER_INDICES:
+            return f"{count} indices: the scatter kernel walks at most {k.MAX_SCATTER_INDICES}"
+        if node.attrs["extent"] * count > k.MAX_SORT_KEYS:
+            return f"{node.attrs['extent']} slots x {count} indices: more than the scatter kernel's u32 keys hold"
+        return None
 
     def cost(self, operands, meta, attrs):
         # One add for each update.

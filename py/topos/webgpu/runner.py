@@ -96,6 +96,23 @@ class Runner:
         self._lock = threading.Lock()
         self.uploaded_bytes = 0
         self.read_bytes = 0
+        # What the device was asked to do, since this runner was made (``counts()``).
+        self.dispatches = 0
+        self.submits = 0
+        self.readbacks = 0
+        self.uploads = 0
+
+    def counts(self):
+        """{dispatches, submits, readbacks, uploads, uploaded_bytes, read_bytes} so far: a run's are the
+        difference of two readings (``DeviceTrainer.counts()`` gives a step's)."""
+        return {
+            "dispatches": self.dispatches,
+            "submits": self.submits,
+            "readbacks": self.readbacks,
+            "uploads": self.uploads,
+            "uploaded_bytes": self.uploaded_bytes,
+            "read_bytes": self.read_bytes,
+        }
 
     def prepare(self, program):
         with self._lock:
@@ -124,6 +141,8 @@ class Runner:
         def flush():
             if batch:
                 self.device.submit(list(batch))
+                self.dispatches += len(batch)
+                self.submits += 1
                 batch.clear()
 
         def read(view, dtype="float32"):
@@ -164,6 +183,7 @@ class Runner:
         if data.size:
             self.device.write_buffer(prepared.buffers[step.buffer], 0, data)
             self.uploaded_bytes += data.nbytes
+            self.uploads += 1
         if step.constant:
             prepared.constants_written.add(step.buffer)
         if step.resident:
@@ -194,6 +214,7 @@ class Runner:
         raw = self.device.read_buffer(prepared.buffers[view.buffer], 4 * start, 4 * (stop - start))
         flat = raw.view(numpy_dtype)
         self.read_bytes += flat.nbytes
+        self.readbacks += 1
         strided = np.lib.stride_tricks.as_strided(flat, view.shape, tuple(4 * s for s in view.strides))
         return np.array(strided)
 

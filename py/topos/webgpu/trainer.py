@@ -32,7 +32,7 @@ from ..compiler.executor import PlanRun
 from ..compiler.plan import Plan
 from ..compiler.wgsl import launch as build
 from ..compiler.wgsl.launch import Binding, Launch, grid, pack
-from ..compiler.wgsl.program import Buffer, HostStep, Program, Readback, Upload
+from ..compiler.wgsl.program import Buffer, HostStep, Program, Readback, Upload, run_counts
 from ..compiler.wgsl.views import View
 from ..errors import ArgumentError, ArgumentTypeError
 from ..model import optim
@@ -65,6 +65,7 @@ class DeviceTrainer:
         self.plan = plan
         self.optimizer = optimizer
         self.steps = 0
+        self._counts = None
         self._initial = dict(parameters.slots)
         self._template = parameters
         reading = plan.kernels()
@@ -99,17 +100,33 @@ class DeviceTrainer:
                 return readbacks[gradient]
             if gradient in uploads:
                 return View.of_buffer(uploads[gradient], shape)
-            # Computed on the host (ScatterAdd, say) and read by no launch: upload it after its host step.
+            # Computed on the host (a node the device declines) and read by no launch: upload it after its host step.
             position = next(i for i, s in enumerate(steps) if isinstance(s, HostStep) and s.key == gradient)
             view = View.of_buffer(new_buffer(plan.nodes[gradient].size), shape)
             steps.insert(position + 1, Upload(gradient, view.buffer))
             return view
 
-        # A parameter read as a readable is its value before this step's update: read back from its buffer,
-        # which holds the new values after the first step (the host still has only the first step's).
+        # The readables are read after the updates, so that a step is one submission and one wait. Those the
+        # reading reads at its end (the loss) are read there instead; a parameter read as a readable is its value
+        # before this step's update (its buffer holds the new values after the first step, and the host only
+        # the first step's), so it, and any readable in a buffer an update writes, is first copied on the device.
+        written = {uploads[p] for p, _ in plan.gradients if p in self._initial and p in uploads}
+        tail = len(steps)
+        while tail and isinstance(steps[tail - 1], Readback):
+            tail -= 1
+        reads = steps[tail:]
+        del steps[tail:]
         for index in plan.readables:
             if index in self._initial and index in uploads:
-                steps.append(Readback(index, View.of_buffer(uploads[index], plan.nodes[index].shape)))
+                reads.append(Readback(index, View.of_buffer(uploads[index], plan.nodes[index].shape)))
+        late = []
+        for read in reads:
+            if read.view.is_constant or read.view.buffer not in written:
+                late.append(read)
+                continue
+            kept = View.of_buffer(new_buffer(read.view.size), read.view.shape)
+            steps.append(build.copy(read.view, kept).covering((read.key,), "readable"))
+            late.append(Readback(read.key, kept, read.dtype))
         for parameter, gradient in plan.gradients:
             if parameter not in self._initial:
                 continue
@@ -145,6 +162,7 @@ class DeviceTrainer:
             )
             steps.append(launch)
             updates.append((parameter, launch))
+        steps.extend(late)
         return Program(tuple(buffers), tuple(steps)), updates
 
     def _entry(self):
@@ -188,10 +206,38 @@ class DeviceTrainer:
         executor = self._executor
         # The very arrays of the first step: resident uploads skip them after it.
         values = executor.source_values(self._initial, feeds)
+        before = self.runner.counts()
         self.runner.run(self._program, values, executor.host_step)
+        after = self.runner.counts()
+        self._counts = {name: after[name] - before[name] for name in after}
         self.steps += 1
         results = {index: freeze(values[index]) for index in plan.readables}  # read back by this step alone
         return PlanRun(plan, results, dict(self._executor_backends), self._program.device_bytes // 4, None)
+
+    def counts(self):
+        """What the last step asked of the device, as the runner counted it: ``{"dispatches", "submits",
+        "readbacks", "uploads", "uploaded_bytes", "read_bytes"}`` (None before the first step). A step
+        is one submission and one read-back (the loss) when the device runs every node."""
+        return dict(self._counts) if self._counts is not None else None
+
+    def program_counts(self):
+        """What every step asks of the device, read from the step's program (``run_counts``):
+        ``{"dispatches", "submits", "readbacks"}``."""
+        return run_counts(self._program)
+
+    def describe(self):
+        """The kernel reading of a step: the plan's launches (``plan.kernels().describe()``), then the
+        optimizer's, then what a step asks of the device."""
+        counts = self.program_counts()
+        updates = [f"{'update':<8}{'optimizer:' + launch.entry:<26}{parameter}" for parameter, launch in self._updates]
+        return "\n".join(
+            [self.plan.kernels().describe()]
+            + updates
+            + [
+                f"a training step: {counts['dispatches']} dispatches ({len(self._updates)} updates), "
+                f"{counts['submits']} submit(s), {counts['readbacks']} read-back(s)"
+            ]
+        )
 
     def parameters(self):
         """The parameters as they are on the device now, as a new ``Parameters`` table."""

@@ -34,16 +34,23 @@ from .views import View, contiguous_strides, element_count
 
 # Elementwise -------------------------------------------------------------------------
 
-_OPERAND_NAMES = ("x", "y", "z")
+#: The template's operands, in binding and parameter order (bindings 2..8, view words from 8, 7 apiece).
+OPERAND_NAMES = ("x", "y", "z", "u", "v", "w", "s")
 
 
-def elementwise(expression, out_buffer, shape, operands, label="", always_strided=False):
-    """``out = expression(x, y, z)`` over ``shape``; ``operands`` are views (constants allowed).
+def elementwise(expression, out_buffer, shape, operands, label="", always_strided=False, body="", extra=None):
+    """``out = expression(x, y, z, ...)`` over ``shape``; ``operands`` are views (constants allowed),
+    at most seven, named ``OPERAND_NAMES`` in order. ``body`` is let statements computed before the
+    expression (a fused chain's intermediates, ``topos.compiler.wgsl.fusion``); ``extra`` a buffer the
+    body stores a second output in (``extra[i] = ...``), which leaves room for six operands.
 
     An operand laid out like the output is read at ``offset + i``; any other through its
     strides. ``always_strided`` decodes every index (the general path, for benchmarks).
     """
     shape = tuple(shape)
+    room = len(OPERAND_NAMES) - (extra is not None)
+    if len(operands) > room:
+        raise ArgumentError(f"elementwise: {len(operands)} operands, more than the template's {room}")
     count = element_count(shape)
     merged_shape, strides = merge_jointly(shape, [contiguous_strides(shape)] + [v.strides for v in operands])
     out_strides, operand_strides = strides[0], strides[1:]
@@ -53,9 +60,9 @@ def elementwise(expression, out_buffer, shape, operands, label="", always_stride
             shapes=[shape],
         )
     words = [count, len(merged_shape)] + padded(merged_shape, MAX_RANK)
-    specialisation = {"EXPRESSION": expression}
+    specialisation = {"EXPRESSION": expression, "BODY": body}
     bindings = [Binding(1, out_buffer, "read_write")]
-    for position, name in enumerate(_OPERAND_NAMES):
+    for position, name in enumerate(OPERAND_NAMES):
         base = 8 + 7 * position
         token = f"LOAD_{name.upper()}"
         if position >= len(operands):
@@ -73,7 +80,13 @@ def elementwise(expression, out_buffer, shape, operands, label="", always_stride
         else:
             specialisation[token] = f"{name}_buffer[strided(i, {base}u)]"
         words += [view.offset] + padded(operand_strides[position], MAX_RANK)
-    roles = (("out", View.of_buffer(out_buffer, shape)),) + tuple(zip(_OPERAND_NAMES, operands))
+    # Only the words the operands use: the block holds 64, and seven operands' views end at word 57.
+    words = words[: 8 + 7 * max(len(operands), 3)]
+    if extra is not None:
+        bindings.append(Binding(9, extra, "read_write"))
+    roles = (("out", View.of_buffer(out_buffer, shape)),) + tuple(zip(OPERAND_NAMES, operands))
+    if extra is not None:
+        roles += (("extra", View.of_buffer(extra, shape)),)
     return Launch(
         "elementwise",
         "main",

@@ -165,3 +165,23 @@ def _renamed(step, mapping):
     if isinstance(step, (Readback, ViewStep)):
         return replace(step, view=view(step.view))
     return step
+
+
+def run_counts(program):
+    """What one run of ``program`` asks of the device, read from its steps: ``{"dispatches",
+    "submits", "readbacks"}``. The runner submits the launches recorded since the last
+    submission whenever the host must see or change a buffer (a readback, a host step, an
+    upload after launches) and at the end; uploads that open the program precede any launch.
+    """
+    dispatches = submits = readbacks = 0
+    pending = 0
+    for step in program.steps:
+        if isinstance(step, Launch):
+            dispatches += 1
+            pending += 1
+        elif isinstance(step, (Readback, HostStep, Upload)):
+            readbacks += isinstance(step, Readback)
+            submits += pending > 0
+            pending = 0
+    submits += pending > 0
+    return {"dispatches": dispatches, "submits": submits, "readbacks": readbacks}
