@@ -219,8 +219,9 @@ def test_device_memory_follows_the_plan_peak():
             resident = sum(
                 program.buffers[s.buffer].bytes for s in program.steps if isinstance(s, Upload) and s.resident
             )
-            # Values share buffers by lifetime; parameters and constant leaves stay resident.
-            assert program.device_bytes <= 4 * plan.peak + resident, (path.stem, plan.direction)
+            # Values share buffers by lifetime; parameters and constant leaves stay resident; a launch's
+            # working memory (a convolution's im2col columns) comes on top of the values the plan counts.
+            assert program.device_bytes <= 4 * plan.peak + resident + program.scratch_bytes, (path.stem, plan.direction)
 
     # A long chain needs a few buffers, not one a node.
     def chain(tape):

@@ -21,6 +21,13 @@ class KernelRules:
     # What a primitive's rule writes through -----------------------------------------------
     # Each allocates the node's buffer before it copies an operand, so that buffers are numbered
     # (and then shared) in one order whatever the op.
+    def scratch(self, shape, dtype="float32"):
+        """A new buffer a launch works in that holds no node's value (im2col's columns): the program
+        counts these apart (``Program.scratch_bytes``), since the plan's peak does not."""
+        view = self.allocate(shape, dtype)
+        self.pool.scratch.add(view.buffer)
+        return view
+
     def output(self, node):
         """A new buffer for the node's value, as a dense view."""
         return self.allocate(node.shape, node.dtype)
@@ -118,7 +125,7 @@ class KernelRules:
         if padded is None:
             padded = self.padded_input(node, lhs)
         windows = convolution_build.gathered_windows(padded, rhs.shape, attrs, out_spatial)
-        columns = self.allocate(windows.shape)
+        columns = self.scratch(windows.shape)
         self.place(windows, columns, node)
         taps, outputs = element_count(rhs.shape[1:]), element_count(out_spatial)
         kernel = self.dense(rhs, node).reshape((groups, per_group_out, taps))
@@ -126,7 +133,7 @@ class KernelRules:
             kernel = kernel.broadcast((m, groups, per_group_out, taps))
             self.launch(build.matmul(kernel, columns.reshape((m, groups, taps, outputs)), out.buffer), node.index)
             return out
-        product = self.allocate((groups, m * outputs, per_group_out))
+        product = self.scratch((groups, m * outputs, per_group_out))
         rows = columns.reshape((groups, m * outputs, taps))
         self.launch(build.matmul(rows, kernel.transpose((0, 2, 1)), product.buffer), node.index)
         by_item = product.reshape((groups, m, outputs, per_group_out)).transpose((1, 0, 3, 2))
@@ -137,7 +144,7 @@ class KernelRules:
         """The convolution's input with its dilation's zeros and its padding, in a buffer of its own."""
         attrs = node.attrs
         rank = len(lhs.shape)
-        padded = self.allocate(lhs.shape[:2] + padded_extents(lhs.shape, attrs))
+        padded = self.scratch(lhs.shape[:2] + padded_extents(lhs.shape, attrs))
         self.fill(padded, 0.0, node)
         places = placement(lhs.shape, attrs)
         if places is not None:

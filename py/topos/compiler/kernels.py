@@ -45,7 +45,7 @@ from .wgsl import launch as build
 from .wgsl.fusion import find_chains
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from .wgsl.patterns import find_groups
-from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, share_buffers
+from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, scratch_peak, share_buffers
 from .wgsl.views import View, element_count
 
 #: WebGPU's default maxStorageBufferBindingSize (128 MiB) in 4-byte elements.
@@ -207,6 +207,7 @@ class Pool:
     def __init__(self):
         self.buffers = []
         self.pinned = set()
+        self.scratch = set()  # buffers a launch works in that hold no node's value
 
     def allocate(self, elements, dtype="float32"):
         buffer = Buffer(len(self.buffers), int(elements), dtype)
@@ -381,7 +382,14 @@ class Selector(KernelRules):
         for index in plan.schedule:
             self.backends.setdefault(index, "webgpu")
         buffers, steps = share_buffers(self.pool.buffers, self.steps, self.pool.pinned)
-        return KernelReading(plan, Program(buffers, steps), self.backends, self.groups, self.declined, self.chains)
+        return KernelReading(
+            plan,
+            Program(buffers, steps, scratch_peak(self.pool.buffers, self.steps, self.pool.scratch)),
+            self.backends,
+            self.groups,
+            self.declined,
+            self.chains,
+        )
 
     def emit_group(self, group):
         """The fused launch of a group, as its composite names it (``Composite.wgsl_launch``)."""

@@ -86,6 +86,9 @@ class Program:
 
     buffers: tuple
     steps: tuple
+    #: the most bytes of launch working memory (a convolution's im2col columns, say) live at one step:
+    #: memory the plan's peak, which counts values, does not hold
+    scratch_bytes: int = 0
 
     @property
     def launches(self):
@@ -95,6 +98,26 @@ class Program:
     def device_bytes(self):
         """The device memory the program's buffers take together (its peak: buffers are never freed mid-run)."""
         return sum(buffer.bytes for buffer in self.buffers)
+
+
+def scratch_peak(buffers, steps, scratch):
+    """The most bytes of the ``scratch`` buffers (ids) that are live at one step, before sharing:
+    a buffer lives from the first step that names it to the last."""
+    spans = {}
+    for position, step in enumerate(steps):
+        for buffer_id in _named_buffers(step):
+            if buffer_id in scratch:
+                first, _ = spans.get(buffer_id, (position, position))
+                spans[buffer_id] = (first, position)
+    sizes = {buffer.id: buffer.bytes for buffer in buffers}
+    events = sorted(
+        [(lo, sizes[b]) for b, (lo, _) in spans.items()] + [(hi + 1, -sizes[b]) for b, (_, hi) in spans.items()]
+    )
+    live = peak = 0
+    for _, change in events:
+        live += change
+        peak = max(peak, live)
+    return peak
 
 
 def share_buffers(buffers, steps, pinned=()):
