@@ -1,0 +1,170 @@
+"""Matrix products through a BLAS where numpy has none (numpy in Pyodide), and nowhere else.
+
+Natively numpy's matmul already calls a BLAS, and this module changes nothing: no routines
+are installed, and ``matmul_into(a, b, out)`` is ``np.matmul(a, b, out=out)``. numpy in
+Pyodide is built without one, and multiplies at a few GFLOP/s at best; the playground's
+worker then loads Pyodide's OpenBLAS and scipy's ``_fblas`` wrappers of it (only that
+extension, out of the scipy wheel: web/src/blas-loader.ts) and hands the module to
+``install``. From then on the products where a BLAS call is measured faster go through
+``?gemm``:
+
+- a 2-D product of two float32 (or two float64) operands with at least ``MIN_2D_WORK``
+  multiply-adds;
+- a batched one whose right operand is one matrix broadcast over the batch (its batch
+  strides are zero), folded into one 2-D product of ``a``'s rows when ``a``'s batch axes
+  collapse into its rows;
+- a batched one whose every matrix has at least ``MIN_BATCHED_WORK`` multiply-adds, one
+  call a matrix (attention's many small products stay in numpy: a call costs more than such
+  a product).
+
+Transposed operands cost nothing: ``?gemm`` is told to transpose a Fortran-ordered matrix
+instead of copying it. Any other strided operand is copied once (O(mk) beside the O(mnk)
+product). Empty products, integer or mixed dtypes stay in numpy.
+
+A BLAS sums each result element in another order than numpy's own loop: results agree with
+``np.matmul`` to within ``k * eps * (|a| @ |b|)`` elementwise (k the contracting length, eps
+the dtype's machine epsilon); the tests (tests/python/test_blas.py and, in Pyodide,
+tests/pyodide/blas.test.mjs) hold every routing decision to that.
+"""
+
+import sys
+
+import numpy as np
+
+# Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): below this many
+# multiply-adds numpy's own loop is at least as fast as a ?gemm call and its wrapper.
+MIN_2D_WORK = 4096
+# A batched product goes through one call a matrix only when each is this large.
+MIN_BATCHED_WORK = 32768
+
+_routines = {}  # numpy dtype -> the f2py ?gemm wrapper
+_counts = {"blas": 0, "numpy": 0, "wanted": 0}
+# Only where numpy lacks a BLAS is it worth a look at each product while none is installed.
+_COUNTING = sys.platform == "emscripten"
+
+
+def install(module):
+    """Route products through ``module``'s ``sgemm`` and ``dgemm`` (scipy's ``_fblas`` interface)."""
+    _routines.clear()
+    _routines[np.dtype(np.float32)] = module.sgemm
+    _routines[np.dtype(np.float64)] = module.dgemm
+
+
+def uninstall():
+    """Back to numpy alone (the benchmark's BLAS-off side, and the tests)."""
+    _routines.clear()
+
+
+def installed():
+    """Whether products are routed through a BLAS."""
+    return bool(_routines)
+
+
+def counts():
+    """How many products went through the BLAS and through numpy since start (while one was
+    installed), and ``wanted``: the multiply-adds numpy did, with none installed, in products
+    a BLAS would have taken (the playground's worker loads the BLAS once that grows)."""
+    return dict(_counts)
+
+
+def load_extension(path):
+    """Import the ``_fblas`` extension module from ``path`` (its libopenblas already loaded) and install it."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.ExtensionFileLoader("_fblas", path)
+    spec = importlib.util.spec_from_file_location("_fblas", path, loader=loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    install(module)
+    return module
+
+
+def route(a, b):
+    """Which way ``a @ b`` goes: "blas-2d", "blas-folded", "blas-batched" or "numpy" (ignores whether one is installed)."""
+    if a.dtype != b.dtype or a.dtype not in (np.float32, np.float64) or a.ndim < 2 or a.ndim != b.ndim:
+        return "numpy"
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if a.size == 0 or b.size == 0 or a.shape[:-2] != b.shape[:-2] or b.shape[-2] != k:
+        return "numpy"
+    work = m * n * k
+    if a.ndim == 2:
+        return "blas-2d" if work >= MIN_2D_WORK else "numpy"
+    if all(stride == 0 for stride in b.strides[:-2]) and _rows_collapse(a):
+        return "blas-folded" if work * _batch_size(a) >= MIN_2D_WORK else "numpy"
+    return "blas-batched" if work >= MIN_BATCHED_WORK else "numpy"
+
+
+def matmul_into(a, b, out=None):
+    """``np.matmul(a, b, out=out)``, through the installed BLAS where ``route`` says so."""
+    if not _routines:
+        if _COUNTING and route(a, b) != "numpy":
+            _counts["wanted"] += a.size // a.shape[-1] * b.shape[-1] * a.shape[-1]
+        return np.matmul(a, b, out=out)
+    way = route(a, b)
+    if way == "numpy":
+        _counts["numpy"] += 1
+        return np.matmul(a, b, out=out)
+    _counts["blas"] += 1
+    gemm = _routines[a.dtype]
+    if out is None:
+        out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
+    if way == "blas-2d":
+        _gemm_into(gemm, a, b, out)
+    elif way == "blas-folded":
+        k, n = b.shape[-2:]
+        matrix = b[(0,) * (b.ndim - 2)]
+        if out.flags.c_contiguous:
+            _gemm_into(gemm, a.reshape(-1, k), matrix, out.reshape(-1, n))  # a view of out
+        else:
+            out[...] = _gemm_into(gemm, a.reshape(-1, k), matrix, np.empty((out.size // n, n), a.dtype)).reshape(
+                out.shape
+            )
+    else:
+        for index in np.ndindex(*a.shape[:-2]):
+            _gemm_into(gemm, a[index], b[index], out[index])
+    return out
+
+
+def _batch_size(a):
+    size = 1
+    for extent in a.shape[:-2]:
+        size *= extent
+    return size
+
+
+def _rows_collapse(a):
+    """Whether ``a``'s batch axes and rows reshape into one axis of rows without a copy."""
+    expected = a.strides[-2]
+    for extent, stride in zip(reversed(a.shape[:-1]), reversed(a.strides[:-1])):
+        if extent != 1 and stride != expected:
+            return False
+        expected = stride * extent if extent != 1 else expected
+    return True
+
+
+def _fortran_operand(matrix):
+    """``matrix`` (an m x k operand of the row-major product) as ``?gemm`` reads it: the
+    Fortran-ordered array to pass and whether to transpose it, so that the routine sees its
+    transpose (k x m) without a copy when ``matrix`` is C- or Fortran-ordered."""
+    if matrix.flags.c_contiguous:
+        return matrix.T, 0
+    if matrix.flags.f_contiguous:
+        return matrix, 1
+    return np.ascontiguousarray(matrix).T, 0
+
+
+def _gemm_into(gemm, a, b, out):
+    """out[m, n] = a[m, k] @ b[k, n]: in Fortran's terms out^T = b^T a^T, so the routine gets b first."""
+    left, trans_left = _fortran_operand(b)
+    right, trans_right = _fortran_operand(a)
+    if out.flags.c_contiguous:
+        # out^T is Fortran-ordered: the routine writes it in place (beta 0: out is not read).
+        result = gemm(1.0, left, right, beta=0.0, c=out.T, trans_a=trans_left, trans_b=trans_right, overwrite_c=1)
+        if np.shares_memory(result, out):
+            return out
+        out[...] = result.T
+        return out
+    out[...] = gemm(1.0, left, right, trans_a=trans_left, trans_b=trans_right).T
+    return out

@@ -1,0 +1,135 @@
+"""topos.ops.blas: the routing of matrix products to a BLAS where numpy has none.
+
+Natively numpy has a BLAS and the module installs nothing: MatMul is np.matmul, bit for bit.
+The routing itself is tested here with scipy's ``_fblas`` (the same f2py wrappers the
+playground loads in Pyodide, here over the native OpenBLAS that jax's scipy brings) and with
+a recording fake; and in Pyodide 0.27.7 under Node with the files the site serves
+(tests/pyodide/blas.mjs), every case of tests/python/blas_cases.py against np.matmul.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.linalg import _fblas
+
+import topos
+from topos.ops import blas
+
+sys.path.insert(0, str(Path(__file__).parent))
+import blas_cases  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def installed():
+    blas.install(_fblas)
+    try:
+        yield
+    finally:
+        blas.uninstall()
+
+
+class Recording:
+    """scipy's _fblas, recording each call's operand layouts (to see that no copy was made)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _wrap(self, routine):
+        def call(alpha, a, b, **options):
+            self.calls.append(
+                (a.flags.f_contiguous, b.flags.f_contiguous, options.get("trans_a"), options.get("trans_b"))
+            )
+            return routine(alpha, a, b, **options)
+
+        return call
+
+    @property
+    def sgemm(self):
+        return self._wrap(_fblas.sgemm)
+
+    @property
+    def dgemm(self):
+        return self._wrap(_fblas.dgemm)
+
+
+def test_every_routing_decision_matches_numpy(installed):
+    assert blas_cases.check(blas) == []
+
+
+def test_not_installed_is_numpy_bit_for_bit():
+    assert not blas.installed()
+    for name, a, b, out, _ in blas_cases.cases():
+        expected = np.matmul(a, b)
+        result = blas.matmul_into(a, b, None if out is None else out)
+        assert result.dtype == expected.dtype, name
+        np.testing.assert_array_equal(result, expected, err_msg=name)
+
+
+def test_transposed_operands_are_passed_without_a_copy():
+    fake = Recording()
+    blas.install(fake)
+    try:
+        a = np.ones((40, 256), np.float32).T  # Fortran-ordered 256 x 40
+        b = np.ones((40, 64), np.float32)
+        blas.matmul_into(a, b)
+        # b goes first (out^T = b^T a^T): C-ordered b is passed as its Fortran-ordered transpose;
+        # the Fortran-ordered a is passed as it is, with the routine told to transpose it.
+        assert fake.calls == [(True, True, 0, 1)]
+        counts = blas.counts()
+        assert counts["blas"] >= 1
+    finally:
+        blas.uninstall()
+
+
+def test_out_is_written_in_place(installed):
+    a = np.arange(64 * 32, dtype=np.float64).reshape(64, 32) / 100
+    b = np.arange(32 * 48, dtype=np.float64).reshape(32, 48) / 100
+    out = np.full((64, 48), np.nan)
+    address = out.__array_interface__["data"][0]
+    result = blas.matmul_into(a, b, out)
+    assert result is out and out.__array_interface__["data"][0] == address
+    np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+
+
+def test_training_through_the_blas_matches_numpy(installed):
+    # The interpreter's MatMul forward goes through the routing: gradients of a product chain.
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(shape) for shape in ((4, 16, 64), (64, 80), (80, 8))]
+
+    def build(tape):
+        x, w1, w2 = tape.input(values[0]), tape.parameter(values[1]), tape.parameter(values[2])
+        return [w1, w2, topos.sum(topos.tanh(x @ w1) @ w2)]
+
+    network, (w1, w2, loss) = topos.Tape.record(build)
+
+    def gradients():
+        run = network.forward(network.parameters(), {})
+        found = run.backward(loss)
+        return [found.of(w1), found.of(w2)]
+
+    before = blas.counts()["blas"]
+    got = gradients()
+    assert blas.counts()["blas"] > before
+    blas.uninstall()
+    for routed, plain in zip(got, gradients()):
+        np.testing.assert_allclose(routed, plain, rtol=1e-9, atol=1e-12)
+
+
+def test_in_pyodide_with_the_served_openblas():
+    # The real thing: Pyodide 0.27.7 (npm) with public/pyodide/'s verified openblas and _fblas.
+    env = dict(os.environ)
+    completed = subprocess.run(
+        ["node", "tests/pyodide/blas.mjs"], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["failures"] == []
+    assert report["installed"] and report["counts"]["blas"] > 0
+    assert set(report["routes"]) == {"numpy", "blas-2d", "blas-folded", "blas-batched"}
