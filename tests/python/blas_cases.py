@@ -44,7 +44,7 @@ def cases():
         def add(name, a, b, route, out=None, tag=tag):
             found.append((f"{name} {tag}", a, b, out, route))
 
-        r = lambda shape: _rand(rng, shape, dtype)  # noqa: E731
+        r = lambda shape, dtype=dtype: _rand(rng, shape, dtype)  # noqa: E731
         add("2-D square 64", r((64, 64)), r((64, 64)), "blas-2d")
         add("2-D transformer 256x32x96", r((256, 32)), r((32, 96)), "blas-2d")
         add("2-D odd 67x31x53", r((67, 31)), r((31, 53)), "blas-2d")

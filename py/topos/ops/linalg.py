@@ -1,6 +1,5 @@
 """Matrix products: ``MatMul`` over the last two axes, batched over the rest."""
 
-import numpy as np
 
 from ..text import format_shape
 from .blas import matmul_into
