@@ -55,7 +55,7 @@ def cases():
         add("2-D b strided", r((50, 48)), _strided(rng, (48, 70), dtype), "blas-2d")
         add("2-D one row", r((1, 512)), r((512, 64)), "blas-2d")
         add("2-D one column", r((512, 64)), r((64, 1)), "blas-2d")
-        add("2-D contracting 1", r((128, 1)), r((1, 96)), "blas-2d")
+        add("2-D contracting 1", r((256, 1)), r((1, 96)), "blas-2d")
         add("2-D into out", r((70, 33)), r((33, 90)), "blas-2d", out=np.full((70, 90), np.nan, dtype))
         add("2-D into strided out", r((64, 32)), r((32, 64)), "blas-2d", out=np.zeros((64, 128), dtype)[:, ::2])
         add("2-D into Fortran out", r((64, 32)), r((32, 48)), "blas-2d", out=np.zeros((48, 64), dtype).T)

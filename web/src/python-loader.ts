@@ -9,7 +9,7 @@ import type { StageMessage, StageName } from "../protocol";
 // The site may be served under any path (docs/deploy.md), so the folder is found from this
 // script's own URL: it lies one folder below the site's root (assets/ in the build, src/ on
 // the dev server), and pyodide/ beside that folder.
-const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
+export const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 const started = performance.now();
 
 /** Where a worker sends its stage messages (to the page). */

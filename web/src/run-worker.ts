@@ -6,6 +6,7 @@
 
 import type { PyodideInterface } from "pyodide";
 import type { HostToRunWorker, RunWorkerToHost, UserError } from "../protocol";
+import { fetchBlas, installBlas } from "./blas-loader";
 import { WorkerFiles } from "./files/worker-files";
 import { crashReason, loadPython } from "./python-loader";
 
@@ -54,6 +55,13 @@ function wakeTimer(pyodide: PyodideInterface, signal: number) {
 }
 
 const pythonReady = loadPython(post, "topos.playground");
+// A program is what trains: its worker loads the BLAS (blas-loader.ts) while Pyodide starts,
+// and the first run waits for it. Without it products stay in numpy.
+const blasFiles = fetchBlas();
+blasFiles.catch(() => undefined);
+const blasReady = pythonReady
+  .then((pyodide) => installBlas(pyodide, blasFiles))
+  .catch((error) => console.warn(`the BLAS did not load (products stay in numpy): ${error}`));
 /** The user's files: every run starts in a working directory that holds them (files/worker-files.ts). */
 const files = new WorkerFiles(pythonReady);
 
@@ -68,6 +76,7 @@ async function start(): Promise<void> {
 
 async function runMain(id: number, code: string): Promise<void> {
   const pyodide = await pythonReady;
+  await blasReady;
   const timer = wakeTimer(pyodide, pyodide.runPython("import signal; int(signal.SIGUSR1)") as number);
   const playground = pyodide.pyimport("topos.playground");
   const run = playground.run_main;

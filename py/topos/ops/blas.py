@@ -27,15 +27,18 @@ the dtype's machine epsilon); the tests (tests/python/test_blas.py and, in Pyodi
 tests/pyodide/blas.test.mjs) hold every routing decision to that.
 """
 
+import contextlib
 import sys
 
 import numpy as np
 
-# Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): below this many
+# Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): a ?gemm call is 2x slower
+# than numpy at 8192 multiply-adds (16 x 16 x 32), 0.75 at 32768 (32^3); below this many
 # multiply-adds numpy's own loop is at least as fast as a ?gemm call and its wrapper.
-MIN_2D_WORK = 4096
-# A batched product goes through one call a matrix only when each is this large.
-MIN_BATCHED_WORK = 32768
+MIN_2D_WORK = 16384
+# A batched product goes through one call a matrix only when each is this large (one call a
+# matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
+MIN_BATCHED_WORK = 65536
 
 _routines = {}  # numpy dtype -> the f2py ?gemm wrapper
 _counts = {"blas": 0, "numpy": 0, "wanted": 0}
@@ -53,6 +56,17 @@ def install(module):
 def uninstall():
     """Back to numpy alone (the benchmark's BLAS-off side, and the tests)."""
     _routines.clear()
+
+
+@contextlib.contextmanager
+def suspended():
+    """Products stay in numpy inside the block, and go through the BLAS again after it."""
+    saved = dict(_routines)
+    _routines.clear()
+    try:
+        yield
+    finally:
+        _routines.update(saved)
 
 
 def installed():

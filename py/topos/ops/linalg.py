@@ -1,6 +1,5 @@
 """Matrix products: ``MatMul`` over the last two axes, batched over the rest."""
 
-
 from ..text import format_shape
 from .blas import matmul_into
 from .registry import Meta, Primitive, bytes_moved, register, require_float
