@@ -15,7 +15,24 @@ import json
 from topos.ops import blas
 import blas_cases
 
+from topos.ops import activations, pyodide_math
+from topos.ops.registry import _REGISTRY
 failures = blas_cases.check(blas)
+# In Pyodide the ops themselves take the exp form; the reference is its tanh form, in float64
+# (the tanh form as the ops write it natively, with IN_PYODIDE switched off for it).
+def tanh_form(name):
+    def run(*inputs):
+        activations.IN_PYODIDE = False
+        try:
+            return _REGISTRY[name].forward(list(inputs), {})
+        finally:
+            activations.IN_PYODIDE = True
+    return run
+assert activations.IN_PYODIDE
+failures += blas_cases.check_gelu(
+    lambda x: _REGISTRY["Gelu"].forward([x], {}),
+    lambda g, x: _REGISTRY["GeluGrad"].forward([g, x], {}),
+    tanh_form("Gelu"), tanh_form("GeluGrad"), pyodide_math.GELU_TOLERANCE)
 json.dumps({
     "installed": blas.installed(),
     "failures": failures,

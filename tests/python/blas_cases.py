@@ -138,3 +138,40 @@ def check(blas):
                 worst = float(np.max(error - bound))
                 failures.append(f"{name}: exceeds k*eps*(|a|@|b|) by {worst:.3g}")
     return failures
+
+
+def gelu_inputs(dtype):
+    """Normal draws, a dense sweep over [-30, 30] (exp(-2u) overflows below about -10 in float32), and edges."""
+    rng = np.random.default_rng(7)
+    edges = [0.0, -0.0, 1e-30, -1e-30, 1e4, -1e4, np.inf, -np.inf, np.nan]
+    x = np.concatenate([rng.standard_normal(20000) * 3, np.linspace(-30, 30, 6001), edges]).astype(dtype)
+    return x, rng.standard_normal(x.shape).astype(dtype)
+
+
+def check_gelu(gelu, gelu_grad, reference_gelu, reference_grad, tolerance):
+    """``gelu(x)`` and ``gelu_grad(g, x)`` against the tanh form in float64 (the reference functions),
+    within ``tolerance`` eps times (1 + |x|) (and |g| for the gradient); non-finite where the reference is.
+    The failures, as text."""
+    failures = []
+    for dtype in (np.float32, np.float64):
+        x, g = gelu_inputs(dtype)
+        eps = float(np.finfo(dtype).eps)
+        with np.errstate(all="ignore"):
+            want = reference_gelu(x.astype(np.float64))
+            want_grad = reference_grad(g.astype(np.float64), x.astype(np.float64))
+            got, got_grad = gelu(x), gelu_grad(g, x)
+        for name, result, expected, scale in (
+            ("gelu", got, want, 1 + np.abs(x.astype(np.float64))),
+            ("gelu grad", got_grad, want_grad, (1 + np.abs(x.astype(np.float64))) * np.abs(g.astype(np.float64))),
+        ):
+            if result.dtype != dtype:
+                failures.append(f"{name} {np.dtype(dtype).name}: result is {result.dtype}")
+            finite = np.isfinite(expected) & (np.abs(x) < 1e3)
+            # Where the float32 result would overflow (x^3 past its range) or the reference is not finite, both are alike.
+            if not np.array_equal(np.isnan(result[~finite]), np.isnan(expected[~finite].astype(dtype))):
+                failures.append(f"{name} {np.dtype(dtype).name}: NaNs differ from the tanh form's")
+            error = np.abs(result[finite].astype(np.float64) - expected[finite])
+            if not np.all(error <= tolerance * eps * scale[finite] + float(np.finfo(dtype).tiny)):
+                worst = float(np.max(error / (eps * scale[finite] + 1e-300)))
+                failures.append(f"{name} {np.dtype(dtype).name}: {worst:.2f} eps (1 + |x|), over {tolerance}")
+    return failures

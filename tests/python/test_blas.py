@@ -133,3 +133,30 @@ def test_in_pyodide_with_the_served_openblas():
     assert report["failures"] == []
     assert report["installed"] and report["counts"]["blas"] > 0
     assert set(report["routes"]) == {"numpy", "blas-2d", "blas-folded", "blas-batched"}
+
+
+def reference_gelu(x):
+    from topos.ops.registry import _REGISTRY
+
+    return _REGISTRY["Gelu"].forward([x], {})
+
+
+def reference_gelu_grad(g, x):
+    from topos.ops.registry import _REGISTRY
+
+    return _REGISTRY["GeluGrad"].forward([g, x], {})
+
+
+def test_pyodide_gelu_through_exp_matches_the_tanh_form():
+    # The Pyodide-only forms (natively the ops keep the tanh form: IN_PYODIDE is false here).
+    from topos.ops import activations, pyodide_math
+
+    assert not activations.IN_PYODIDE
+    failures = blas_cases.check_gelu(
+        lambda x: pyodide_math.gelu_into(x, np.empty_like(x)),
+        lambda g, x: pyodide_math.gelu_grad_into(g, x, np.empty_like(x)),
+        reference_gelu,
+        reference_gelu_grad,
+        pyodide_math.GELU_TOLERANCE,
+    )
+    assert failures == []
