@@ -1,12 +1,17 @@
-// The gallery transformer's training step (tests/bench/train_webgpu.py's measure(), float32,
-// Adam) in Pyodide 0.27.7 under Node on numpy, with the playground's BLAS (topos.ops.blas over
-// the OpenBLAS the site serves) and without it, step for step interleaved, and natively on
-// numpy (one BLAS thread) in the same run: before and after the page's run, to see the
-// machine's drift. The ratios to native numpy are the page's CPU path's measure (issue 22:
-// <= 2.5). The browser's own figure: node tests/bench/browser_train.mjs (the same measure() in
-// a worker of the built site). Not part of any test run.
+// The gallery transformer's training step (docs/examples/06_char_transformer.py through
+// tests/bench/train_webgpu.py, float32, Adam) in Pyodide 0.27.7 under Node on numpy, with the
+// playground's BLAS (topos.ops.blas over the OpenBLAS the site serves, and GELU through exp) and
+// with products kept in numpy (blas.suspended()), against native numpy (one BLAS thread), the
+// same run. Two measures:
+//   - wall-clock medians of single steps, the page's two sides interleaved step for step
+//     (train_webgpu.measure), native numpy timed before and after;
+//   - CPU time a step, in chunks of CHUNK steps taking turns (Pyodide on, off, native), medians:
+//     on a shared, loaded machine the CPU time is the steadier figure.
+// The ratios to native numpy are the page's CPU path's measure (issue 22 aims at <= 2.5). The
+// browser's own figure: node tests/bench/browser_train.mjs. Not part of any test run.
 //
-// Usage: node tests/bench/pyodide_train.mjs   STEPS (default 20), WARMUP (default 3)
+// Usage: node tests/bench/pyodide_train.mjs   STEPS (default 20), WARMUP (default 3),
+//        CHUNKS (default 5), CHUNK (default 5)
 
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -14,15 +19,34 @@ import { pyodideWithBlas, root } from "../pyodide/load.mjs";
 
 const STEPS = Number(process.env.STEPS ?? 20);
 const WARMUP = Number(process.env.WARMUP ?? 3);
+const CHUNKS = Number(process.env.CHUNKS ?? 5);
+const CHUNK = Number(process.env.CHUNK ?? 5);
+const env = { ...process.env, PYTHONPATH: join(root, "py"), OMP_NUM_THREADS: "1", OPENBLAS_NUM_THREADS: "1" };
+const python = join(root, ".venv/bin/python");
 
-function native() {
+function nativeWall() {
   const args = ["tests/bench/train_webgpu.py", "--json", "--backend", "numpy", "--steps", String(STEPS), "--warmup", String(WARMUP)];
-  const env = { ...process.env, PYTHONPATH: join(root, "py"), OMP_NUM_THREADS: "1", OPENBLAS_NUM_THREADS: "1" };
-  const report = JSON.parse(execFileSync(join(root, ".venv/bin/python"), args, { cwd: root, encoding: "utf8", env }));
-  return report.backends.numpy.median_ms;
+  return JSON.parse(execFileSync(python, args, { cwd: root, encoding: "utf8", env })).backends.numpy.median_ms;
 }
 
-const before = native();
+// One native process trains, timing a chunk each time it reads a line (so chunks take turns with Pyodide's).
+const nativeChunks = `
+import sys
+sys.path.insert(0, "tests/bench")
+import train_webgpu
+run = train_webgpu.step_runner(train_webgpu.load_example())
+run(${WARMUP})
+for line in sys.stdin:
+    print(train_webgpu.cpu_per_step(run, 1, ${CHUNK}) * 1e3, flush=True)
+`;
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const cpuMs = (since) => {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1e3;
+};
+
+const wallBefore = nativeWall();
 const { pyodide, blasMs } = await pyodideWithBlas();
 pyodide.globals.set("STEPS", STEPS);
 pyodide.globals.set("WARMUP", WARMUP);
@@ -32,17 +56,66 @@ import train_webgpu
 from topos.ops import blas
 example = train_webgpu.load_example(open("/checkout/docs/examples/06_char_transformer.py").read())
 report = train_webgpu.measure(example, ("numpy", "numpy-no-blas"), STEPS, WARMUP)
-report["counts"] = blas.counts()
 json.dumps(report)
 `));
-const after = native();
-const nativeMs = (before + after) / 2;
+const wallAfter = nativeWall();
+
+pyodide.runPython(`
+from topos.ops import blas
+run_on = train_webgpu.step_runner(example)
+run_off = train_webgpu.step_runner(example)
+run_on(WARMUP)
+with blas.suspended():
+    run_off(WARMUP)
+`);
+const runOn = pyodide.globals.get("run_on");
+const runOff = pyodide.globals.get("run_off");
+const suspended = pyodide.pyimport("topos.ops.blas").suspended;
+const { spawn } = await import("node:child_process");
+const child = spawn(python, ["-c", nativeChunks], { cwd: root, env, stdio: ["pipe", "pipe", "inherit"] });
+const lines = (async function* () {
+  let buffer = "";
+  for await (const data of child.stdout) {
+    buffer += data;
+    let end;
+    while ((end = buffer.indexOf("\n")) >= 0) {
+      yield buffer.slice(0, end);
+      buffer = buffer.slice(end + 1);
+    }
+  }
+})();
+const cpu = { on: [], off: [], native: [] };
+for (let chunk = 0; chunk < CHUNKS; chunk++) {
+  let since = process.cpuUsage();
+  runOn(CHUNK);
+  cpu.on.push(cpuMs(since) / CHUNK);
+  const context = suspended();
+  context.__enter__();
+  since = process.cpuUsage();
+  runOff(CHUNK);
+  cpu.off.push(cpuMs(since) / CHUNK);
+  context.__exit__(null, null, null);
+  context.destroy();
+  child.stdin.write("\n");
+  cpu.native.push(Number((await lines.next()).value));
+}
+child.stdin.end();
+
+const counts = pyodide.runPython("import json; json.dumps(blas.counts())");
+const wallNative = (wallBefore + wallAfter) / 2;
 const on = page.backends.numpy.median_ms;
 const off = page.backends["numpy-no-blas"].median_ms;
-console.log(`the gallery transformer's training step, float32, ${STEPS} timed steps after ${WARMUP}, medians`);
-console.log(`  native numpy (one BLAS thread)     ${before.toFixed(2)} ms before, ${after.toFixed(2)} ms after the Pyodide run`);
-console.log(`  Pyodide numpy, BLAS on             ${on.toFixed(2)} ms   ${(on / nativeMs).toFixed(2)} x native numpy`);
-console.log(`  Pyodide numpy, BLAS off            ${off.toFixed(2)} ms   ${(off / nativeMs).toFixed(2)} x native numpy`);
-console.log(`  BLAS on / off ${(on / off).toFixed(2)}; loading the BLAS took ${blasMs.toFixed(0)} ms; products ${JSON.stringify(page.counts)}`);
+const [cpuOn, cpuOff, cpuNative] = [median(cpu.on), median(cpu.off), median(cpu.native)];
+console.log(`the gallery transformer's training step, float32, Adam`);
+console.log(`wall clock, medians of ${STEPS} steps after ${WARMUP} (the page's sides interleaved step for step):`);
+console.log(`  native numpy (one BLAS thread)   ${wallBefore.toFixed(2)} ms before, ${wallAfter.toFixed(2)} ms after`);
+console.log(`  Pyodide numpy, BLAS on           ${on.toFixed(2)} ms   ${(on / wallNative).toFixed(2)} x native numpy`);
+console.log(`  Pyodide numpy, BLAS off          ${off.toFixed(2)} ms   ${(off / wallNative).toFixed(2)} x native numpy`);
+console.log(`CPU time a step, medians of ${CHUNKS} chunks of ${CHUNK} steps taking turns:`);
+console.log(`  native numpy                     ${cpuNative.toFixed(2)} ms`);
+console.log(`  Pyodide numpy, BLAS on           ${cpuOn.toFixed(2)} ms   ${(cpuOn / cpuNative).toFixed(2)} x native numpy`);
+console.log(`  Pyodide numpy, BLAS off          ${cpuOff.toFixed(2)} ms   ${(cpuOff / cpuNative).toFixed(2)} x native numpy`);
+console.log(`BLAS on / off: wall ${(on / off).toFixed(2)}, CPU ${(cpuOn / cpuOff).toFixed(2)}; loading the BLAS took ${blasMs.toFixed(0)} ms; products ${counts}`);
 const drift = Math.max(...page.backends.numpy.losses.map((loss, i) => Math.abs(loss - page.backends["numpy-no-blas"].losses[i])));
-console.log(`  largest |loss difference| BLAS on against off: ${drift.toExponential(2)}`);
+console.log(`largest |loss difference|, BLAS on against off: ${drift.toExponential(2)}`);
+process.exit(0);

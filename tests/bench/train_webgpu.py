@@ -120,6 +120,35 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
     return report
 
 
+def step_runner(example, backend="numpy"):
+    """``run(steps)``: train one float32 model ``steps`` more steps on fresh batches (for timing
+    chunks of steps by CPU time: tests/bench/pyodide_train.mjs)."""
+    from topos import Tape
+    from topos.model import optim
+
+    config = example.Config()
+    network, (tokens, targets, _, loss) = Tape.record(lambda tape: example.build(tape, config), dtype="float32")
+    trainer = example.make_trainer(backend, network, loss, network.parameters(), optim.Adam(lr=config.learning_rate))
+    rng = np.random.default_rng(config.seed + 1)
+
+    def run(steps):
+        for _ in range(steps):
+            inputs, expected = example.sample_windows(rng, config)
+            trainer.step({tokens: inputs, targets: expected}).of(loss).scalar()
+
+    return run
+
+
+def cpu_per_step(run, chunks, steps):
+    """Median CPU seconds a step over ``chunks`` chunks of ``steps`` steps (natively; one thread)."""
+    times = []
+    for _ in range(chunks):
+        started = time.process_time()
+        run(steps)
+        times.append((time.process_time() - started) / steps)
+    return statistics.median(times)
+
+
 def describe(report, where):
     """The report as lines of text; ``where`` names the place ("natively", "in the page")."""
     rows = [f"gallery transformer, float32, {report['steps']} timed steps after {report['warmup']}, {where}"]
