@@ -56,6 +56,10 @@ def load_example(source=None):
     return module
 
 
+# The numpy trainers that do without some of topos.ops.blas's kernels, and which.
+SUSPENDED = {"numpy-no-blas": ("simd", "openblas"), "numpy-openblas": ("simd",)}
+
+
 def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
     """Train one float32 model per backend on the same batches; returns a JSON-able report.
 
@@ -82,8 +86,9 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
         network, (tokens, targets, _, loss) = Tape.record(lambda tape: example.build(tape, config), dtype="float32")
         optimizer = optim.Adam(lr=config.learning_rate)
         # "numpy-no-blas": the numpy trainer with products kept in numpy even where the page
-        # installed a BLAS (topos.ops.blas); natively it is the numpy trainer.
-        kind = "numpy" if backend == "numpy-no-blas" else backend
+        # installed kernels (topos.ops.blas); "numpy-openblas": with OpenBLAS but not the SIMD
+        # kernels. Natively both are the numpy trainer.
+        kind = "numpy" if backend in SUSPENDED else backend
         trainer = example.make_trainer(kind, network, loss, network.parameters(), optimizer)
         trainers[backend] = (trainer, tokens, targets, loss)
     times = {backend: [] for backend in backends}
@@ -92,7 +97,7 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3):
     for step in range(warmup + steps):
         inputs, expected = example.sample_windows(rng, config)
         for backend, (trainer, tokens, targets, loss) in trainers.items():
-            with blas.suspended() if backend == "numpy-no-blas" else contextlib.nullcontext():
+            with blas.suspended(SUSPENDED[backend]) if backend in SUSPENDED else contextlib.nullcontext():
                 started = time.perf_counter()
                 value = trainer.step({tokens: inputs, targets: expected}).of(loss).scalar()
                 seconds = time.perf_counter() - started
@@ -177,7 +182,7 @@ def main():
     parser.add_argument(
         "--backend",
         action="append",
-        choices=("numpy", "numpy-no-blas", "webgpu"),
+        choices=("numpy", "numpy-openblas", "numpy-no-blas", "webgpu"),
         help="run only these (default: numpy, webgpu)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON (browser_train.mjs reads it)")

@@ -1,8 +1,10 @@
 // Pyodide 0.27.7 (the npm package) under Node with the files the site serves (public/pyodide/,
-// put there and verified by web/scripts/fetch_pyodide_assets.py), the BLAS loaded as the
-// playground's workers load it (web/src/blas-loader.ts): the OpenBLAS shared library through
-// loadPackage, the _fblas extension written into the file system after its sha256 is checked
-// against blas.json, then imported by topos.ops.blas.load_extension. The engine is the
+// put there and verified by web/scripts/fetch_pyodide_assets.py), the kernels installed as the
+// playground's workers install them (web/src/blas-loader.ts, the same steps): the SIMD kernels
+// that topos.ops.wasm_gemm assembles, instantiated by Pyodide's dynamic-library loader; and
+// OpenBLAS, the shared library through loadPackage, the _fblas extension written into the file
+// system after its sha256 is checked against blas.json, then imported by
+// topos.ops.blas.load_extension. The engine is the
 // checkout's py/ (mounted at /checkout), ahead of anything else on sys.path.
 // Used by tests/pyodide/blas.mjs and the benchmarks tests/bench/pyodide_*.mjs.
 
@@ -16,8 +18,8 @@ const served = join(root, "public/pyodide");
 
 const sha256 = (bytes) => createHash("sha256").update(bytes).digest("hex");
 
-/** Pyodide with numpy and the checkout's topos; with `blas`, topos.ops.blas installed. Returns `{pyodide, blasMs}`. */
-export async function pyodideWithBlas({ blas = true } = {}) {
+/** Pyodide with numpy and the checkout's topos; with `kernels`, the SIMD kernels, with `blas`, OpenBLAS. Returns `{pyodide, blasMs}`. */
+export async function pyodideWithBlas({ blas = true, kernels = true } = {}) {
   const manifest = JSON.parse(readFileSync(join(served, "blas.json"), "utf8"));
   for (const item of [manifest.library, manifest.extension]) {
     const found = sha256(readFileSync(join(served, item.file)));
@@ -31,6 +33,15 @@ export async function pyodideWithBlas({ blas = true } = {}) {
   await pyodide.loadPackage(["numpy"], { messageCallback: () => {} });
   pyodide.mountNodeFS("/checkout", root);
   pyodide.runPython(`import sys; sys.path[:0] = ["/checkout/py", "/checkout/tests/python", "/checkout/tests/bench"]; import numpy`);
+  if (kernels) {
+    const wasm = pyodide.pyimport("topos.ops.wasm_gemm");
+    const bytes = wasm.module_bytes().toJs();
+    if (!WebAssembly.validate(bytes)) throw new Error("topos.ops.wasm_gemm's module does not validate");
+    const exports = pyodide._module.loadWebAssemblyModule(bytes, { loadAsync: false, nodelete: true, allowUndefined: true }, "topos-wasm-gemm.so", {}, 0);
+    const module = pyodide.pyimport("topos.ops.blas");
+    module.install_kernels(exports.sgemm, exports.dgemm);
+    module.destroy();
+  }
   let blasMs = null;
   if (blas) {
     const started = performance.now();

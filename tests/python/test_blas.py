@@ -7,6 +7,7 @@ a recording fake; and in Pyodide 0.27.7 under Node with the files the site serve
 (tests/pyodide/blas.mjs), every case of tests/python/blas_cases.py against np.matmul.
 """
 
+import ctypes
 import json
 import os
 import subprocess
@@ -61,6 +62,54 @@ class Recording:
 
 def test_every_routing_decision_matches_numpy(installed):
     assert blas_cases.check(blas) == []
+
+
+def _view(address, shape, strides, dtype):
+    """The array at ``address`` with these byte strides (natively: a process address)."""
+    low = sum(min(0, (extent - 1) * stride) for extent, stride in zip(shape, strides))
+    high = sum(max(0, (extent - 1) * stride) for extent, stride in zip(shape, strides)) + np.dtype(dtype).itemsize
+    buffer = (ctypes.c_char * (high - low)).from_address(address + low)
+    return np.ndarray(shape, dtype, buffer=buffer, offset=-low, strides=strides)
+
+
+class FakeKernels:
+    """ops/wasm_gemm.py's kernels' contract, natively: addresses and byte strides, whole tiles only."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _gemm(self, dtype):
+        from topos.ops import wasm_gemm
+
+        size = np.dtype(dtype).itemsize
+
+        def gemm(a, b, c, m, n, k, a_row, a_col, b_row, c_row):
+            assert m % wasm_gemm.M_BLOCK == 0 and n % wasm_gemm.N_BLOCK[np.dtype(dtype).name] == 0 and m and n
+            self.calls.append((m, n, k))
+            left = _view(a, (m, k), (a_row, a_col), dtype)
+            right = _view(b, (k, n), (b_row, size), dtype)
+            _view(c, (m, n), (c_row, size), dtype)[...] = left @ right
+
+        return gemm
+
+    @property
+    def sgemm(self):
+        return self._gemm(np.float32)
+
+    @property
+    def dgemm(self):
+        return self._gemm(np.float64)
+
+
+def test_every_routing_decision_through_the_simd_kernels_contract():
+    fake = FakeKernels()
+    blas.install_kernels(fake.sgemm, fake.dgemm)
+    try:
+        assert blas.installed() == "simd"
+        assert blas_cases.check(blas) == []
+        assert fake.calls  # odd shapes send only their whole tiles: the rest is numpy's
+    finally:
+        blas.uninstall()
 
 
 def test_not_installed_is_numpy_bit_for_bit():
@@ -131,7 +180,7 @@ def test_in_pyodide_with_the_served_openblas():
     assert completed.returncode == 0, completed.stderr[-4000:]
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["failures"] == []
-    assert report["installed"] and report["counts"]["blas"] > 0
+    assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
     assert set(report["routes"]) == {"numpy", "blas-2d", "blas-folded", "blas-batched"}
 
 

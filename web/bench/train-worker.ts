@@ -17,6 +17,7 @@ self.addEventListener("message", async (event: MessageEvent<TrainBenchRequest>) 
   const { steps, warmup, backends, blas } = event.data;
   try {
     const pyodide = await pythonReady;
+    // The SIMD kernels are in (python-loader.ts); OpenBLAS too unless blas=0, for numpy-openblas.
     const blasDetail = blas ? await installBlas(pyodide) : "off";
     pyodide.FS.mkdirTree("/bench");
     pyodide.FS.writeFile("/bench/train_webgpu.py", benchSource);
@@ -31,7 +32,7 @@ request = json.loads(REQUEST_JSON)
 example = train_webgpu.load_example(EXAMPLE_SOURCE)
 report = train_webgpu.measure(example, tuple(request["backends"]), request["steps"], request["warmup"])
 from topos.ops import blas
-report["blas"] = {"loaded": BLAS_DETAIL, "counts": blas.counts()}
+report["blas"] = {"loaded": BLAS_DETAIL, "installed": blas.installed(), "counts": blas.counts()}
 json.dumps(report)
 `)) as string;
     post({ type: "report", json });

@@ -1,5 +1,8 @@
-// The BLAS the numpy interpreter multiplies with in the page (topos.ops.blas): numpy in
-// Pyodide has none. Pyodide 0.27.7's OpenBLAS (openblas-0.3.26.zip, a shared library, 6.1 MB,
+// The kernels the numpy interpreter multiplies with in the page (topos.ops.blas): numpy in
+// Pyodide has no BLAS. First choice, measured faster (tests/bench/pyodide_matmul.mjs): the
+// project's own WebAssembly SIMD kernels (topos.ops.wasm_gemm writes the module's bytes:
+// nothing is downloaded), installed by every worker as soon as topos is imported, where the
+// browser has WebAssembly SIMD. Where it has not: Pyodide 0.27.7's OpenBLAS (openblas-0.3.26.zip, a shared library, 6.1 MB,
 // 1.9 MB gzipped) and scipy's _fblas wrappers of it (0.5 MB, taken out of the verified scipy
 // wheel by web/scripts/fetch_pyodide_assets.py) lie in the site's pyodide/ folder, named with
 // their sha256 in blas.json. They are not precached and not loaded at start: a worker loads
@@ -20,10 +23,10 @@ interface BlasManifest {
 /** The files, fetched (the extension's sha256 checked here; the library's by Pyodide, against its lock). */
 export interface BlasFiles {
   manifest: BlasManifest;
-  extension: Uint8Array;
+  extension: Uint8Array<ArrayBuffer>;
 }
 
-async function sha256(bytes: Uint8Array): Promise<string> {
+async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
   return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
 }
@@ -72,6 +75,51 @@ export function blasWanted(pyodide: PyodideInterface, multiplyAdds = 2e8): boole
     const wanted = counts.get("wanted") as number;
     counts.destroy();
     return wanted >= multiplyAdds;
+  } finally {
+    blas.destroy();
+  }
+}
+
+/**
+ * The SIMD kernels: the module topos.ops.wasm_gemm assembles, instantiated by Pyodide's own
+ * dynamic-library loader so that it works in Pyodide's memory (numpy's data pointers are its
+ * addresses), and handed to topos.ops.blas. Returns what was done, or why not.
+ */
+export function installKernels(pyodide: PyodideInterface): string {
+  const wasm = pyodide.pyimport("topos.ops.wasm_gemm");
+  const blas = pyodide.pyimport("topos.ops.blas");
+  try {
+    const proxy = wasm.module_bytes();
+    const bytes = proxy.toJs() as Uint8Array<ArrayBuffer>;
+    proxy.destroy();
+    if (!WebAssembly.validate(bytes)) return "no WebAssembly SIMD: products stay in numpy until the BLAS loads";
+    // Pyodide's Emscripten module: its loader gives a dynamic library the memory Python lives in.
+    const module = (pyodide as unknown as { _module: EmscriptenLoader })._module;
+    const exports = module.loadWebAssemblyModule(bytes, { loadAsync: false, nodelete: true, allowUndefined: true }, "topos-wasm-gemm.so", {}, 0);
+    blas.install_kernels(exports.sgemm, exports.dgemm);
+    return "WebAssembly SIMD kernels";
+  } finally {
+    wasm.destroy();
+    blas.destroy();
+  }
+}
+
+/** The part of Emscripten's runtime installKernels uses (Pyodide 0.27.7's Module). */
+interface EmscriptenLoader {
+  loadWebAssemblyModule(
+    binary: Uint8Array,
+    flags: { loadAsync: false; nodelete: boolean; allowUndefined: boolean },
+    libName: string,
+    localScope: object,
+    handle: number,
+  ): Record<string, (...args: number[]) => void>;
+}
+
+/** Whether topos.ops.blas has kernels of any kind installed. */
+export function kernelsInstalled(pyodide: PyodideInterface): boolean {
+  const blas = pyodide.pyimport("topos.ops.blas");
+  try {
+    return (blas.installed() as string) !== "";
   } finally {
     blas.destroy();
   }

@@ -6,7 +6,7 @@
 
 import type { PyodideInterface } from "pyodide";
 import type { HostToRunWorker, RunWorkerToHost, UserError } from "../protocol";
-import { fetchBlas, installBlas } from "./blas-loader";
+import { installBlas, kernelsInstalled } from "./blas-loader";
 import { WorkerFiles } from "./files/worker-files";
 import { crashReason, loadPython } from "./python-loader";
 
@@ -55,12 +55,11 @@ function wakeTimer(pyodide: PyodideInterface, signal: number) {
 }
 
 const pythonReady = loadPython(post, "topos.playground");
-// A program is what trains: its worker loads the BLAS (blas-loader.ts) while Pyodide starts,
-// and the first run waits for it. Without it products stay in numpy.
-const blasFiles = fetchBlas();
-blasFiles.catch(() => undefined);
+// A program is what trains: where the SIMD kernels could not be installed (no WebAssembly
+// SIMD), its worker loads OpenBLAS (blas-loader.ts) before the first run. Without either,
+// products stay in numpy.
 const blasReady = pythonReady
-  .then((pyodide) => installBlas(pyodide, blasFiles))
+  .then((pyodide) => (kernelsInstalled(pyodide) ? undefined : installBlas(pyodide)))
   .catch((error) => console.warn(`the BLAS did not load (products stay in numpy): ${error}`));
 /** The user's files: every run starts in a working directory that holds them (files/worker-files.ts). */
 const files = new WorkerFiles(pythonReady);

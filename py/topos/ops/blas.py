@@ -32,6 +32,8 @@ import sys
 
 import numpy as np
 
+from . import wasm_gemm
+
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): a ?gemm call is 2x slower
 # than numpy at 8192 multiply-adds (16 x 16 x 32), 0.75 at 32768 (32^3); below this many
 # multiply-adds numpy's own loop is at least as fast as a ?gemm call and its wrapper.
@@ -40,7 +42,8 @@ MIN_2D_WORK = 16384
 # matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
 MIN_BATCHED_WORK = 65536
 
-_routines = {}  # numpy dtype -> the f2py ?gemm wrapper
+_routines = {}  # numpy dtype -> the f2py ?gemm wrapper (OpenBLAS)
+_kernels = {}  # numpy dtype -> the WebAssembly SIMD kernel (ops/wasm_gemm.py), preferred where installed
 _counts = {"blas": 0, "numpy": 0, "wanted": 0}
 # Only where numpy lacks a BLAS is it worth a look at each product while none is installed.
 _COUNTING = sys.platform == "emscripten"
@@ -53,25 +56,37 @@ def install(module):
     _routines[np.dtype(np.float64)] = module.dgemm
 
 
+def install_kernels(sgemm, dgemm):
+    """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py (callables taking
+    its ``gemm`` arguments: addresses in the memory numpy's arrays live in, and byte strides)."""
+    _kernels.clear()
+    _kernels[np.dtype(np.float32)] = sgemm
+    _kernels[np.dtype(np.float64)] = dgemm
+
+
 def uninstall():
     """Back to numpy alone (the benchmark's BLAS-off side, and the tests)."""
     _routines.clear()
+    _kernels.clear()
 
 
 @contextlib.contextmanager
-def suspended():
-    """Products stay in numpy inside the block, and go through the BLAS again after it."""
-    saved = dict(_routines)
-    _routines.clear()
+def suspended(kernels=("simd", "openblas")):
+    """Inside the block products do without the named kernels ("simd", "openblas"), after it with them again."""
+    tables = [table for name, table in (("simd", _kernels), ("openblas", _routines)) if name in kernels]
+    saved = [dict(table) for table in tables]
+    for table in tables:
+        table.clear()
     try:
         yield
     finally:
-        _routines.update(saved)
+        for table, entries in zip(tables, saved):
+            table.update(entries)
 
 
 def installed():
-    """Whether products are routed through a BLAS."""
-    return bool(_routines)
+    """Which kernels products are routed through: "simd", "openblas", both joined by "+", or "" (none)."""
+    return "+".join(name for name, table in (("simd", _kernels), ("openblas", _routines)) if table)
 
 
 def counts():
@@ -111,33 +126,35 @@ def route(a, b):
 
 
 def matmul_into(a, b, out=None):
-    """``np.matmul(a, b, out=out)``, through the installed BLAS where ``route`` says so."""
-    if not _routines:
+    """``np.matmul(a, b, out=out)``, through the installed kernels where ``route`` says so."""
+    if not (_kernels or _routines):
         if _COUNTING and route(a, b) != "numpy":
             _counts["wanted"] += a.size // a.shape[-1] * b.shape[-1] * a.shape[-1]
         return np.matmul(a, b, out=out)
     way = route(a, b)
-    if way == "numpy":
+    # The SIMD kernel where there is one for the dtype, else OpenBLAS's ?gemm.
+    routine = _kernels.get(a.dtype) if way != "numpy" else None
+    gemm = _kernel_into
+    if routine is None and way != "numpy":
+        routine, gemm = _routines.get(a.dtype), _gemm_into
+    if routine is None:
         _counts["numpy"] += 1
         return np.matmul(a, b, out=out)
     _counts["blas"] += 1
-    gemm = _routines[a.dtype]
     if out is None:
         out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
     if way == "blas-2d":
-        _gemm_into(gemm, a, b, out)
+        gemm(routine, a, b, out)
     elif way == "blas-folded":
         k, n = b.shape[-2:]
-        matrix = b[(0,) * (b.ndim - 2)]
+        rows, matrix = a.reshape(-1, k), b[(0,) * (b.ndim - 2)]
         if out.flags.c_contiguous:
-            _gemm_into(gemm, a.reshape(-1, k), matrix, out.reshape(-1, n))  # a view of out
+            gemm(routine, rows, matrix, out.reshape(-1, n))  # a view of out
         else:
-            out[...] = _gemm_into(gemm, a.reshape(-1, k), matrix, np.empty((out.size // n, n), a.dtype)).reshape(
-                out.shape
-            )
+            out[...] = gemm(routine, rows, matrix, np.empty((rows.shape[0], n), a.dtype)).reshape(out.shape)
     else:
         for index in np.ndindex(*a.shape[:-2]):
-            _gemm_into(gemm, a[index], b[index], out[index])
+            gemm(routine, a[index], b[index], out[index])
     return out
 
 
@@ -181,4 +198,33 @@ def _gemm_into(gemm, a, b, out):
         out[...] = result.T
         return out
     out[...] = gemm(1.0, left, right, trans_a=trans_left, trans_b=trans_right).T
+    return out
+
+
+def _address(array):
+    return array.__array_interface__["data"][0]
+
+
+def _kernel_into(kernel, a, b, out):
+    """out[m, n] = a[m, k] @ b[k, n] through a SIMD kernel: its blocks of whole 4-row by
+    N_BLOCK-column tiles, and the rest of the rows and columns (fewer than a tile) in numpy."""
+    size = a.itemsize
+    m, k = a.shape
+    n = b.shape[1]
+    tile_rows = m - m % wasm_gemm.M_BLOCK
+    tile_columns = n - n % wasm_gemm.N_BLOCK[a.dtype.name]
+    if b.strides[1] != size:
+        b = np.ascontiguousarray(b)
+    target = out if out.strides[1] == size else np.empty((m, n), a.dtype)
+    if tile_rows and tile_columns:
+        kernel(
+            _address(a), _address(b), _address(target), tile_rows, tile_columns, k,
+            a.strides[0], a.strides[1], b.strides[0], target.strides[0],
+        )  # fmt: skip
+    if tile_columns < n:
+        np.matmul(a, b[:, tile_columns:], out=target[:, tile_columns:])
+    if tile_rows < m and tile_columns:
+        np.matmul(a[tile_rows:], b[:, :tile_columns], out=target[tile_rows:, :tile_columns])
+    if target is not out:
+        out[...] = target
     return out

@@ -1,0 +1,186 @@
+"""Matrix products in WebAssembly SIMD, written here as bytes: the page's own kernels.
+
+Pyodide's OpenBLAS is a generic build without wasm SIMD. This module writes a small
+WebAssembly module (no toolchain: the bytes are assembled below) with two functions,
+``sgemm`` (float32) and ``dgemm`` (float64), each computing ``C = A @ B`` with 128-bit
+vectors, four rows by two vectors of columns at a time (eight accumulators: 4 x 8 for
+float32, 4 x 4 for float64), summing each element over the contracting axis in order
+p = 0, 1, ... (a plain loop's order: the tolerance of ops/blas.py holds).
+The module imports the memory it works in (``env.memory``) and declares itself a dynamic
+library (a ``dylink.0`` section with no memory or table of its own), so that Pyodide's
+loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy arrays'
+data pointers are then addresses the kernel reads and writes directly.
+
+    sgemm(a, b, c, m, n, k, a_row, a_col, b_row, c_row)   (and dgemm alike)
+
+Addresses and strides are in bytes. A[i, p] is at ``a + i*a_row + p*a_col`` (any layout:
+A is read one element at a time), B[p, j] at ``b + p*b_row + j*size`` and C[i, j] at
+``c + i*c_row + j*size`` (rows of B and C contiguous; size 4 or 8). ``m`` must be a
+multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies the rest
+of a product's rows and columns in numpy.
+"""
+
+M_BLOCK = 4
+# Columns a block: two vectors of 4 float32 or of 2 float64.
+N_BLOCK = {"float32": 8, "float64": 4}
+# Per dtype: element size, scalar load opcode and its alignment (log2), splat, add, mul.
+_KINDS = {
+    "float32": (4, 0x2A, 2, 0x13, 0xE4, 0xE6),
+    "float64": (8, 0x2B, 3, 0x14, 0xF0, 0xF2),
+}
+
+
+def _uleb(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _sleb(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40):
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def _name(text):
+    data = text.encode()
+    return _uleb(len(data)) + data
+
+
+def _section(section_id, payload):
+    return bytes([section_id]) + _uleb(len(payload)) + payload
+
+
+def _vector(items):
+    return _uleb(len(items)) + b"".join(items)
+
+
+I32, V128 = 0x7F, 0x7B
+# The parameters, in order, then the locals (their indices follow the parameters').
+PARAMS = ("a", "b", "c", "m", "n", "k", "a_row", "a_col", "b_row", "c_row")
+I32_LOCALS = ("i", "j", "p", "pa", "pb", "pc", "row1", "row2", "row3")
+V128_LOCALS = ("acc0", "acc1", "acc2", "acc3", "acc4", "acc5", "acc6", "acc7", "b0", "b1", "av")
+INDEX = {name: index for index, name in enumerate(PARAMS + I32_LOCALS + V128_LOCALS)}
+
+
+class _Code:
+    """The function body, one instruction a call."""
+
+    def __init__(self):
+        self.out = bytearray()
+
+    def op(self, *data):
+        self.out += bytes(data)
+
+    def get(self, name):
+        self.op(0x20, *_uleb(INDEX[name]))
+
+    def set(self, name):
+        self.op(0x21, *_uleb(INDEX[name]))
+
+    def const(self, value):
+        self.op(0x41, *_sleb(value))
+
+    def simd(self, opcode, *rest):
+        self.out += b"\xfd" + _uleb(opcode) + bytes(rest)
+
+    def add_into(self, name, *operands):
+        """name = operand0 + operand1 (i32), operands given as local names or ints."""
+        for operand in operands:
+            self.get(operand) if isinstance(operand, str) else self.const(operand)
+        self.op(0x6A)
+        self.set(name)
+
+
+def _body(dtype):
+    size, load, align, splat, add, mul = _KINDS[dtype]
+    code = _Code()
+    get, set_, op, simd = code.get, code.set, code.op, code.simd
+    # row1..row3: the byte offsets of A's next three rows.
+    get("a_row")
+    set_("row1")
+    code.add_into("row2", "a_row", "a_row")
+    code.add_into("row3", "row2", "a_row")
+    code.const(0)
+    set_("i")
+    op(0x02, 0x40, 0x03, 0x40)  # block, loop: over row blocks
+    get("i"), get("m"), op(0x4F), op(0x0D, 1)  # i >= m: done
+    code.const(0)
+    set_("j")
+    op(0x02, 0x40, 0x03, 0x40)  # block, loop: over column blocks
+    get("j"), get("n"), op(0x4F), op(0x0D, 1)
+    for index in range(8):
+        simd(0x0C, *bytes(16))  # v128.const 0
+        set_(f"acc{index}")
+    # pa = a + i * a_row; pb = b + 4 j; p = k
+    get("a"), get("i"), get("a_row"), op(0x6C), op(0x6A), set_("pa")
+    get("b"), get("j"), code.const(size), op(0x6C), op(0x6A), set_("pb")
+    get("k"), set_("p")
+    op(0x02, 0x40, 0x03, 0x40)  # block, loop: over the contracting axis
+    get("p"), op(0x45), op(0x0D, 1)  # p == 0: done
+    get("pb"), simd(0x00, 4, 0), set_("b0")  # v128.load align 2^4, offset 0
+    get("pb"), simd(0x00, 4, 16), set_("b1")
+    for row, offset in enumerate((None, "row1", "row2", "row3")):
+        get("pa")
+        if offset:
+            get(offset), op(0x6A)
+        op(load, align, 0)  # f32.load / f64.load
+        simd(splat)  # f32x4.splat / f64x2.splat
+        set_("av")
+        for half, vector in enumerate(("b0", "b1")):
+            accumulator = f"acc{2 * row + half}"
+            get(accumulator), get("av"), get(vector), simd(mul), simd(add)  # acc + av * b
+            set_(accumulator)
+    code.add_into("pa", "pa", "a_col")
+    code.add_into("pb", "pb", "b_row")
+    get("p"), code.const(1), op(0x6B), set_("p")
+    op(0x0C, 0)  # br loop
+    op(0x0B, 0x0B)  # end loop, end block
+    # pc = c + i * c_row + 4 j; four rows of two vectors each
+    get("c"), get("i"), get("c_row"), op(0x6C), op(0x6A), get("j"), code.const(size), op(0x6C), op(0x6A), set_("pc")
+    for row in range(4):
+        for half in range(2):
+            get("pc"), get(f"acc{2 * row + half}"), simd(0x0B, 4, 16 * half)  # v128.store
+        code.add_into("pc", "pc", "c_row")
+    code.add_into("j", "j", N_BLOCK[dtype])
+    op(0x0C, 0)
+    op(0x0B, 0x0B)
+    code.add_into("i", "i", M_BLOCK)
+    op(0x0C, 0)
+    op(0x0B, 0x0B)
+    op(0x0B)  # end of the function
+    locals_ = _vector([_uleb(len(I32_LOCALS)) + bytes([I32]), _uleb(len(V128_LOCALS)) + bytes([V128])])
+    body = locals_ + bytes(code.out)
+    return _uleb(len(body)) + body
+
+
+def module_bytes():
+    """The WebAssembly module, as bytes."""
+    # dylink.0 first: a dynamic library with no memory, table or needed libraries of its own.
+    mem_info = _uleb(0) * 4
+    dylink = _name("dylink.0") + bytes([1]) + _uleb(len(mem_info)) + mem_info
+    types = _vector([bytes([0x60]) + _vector([bytes([I32])] * len(PARAMS)) + _vector([])])
+    imports = _vector([_name("env") + _name("memory") + bytes([0x02, 0x00]) + _uleb(0)])
+    functions = _vector([_uleb(0), _uleb(0)])
+    exports = _vector([_name("sgemm") + bytes([0x00]) + _uleb(0), _name("dgemm") + bytes([0x00]) + _uleb(1)])
+    code = _vector([_body("float32"), _body("float64")])
+    return (
+        b"\x00asm\x01\x00\x00\x00"
+        + _section(0, dylink)
+        + _section(1, types)
+        + _section(2, imports)
+        + _section(3, functions)
+        + _section(7, exports)
+        + _section(10, code)
+    )
