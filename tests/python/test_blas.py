@@ -83,7 +83,8 @@ class FakeKernels:
 
         size = np.dtype(dtype).itemsize
 
-        def gemm(a, b, c, m, n, k, a_row, a_col, b_row, c_row):
+        def gemm(arguments):
+            a, b, c, m, n, k, a_row, a_col, b_row, c_row = (int(v) for v in _view(arguments, (10,), (8,), np.intp))
             assert m % wasm_gemm.M_BLOCK == 0 and n % wasm_gemm.N_BLOCK[np.dtype(dtype).name] == 0 and m and n
             self.calls.append((m, n, k))
             left = _view(a, (m, k), (a_row, a_col), dtype)

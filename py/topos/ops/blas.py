@@ -37,7 +37,7 @@ from . import wasm_gemm
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): a ?gemm call is 2x slower
 # than numpy at 8192 multiply-adds (16 x 16 x 32), 0.75 at 32768 (32^3); below this many
 # multiply-adds numpy's own loop is at least as fast as a ?gemm call and its wrapper.
-MIN_2D_WORK = 16384
+MIN_2D_WORK = 65536
 # A batched product goes through one call a matrix only when each is this large (one call a
 # matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
 MIN_BATCHED_WORK = 65536
@@ -57,8 +57,9 @@ def install(module):
 
 
 def install_kernels(sgemm, dgemm):
-    """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py (callables taking
-    its ``gemm`` arguments: addresses in the memory numpy's arrays live in, and byte strides)."""
+    """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py: callables that
+    take the address of its ten int32 arguments (addresses in the memory numpy's arrays live
+    in, sizes, byte strides)."""
     _kernels.clear()
     _kernels[np.dtype(np.float32)] = sgemm
     _kernels[np.dtype(np.float64)] = dgemm
@@ -205,6 +206,18 @@ def _address(array):
     return array.__array_interface__["data"][0]
 
 
+# The kernels' ten arguments, written here and passed by address (ops/wasm_gemm.py): pointer-sized
+# integers, which in Pyodide (wasm32) are the int32 the kernels read.
+_ARGUMENTS = np.zeros(len(wasm_gemm.ARGUMENTS), np.intp)
+_ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
+_WRAP = 1 << (8 * _ARGUMENTS.itemsize - 1)
+
+
+def _int32(value):
+    """An address as the signed pointer-sized integer (in wasm32, addresses past 2 GiB wrap, as i32 does)."""
+    return value - 2 * _WRAP if value >= _WRAP else value
+
+
 def _kernel_into(kernel, a, b, out):
     """out[m, n] = a[m, k] @ b[k, n] through a SIMD kernel: its blocks of whole 4-row by
     N_BLOCK-column tiles, and the rest of the rows and columns (fewer than a tile) in numpy."""
@@ -217,10 +230,11 @@ def _kernel_into(kernel, a, b, out):
         b = np.ascontiguousarray(b)
     target = out if out.strides[1] == size else np.empty((m, n), a.dtype)
     if tile_rows and tile_columns:
-        kernel(
-            _address(a), _address(b), _address(target), tile_rows, tile_columns, k,
+        _ARGUMENTS[:] = (
+            _int32(_address(a)), _int32(_address(b)), _int32(_address(target)), tile_rows, tile_columns, k,
             a.strides[0], a.strides[1], b.strides[0], target.strides[0],
         )  # fmt: skip
+        kernel(_ARGUMENTS_ADDRESS)
     if tile_columns < n:
         np.matmul(a, b[:, tile_columns:], out=target[:, tile_columns:])
     if tile_rows < m and tile_columns:

@@ -11,7 +11,8 @@ library (a ``dylink.0`` section with no memory or table of its own), so that Pyo
 loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy arrays'
 data pointers are then addresses the kernel reads and writes directly.
 
-    sgemm(a, b, c, m, n, k, a_row, a_col, b_row, c_row)   (and dgemm alike)
+    sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of ten int32 values,
+    a, b, c, m, n, k, a_row, a_col, b_row, c_row
 
 Addresses and strides are in bytes. A[i, p] is at ``a + i*a_row + p*a_col`` (any layout:
 A is read one element at a time), B[p, j] at ``b + p*b_row + j*size`` and C[i, j] at
@@ -67,11 +68,12 @@ def _vector(items):
 
 
 I32, V128 = 0x7F, 0x7B
-# The parameters, in order, then the locals (their indices follow the parameters').
-PARAMS = ("a", "b", "c", "m", "n", "k", "a_row", "a_col", "b_row", "c_row")
-I32_LOCALS = ("i", "j", "p", "pa", "pb", "pc", "row1", "row2", "row3")
+# The function's one parameter: the address of ten int32 values, the arguments in this order
+# (one argument, because every argument of a call from Python to JavaScript costs a conversion).
+ARGUMENTS = ("a", "b", "c", "m", "n", "k", "a_row", "a_col", "b_row", "c_row")
+I32_LOCALS = ARGUMENTS + ("i", "j", "p", "pa", "pb", "pc", "row1", "row2", "row3")
 V128_LOCALS = ("acc0", "acc1", "acc2", "acc3", "acc4", "acc5", "acc6", "acc7", "b0", "b1", "av")
-INDEX = {name: index for index, name in enumerate(PARAMS + I32_LOCALS + V128_LOCALS)}
+INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + V128_LOCALS)}
 
 
 class _Code:
@@ -107,6 +109,8 @@ def _body(dtype):
     size, load, align, splat, add, mul = _KINDS[dtype]
     code = _Code()
     get, set_, op, simd = code.get, code.set, code.op, code.simd
+    for index, name in enumerate(ARGUMENTS):
+        get("arguments"), op(0x28, 2, *_uleb(4 * index)), set_(name)  # i32.load offset 4 index
     # row1..row3: the byte offsets of A's next three rows.
     get("a_row")
     set_("row1")
@@ -170,7 +174,7 @@ def module_bytes():
     # dylink.0 first: a dynamic library with no memory, table or needed libraries of its own.
     mem_info = _uleb(0) * 4
     dylink = _name("dylink.0") + bytes([1]) + _uleb(len(mem_info)) + mem_info
-    types = _vector([bytes([0x60]) + _vector([bytes([I32])] * len(PARAMS)) + _vector([])])
+    types = _vector([bytes([0x60]) + _vector([bytes([I32])]) + _vector([])])
     imports = _vector([_name("env") + _name("memory") + bytes([0x02, 0x00]) + _uleb(0)])
     functions = _vector([_uleb(0), _uleb(0)])
     exports = _vector([_name("sgemm") + bytes([0x00]) + _uleb(0), _name("dgemm") + bytes([0x00]) + _uleb(1)])
