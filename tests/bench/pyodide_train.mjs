@@ -1,11 +1,11 @@
 // The gallery transformer's training step (docs/examples/06_char_transformer.py through
 // tests/bench/train_webgpu.py, float32, Adam) in Pyodide 0.27.7 under Node on numpy, with the
-// playground's BLAS (topos.ops.blas over the OpenBLAS the site serves, and GELU through exp) and
-// with products kept in numpy (blas.suspended()), against native numpy (one BLAS thread), the
-// same run. Two measures:
+// playground's SIMD kernels (topos.ops.blas over topos.ops.wasm_gemm), with OpenBLAS instead (the
+// files the site serves) and with products kept in numpy (blas.suspended()), GELU through exp in
+// all three, against native numpy (one BLAS thread), the same run. Two measures:
 //   - wall-clock medians of single steps, the page's two sides interleaved step for step
 //     (train_webgpu.measure), native numpy timed before and after;
-//   - CPU time a step, in chunks of CHUNK steps taking turns (Pyodide on, off, native), medians:
+//   - CPU time a step, in chunks of CHUNK steps taking turns (each Pyodide side, native), medians:
 //     on a shared, loaded machine the CPU time is the steadier figure.
 // The ratios to native numpy are the page's CPU path's measure (issue 22 aims at <= 2.5). The
 // browser's own figure: node tests/bench/browser_train.mjs. Not part of any test run.
@@ -55,7 +55,7 @@ import json
 import train_webgpu
 from topos.ops import blas
 example = train_webgpu.load_example(open("/checkout/docs/examples/06_char_transformer.py").read())
-report = train_webgpu.measure(example, ("numpy", "numpy-no-blas"), STEPS, WARMUP)
+report = train_webgpu.measure(example, ("numpy", "numpy-openblas", "numpy-no-blas"), STEPS, WARMUP)
 json.dumps(report)
 `));
 const wallAfter = nativeWall();
@@ -63,12 +63,16 @@ const wallAfter = nativeWall();
 pyodide.runPython(`
 from topos.ops import blas
 run_on = train_webgpu.step_runner(example)
+run_openblas = train_webgpu.step_runner(example)
 run_off = train_webgpu.step_runner(example)
 run_on(WARMUP)
+with blas.suspended(("simd",)):
+    run_openblas(WARMUP)
 with blas.suspended():
     run_off(WARMUP)
 `);
 const runOn = pyodide.globals.get("run_on");
+const runOpenblas = pyodide.globals.get("run_openblas");
 const runOff = pyodide.globals.get("run_off");
 const suspended = pyodide.pyimport("topos.ops.blas").suspended;
 const { spawn } = await import("node:child_process");
@@ -84,18 +88,21 @@ const lines = (async function* () {
     }
   }
 })();
-const cpu = { on: [], off: [], native: [] };
+const cpu = { on: [], openblas: [], off: [], native: [] };
+function timeChunk(run, kernels) {
+  const context = kernels ? suspended(kernels) : null;
+  context?.__enter__();
+  const since = process.cpuUsage();
+  run(CHUNK);
+  const ms = cpuMs(since) / CHUNK;
+  context?.__exit__(null, null, null);
+  context?.destroy();
+  return ms;
+}
 for (let chunk = 0; chunk < CHUNKS; chunk++) {
-  let since = process.cpuUsage();
-  runOn(CHUNK);
-  cpu.on.push(cpuMs(since) / CHUNK);
-  const context = suspended();
-  context.__enter__();
-  since = process.cpuUsage();
-  runOff(CHUNK);
-  cpu.off.push(cpuMs(since) / CHUNK);
-  context.__exit__(null, null, null);
-  context.destroy();
+  cpu.on.push(timeChunk(runOn, null));
+  cpu.openblas.push(timeChunk(runOpenblas, pyodide.toPy(["simd"])));
+  cpu.off.push(timeChunk(runOff, pyodide.toPy(["simd", "openblas"])));
   child.stdin.write("\n");
   cpu.native.push(Number((await lines.next()).value));
 }
@@ -104,18 +111,22 @@ child.stdin.end();
 const counts = pyodide.runPython("import json; json.dumps(blas.counts())");
 const wallNative = (wallBefore + wallAfter) / 2;
 const on = page.backends.numpy.median_ms;
+const openblas = page.backends["numpy-openblas"].median_ms;
 const off = page.backends["numpy-no-blas"].median_ms;
-const [cpuOn, cpuOff, cpuNative] = [median(cpu.on), median(cpu.off), median(cpu.native)];
+const [cpuOn, cpuOpenblas, cpuOff, cpuNative] = [median(cpu.on), median(cpu.openblas), median(cpu.off), median(cpu.native)];
 console.log(`the gallery transformer's training step, float32, Adam`);
 console.log(`wall clock, medians of ${STEPS} steps after ${WARMUP} (the page's sides interleaved step for step):`);
 console.log(`  native numpy (one BLAS thread)   ${wallBefore.toFixed(2)} ms before, ${wallAfter.toFixed(2)} ms after`);
-console.log(`  Pyodide numpy, BLAS on           ${on.toFixed(2)} ms   ${(on / wallNative).toFixed(2)} x native numpy`);
-console.log(`  Pyodide numpy, BLAS off          ${off.toFixed(2)} ms   ${(off / wallNative).toFixed(2)} x native numpy`);
+console.log(`  Pyodide numpy, SIMD kernels      ${on.toFixed(2)} ms   ${(on / wallNative).toFixed(2)} x native numpy`);
+console.log(`  Pyodide numpy, OpenBLAS          ${openblas.toFixed(2)} ms   ${(openblas / wallNative).toFixed(2)} x native numpy`);
+console.log(`  Pyodide numpy, no kernel         ${off.toFixed(2)} ms   ${(off / wallNative).toFixed(2)} x native numpy`);
 console.log(`CPU time a step, medians of ${CHUNKS} chunks of ${CHUNK} steps taking turns:`);
 console.log(`  native numpy                     ${cpuNative.toFixed(2)} ms`);
-console.log(`  Pyodide numpy, BLAS on           ${cpuOn.toFixed(2)} ms   ${(cpuOn / cpuNative).toFixed(2)} x native numpy`);
-console.log(`  Pyodide numpy, BLAS off          ${cpuOff.toFixed(2)} ms   ${(cpuOff / cpuNative).toFixed(2)} x native numpy`);
-console.log(`BLAS on / off: wall ${(on / off).toFixed(2)}, CPU ${(cpuOn / cpuOff).toFixed(2)}; loading the BLAS took ${blasMs.toFixed(0)} ms; products ${counts}`);
+console.log(`  Pyodide numpy, SIMD kernels      ${cpuOn.toFixed(2)} ms   ${(cpuOn / cpuNative).toFixed(2)} x native numpy`);
+console.log(`  Pyodide numpy, OpenBLAS          ${cpuOpenblas.toFixed(2)} ms   ${(cpuOpenblas / cpuNative).toFixed(2)} x native numpy`);
+console.log(`  Pyodide numpy, no kernel         ${cpuOff.toFixed(2)} ms   ${(cpuOff / cpuNative).toFixed(2)} x native numpy`);
+console.log(`SIMD / none: wall ${(on / off).toFixed(2)}, CPU ${(cpuOn / cpuOff).toFixed(2)}; OpenBLAS / none: wall ${(openblas / off).toFixed(2)}, ` +
+  `CPU ${(cpuOpenblas / cpuOff).toFixed(2)}; loading OpenBLAS took ${blasMs.toFixed(0)} ms; products ${counts}`);
 const drift = Math.max(...page.backends.numpy.losses.map((loss, i) => Math.abs(loss - page.backends["numpy-no-blas"].losses[i])));
-console.log(`largest |loss difference|, BLAS on against off: ${drift.toExponential(2)}`);
+console.log(`largest |loss difference|, SIMD kernels against none: ${drift.toExponential(2)}`);
 process.exit(0);
