@@ -34,6 +34,10 @@ def _broadcast(rng, shape, dtype, batch):
     return np.broadcast_to(_rand(rng, shape, dtype), batch + shape)
 
 
+# The route a case takes when a SIMD kernel for its dtype is installed, "numpy" otherwise.
+SIMD_OR_NUMPY = "blas-batched with a SIMD kernel"
+
+
 def cases():
     """``(name, a, b, out or None, route)`` for every decision, float32 and float64."""
     rng = np.random.default_rng(22)
@@ -95,7 +99,22 @@ def cases():
             "blas-batched",
             out=np.empty((2, 2, 48, 40), dtype),
         )
-        add("batched attention 16x4x16x16", r((16, 4, 16, 16)), r((16, 4, 16, 8)), "numpy")
+        # Small matrices in a batch: one call of a SIMD kernel takes the whole batch (where the
+        # tiles fit and there are at most two batch axes); otherwise they stay in numpy.
+        add("batched attention 16x4x16x16", r((16, 4, 16, 16)), r((16, 4, 16, 8)), SIMD_OR_NUMPY)
+        qkv = r((16, 16, 3 * 4 * 8)).reshape(16, 16, 3, 4, 8)  # a fused q, k, v projection's heads
+        q = qkv[:, :, 0].transpose(0, 2, 1, 3)  # [16, 4, 16, 8], batch strides not collapsing
+        k_t = qkv[:, :, 1].transpose(0, 2, 3, 1)  # [16, 4, 8, 16], its rows not contiguous
+        add("batched attention scores q @ k^T (strided views)", q, k_t, SIMD_OR_NUMPY)
+        add(
+            "batched attention into strided out",
+            r((32, 16, 16)),
+            r((32, 16, 8)),
+            SIMD_OR_NUMPY,
+            out=np.zeros((32, 16, 16), dtype)[..., ::2],
+        )
+        add("batched three batch axes", r((2, 4, 8, 16, 16)), r((2, 4, 8, 16, 8)), "numpy")
+        add("batched odd tiles", r((16, 4, 15, 16)), r((16, 4, 16, 8)), "numpy")
         add(
             "batched broadcast a rows not collapsing",
             r((64, 3, 40)).transpose(1, 0, 2),
@@ -124,6 +143,8 @@ def check(blas):
     failures = []
     for name, a, b, out, want in cases():
         got_route = blas.route(a, b)
+        if want == SIMD_OR_NUMPY:
+            want = "blas-batched" if a.dtype in blas._kernels else "numpy"
         if got_route != want:
             failures.append(f"{name}: routed {got_route}, expected {want}")
             continue

@@ -123,7 +123,10 @@ def route(a, b):
         return "blas-2d" if work >= MIN_2D_WORK else "numpy"
     if all(stride == 0 for stride in b.strides[:-2]) and _rows_collapse(a):
         return "blas-folded" if work * _batch_size(a) >= MIN_2D_WORK else "numpy"
-    return "blas-batched" if work >= MIN_BATCHED_WORK else "numpy"
+    if work >= MIN_BATCHED_WORK:
+        return "blas-batched"
+    # The SIMD kernels take a whole batch in one call: then the total decides, as for a 2-D product.
+    return "blas-batched" if _tiles_fit(a, b) and work * _batch_size(a) >= MIN_2D_WORK else "numpy"
 
 
 def matmul_into(a, b, out=None):
@@ -153,6 +156,8 @@ def matmul_into(a, b, out=None):
             gemm(routine, rows, matrix, out.reshape(-1, n))  # a view of out
         else:
             out[...] = gemm(routine, rows, matrix, np.empty((rows.shape[0], n), a.dtype)).reshape(out.shape)
+    elif gemm is _kernel_into and _tiles_fit(a, b):
+        _kernel_batched(routine, a, b, out)
     else:
         for index in np.ndindex(*a.shape[:-2]):
             gemm(routine, a[index], b[index], out[index])
@@ -232,13 +237,44 @@ def _kernel_into(kernel, a, b, out):
     if tile_rows and tile_columns:
         _ARGUMENTS[:] = (
             _int32(_address(a)), _int32(_address(b)), _int32(_address(target)), tile_rows, tile_columns, k,
-            a.strides[0], a.strides[1], b.strides[0], target.strides[0],
+            a.strides[0], a.strides[1], b.strides[0], target.strides[0], 1, 0, 0, 0, 1, 0, 0, 0,
         )  # fmt: skip
         kernel(_ARGUMENTS_ADDRESS)
     if tile_columns < n:
         np.matmul(a, b[:, tile_columns:], out=target[:, tile_columns:])
     if tile_rows < m and tile_columns:
         np.matmul(a[tile_rows:], b[:, :tile_columns], out=target[tile_rows:, :tile_columns])
+    if target is not out:
+        out[...] = target
+    return out
+
+
+def _tiles_fit(a, b):
+    """Whether a batched product goes to a SIMD kernel whole: whole tiles, at most two batch axes."""
+    return (
+        a.ndim <= 4
+        and a.dtype in _kernels
+        and a.shape[-2] % wasm_gemm.M_BLOCK == 0
+        and b.shape[-1] % wasm_gemm.N_BLOCK[a.dtype.name] == 0
+    )
+
+
+def _kernel_batched(kernel, a, b, out):
+    """out[..., m, n] = a @ b over one or two batch axes, in one call of a SIMD kernel."""
+    size = a.itemsize
+    if b.strides[-1] != size:
+        b = np.ascontiguousarray(b)
+    target = out if out.strides[-1] == size else np.empty(out.shape, a.dtype)
+    m, k = a.shape[-2:]
+    if a.ndim == 3:
+        batch = [(1, 0, 0, 0), (a.shape[0], a.strides[0], b.strides[0], target.strides[0])]
+    else:
+        batch = [(a.shape[axis], a.strides[axis], b.strides[axis], target.strides[axis]) for axis in (0, 1)]
+    _ARGUMENTS[:] = (
+        _int32(_address(a)), _int32(_address(b)), _int32(_address(target)), m, b.shape[-1], k,
+        a.strides[-2], a.strides[-1], b.strides[-2], target.strides[-2], *batch[0], *batch[1],
+    )  # fmt: skip
+    kernel(_ARGUMENTS_ADDRESS)
     if target is not out:
         out[...] = target
     return out

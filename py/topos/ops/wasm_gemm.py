@@ -11,12 +11,15 @@ library (a ``dylink.0`` section with no memory or table of its own), so that Pyo
 loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy arrays'
 data pointers are then addresses the kernel reads and writes directly.
 
-    sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of ten int32 values,
-    a, b, c, m, n, k, a_row, a_col, b_row, c_row
+    sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of eighteen int32 values,
+    a, b, c, m, n, k, a_row, a_col, b_row, c_row,
+    outer, a_outer, b_outer, c_outer, inner, a_inner, b_inner, c_inner
 
 Addresses and strides are in bytes. A[i, p] is at ``a + i*a_row + p*a_col`` (any layout:
 A is read one element at a time), B[p, j] at ``b + p*b_row + j*size`` and C[i, j] at
-``c + i*c_row + j*size`` (rows of B and C contiguous; size 4 or 8). ``m`` must be a
+``c + i*c_row + j*size`` (rows of B and C contiguous; size 4 or 8). The product is done for
+``outer`` x ``inner`` matrices, the (x0, x1)-th at a + x0*a_outer + x1*a_inner (and b, c
+alike): two batch axes in one call (a 2-D product passes 1 and 1). ``m`` must be a
 multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies the rest
 of a product's rows and columns in numpy.
 """
@@ -68,10 +71,13 @@ def _vector(items):
 
 
 I32, V128 = 0x7F, 0x7B
-# The function's one parameter: the address of ten int32 values, the arguments in this order
+# The function's one parameter: the address of eighteen int32 values, the arguments in this order
 # (one argument, because every argument of a call from Python to JavaScript costs a conversion).
-ARGUMENTS = ("a", "b", "c", "m", "n", "k", "a_row", "a_col", "b_row", "c_row")
-I32_LOCALS = ARGUMENTS + ("i", "j", "p", "pa", "pb", "pc", "row1", "row2", "row3")
+ARGUMENTS = (
+    "a", "b", "c", "m", "n", "k", "a_row", "a_col", "b_row", "c_row",
+    "outer", "a_outer", "b_outer", "c_outer", "inner", "a_inner", "b_inner", "c_inner",
+)  # fmt: skip
+I32_LOCALS = ARGUMENTS + ("i", "j", "p", "pa", "pb", "pc", "row1", "row2", "row3", "x0", "x1", "A", "B", "C")
 V128_LOCALS = ("acc0", "acc1", "acc2", "acc3", "acc4", "acc5", "acc6", "acc7", "b0", "b1", "av")
 INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + V128_LOCALS)}
 
@@ -116,6 +122,28 @@ def _body(dtype):
     set_("row1")
     code.add_into("row2", "a_row", "a_row")
     code.add_into("row3", "row2", "a_row")
+    # Two batch axes: x0 over `outer` matrices, x1 over `inner`; A, B, C the matrices' addresses.
+    code.const(0)
+    set_("x0")
+    op(0x02, 0x40, 0x03, 0x40)
+    get("x0"), get("outer"), op(0x4F), op(0x0D, 1)
+    code.const(0)
+    set_("x1")
+    op(0x02, 0x40, 0x03, 0x40)
+    get("x1"), get("inner"), op(0x4F), op(0x0D, 1)
+    for base, outer, inner in (("A", "a_outer", "a_inner"), ("B", "b_outer", "b_inner"), ("C", "c_outer", "c_inner")):
+        (
+            get(base.lower()),
+            get("x0"),
+            get(outer),
+            op(0x6C),
+            op(0x6A),
+            get("x1"),
+            get(inner),
+            op(0x6C),
+            op(0x6A),
+            set_(base),
+        )
     code.const(0)
     set_("i")
     op(0x02, 0x40, 0x03, 0x40)  # block, loop: over row blocks
@@ -128,8 +156,8 @@ def _body(dtype):
         simd(0x0C, *bytes(16))  # v128.const 0
         set_(f"acc{index}")
     # pa = a + i * a_row; pb = b + 4 j; p = k
-    get("a"), get("i"), get("a_row"), op(0x6C), op(0x6A), set_("pa")
-    get("b"), get("j"), code.const(size), op(0x6C), op(0x6A), set_("pb")
+    get("A"), get("i"), get("a_row"), op(0x6C), op(0x6A), set_("pa")
+    get("B"), get("j"), code.const(size), op(0x6C), op(0x6A), set_("pb")
     get("k"), set_("p")
     op(0x02, 0x40, 0x03, 0x40)  # block, loop: over the contracting axis
     get("p"), op(0x45), op(0x0D, 1)  # p == 0: done
@@ -152,7 +180,7 @@ def _body(dtype):
     op(0x0C, 0)  # br loop
     op(0x0B, 0x0B)  # end loop, end block
     # pc = c + i * c_row + 4 j; four rows of two vectors each
-    get("c"), get("i"), get("c_row"), op(0x6C), op(0x6A), get("j"), code.const(size), op(0x6C), op(0x6A), set_("pc")
+    get("C"), get("i"), get("c_row"), op(0x6C), op(0x6A), get("j"), code.const(size), op(0x6C), op(0x6A), set_("pc")
     for row in range(4):
         for half in range(2):
             get("pc"), get(f"acc{2 * row + half}"), simd(0x0B, 4, 16 * half)  # v128.store
@@ -161,6 +189,12 @@ def _body(dtype):
     op(0x0C, 0)
     op(0x0B, 0x0B)
     code.add_into("i", "i", M_BLOCK)
+    op(0x0C, 0)
+    op(0x0B, 0x0B)
+    code.add_into("x1", "x1", 1)
+    op(0x0C, 0)
+    op(0x0B, 0x0B)
+    code.add_into("x0", "x0", 1)
     op(0x0C, 0)
     op(0x0B, 0x0B)
     op(0x0B)  # end of the function
