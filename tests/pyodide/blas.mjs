@@ -38,6 +38,7 @@ failures += blas_cases.check_gelu(
     tanh_form("Gelu"), tanh_form("GeluGrad"), pyodide_math.GELU_TOLERANCE)
 json.dumps({
     "installed": installed,
+    "gelu_kernels": sorted(pyodide_math._kernels),
     "failures": failures,
     "routes": sorted({case[-1] for case in blas_cases.cases()}),
     "counts": blas.counts(),

@@ -187,6 +187,7 @@ def test_in_pyodide_with_the_served_openblas():
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["failures"] == []
     assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
+    assert report["gelu_kernels"] == ["gelu", "gelu_grad"]  # the ops' float32 GELU went through them
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
 
 
@@ -215,3 +216,39 @@ def test_pyodide_gelu_through_exp_matches_the_tanh_form():
         pyodide_math.GELU_TOLERANCE,
     )
     assert failures == []
+
+
+def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
+    # ops/wasm_gelu.py's contract natively: four pointer-sized arguments (x, g, out, count), a
+    # count that is a multiple of 4, contiguous float32; the fake applies the numpy forms.
+    from topos.ops import pyodide_math
+
+    counts = []
+
+    def fake(name):
+        def kernel(arguments):
+            x, g, out, count = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+            assert count % 4 == 0
+            counts.append(count)
+            xs, gs, outs = (_view(address, (count,), (4,), np.float32) for address in (x, g, out))
+            if name == "gelu":
+                pyodide_math._gelu_numpy(xs, outs)
+            else:
+                pyodide_math._gelu_grad_numpy(gs, xs, outs)
+
+        return kernel
+
+    pyodide_math.install(fake("gelu"), fake("gelu_grad"))
+    try:
+        failures = blas_cases.check_gelu(
+            lambda x: pyodide_math.gelu_into(x, np.empty_like(x)),
+            lambda g, x: pyodide_math.gelu_grad_into(g, x, np.empty_like(x)),
+            reference_gelu,
+            reference_gelu_grad,
+            pyodide_math.GELU_TOLERANCE,
+        )
+        assert failures == []
+        size = blas_cases.gelu_inputs(np.float32)[0].size
+        assert size % 4 and counts == [size - size % 4] * 2  # float32 only; float64 stays in numpy
+    finally:
+        pyodide_math.uninstall()

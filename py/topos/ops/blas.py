@@ -32,7 +32,7 @@ import sys
 
 import numpy as np
 
-from . import wasm_gemm
+from . import pyodide_math, wasm_gemm
 
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): a ?gemm call is 2x slower
 # than numpy at 8192 multiply-adds (16 x 16 x 32), 0.75 at 32768 (32^3); below this many
@@ -56,25 +56,29 @@ def install(module):
     _routines[np.dtype(np.float64)] = module.dgemm
 
 
-def install_kernels(sgemm, dgemm):
+def install_kernels(sgemm, dgemm, gelu=None, gelu_grad=None):
     """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py: callables that
     take the address of its ten int32 arguments (addresses in the memory numpy's arrays live
-    in, sizes, byte strides)."""
+    in, sizes, byte strides); ``gelu`` and ``gelu_grad``, the module's float32 GELU kernels."""
     _kernels.clear()
     _kernels[np.dtype(np.float32)] = sgemm
     _kernels[np.dtype(np.float64)] = dgemm
+    if gelu is not None:
+        pyodide_math.install(gelu, gelu_grad)  # the same module's GELU kernels (ops/wasm_gelu.py)
 
 
 def uninstall():
     """Back to numpy alone (the benchmark's BLAS-off side, and the tests)."""
     _routines.clear()
     _kernels.clear()
+    pyodide_math.uninstall()
 
 
 @contextlib.contextmanager
 def suspended(kernels=("simd", "openblas")):
-    """Inside the block products do without the named kernels ("simd", "openblas"), after it with them again."""
-    tables = [table for name, table in (("simd", _kernels), ("openblas", _routines)) if name in kernels]
+    """Inside the block products (and GELU) do without the named kernels ("simd", "openblas"), after it with them again."""
+    named = (("simd", _kernels), ("simd", pyodide_math._kernels), ("openblas", _routines))
+    tables = [table for name, table in named if name in kernels]
     saved = [dict(table) for table in tables]
     for table in tables:
         table.clear()

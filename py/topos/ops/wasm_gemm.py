@@ -85,17 +85,18 @@ INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + 
 class _Code:
     """The function body, one instruction a call."""
 
-    def __init__(self):
+    def __init__(self, index=None):
         self.out = bytearray()
+        self.index = INDEX if index is None else index
 
     def op(self, *data):
         self.out += bytes(data)
 
     def get(self, name):
-        self.op(0x20, *_uleb(INDEX[name]))
+        self.op(0x20, *_uleb(self.index[name]))
 
     def set(self, name):
-        self.op(0x21, *_uleb(INDEX[name]))
+        self.op(0x21, *_uleb(self.index[name]))
 
     def const(self, value):
         self.op(0x41, *_sleb(value))
@@ -210,9 +211,13 @@ def module_bytes():
     dylink = _name("dylink.0") + bytes([1]) + _uleb(len(mem_info)) + mem_info
     types = _vector([bytes([0x60]) + _vector([bytes([I32])]) + _vector([])])
     imports = _vector([_name("env") + _name("memory") + bytes([0x02, 0x00]) + _uleb(0)])
-    functions = _vector([_uleb(0), _uleb(0)])
-    exports = _vector([_name("sgemm") + bytes([0x00]) + _uleb(0), _name("dgemm") + bytes([0x00]) + _uleb(1)])
-    code = _vector([_body("float32"), _body("float64")])
+    from . import wasm_gelu  # the elementwise kernels, built with this module's assembler
+
+    bodies = [("sgemm", _body("float32")), ("dgemm", _body("float64"))]
+    bodies += [("gelu_f32", wasm_gelu.body(grad=False)), ("gelu_grad_f32", wasm_gelu.body(grad=True))]
+    functions = _vector([_uleb(0)] * len(bodies))
+    exports = _vector([_name(name) + bytes([0x00]) + _uleb(index) for index, (name, _) in enumerate(bodies)])
+    code = _vector([body for _, body in bodies])
     return (
         b"\x00asm\x01\x00\x00\x00"
         + _section(0, dylink)
