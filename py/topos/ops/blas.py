@@ -1,30 +1,37 @@
-"""Matrix products through a BLAS where numpy has none (numpy in Pyodide), and nowhere else.
+"""Matrix products through a real kernel where numpy has none (numpy in Pyodide), and nowhere else.
 
-Natively numpy's matmul already calls a BLAS, and this module changes nothing: no routines
+Natively numpy's matmul already calls a BLAS, and this module changes nothing: no kernels
 are installed, and ``matmul_into(a, b, out)`` is ``np.matmul(a, b, out=out)``. numpy in
-Pyodide is built without one, and multiplies at a few GFLOP/s at best; the playground's
-worker then loads Pyodide's OpenBLAS and scipy's ``_fblas`` wrappers of it (only that
-extension, out of the scipy wheel: web/src/blas-loader.ts) and hands the module to
-``install``. From then on the products where a BLAS call is measured faster go through
-``?gemm``:
+Pyodide is built without one, and multiplies at 1-2 GFLOP/s. There the playground's workers
+install one of two kinds (web/src/blas-loader.ts), measured (tests/bench/pyodide_matmul.mjs,
+tests/bench/pyodide_train.mjs):
 
-- a 2-D product of two float32 (or two float64) operands with at least ``MIN_2D_WORK``
-  multiply-adds;
-- a batched one whose right operand is one matrix broadcast over the batch (its batch
-  strides are zero), folded into one 2-D product of ``a``'s rows when ``a``'s batch axes
-  collapse into its rows;
-- a batched one whose every matrix has at least ``MIN_BATCHED_WORK`` multiply-adds, one
-  call a matrix (attention's many small products stay in numpy: a call costs more than such
-  a product).
+- the project's own WebAssembly SIMD kernels (``install_kernels``; ops/wasm_gemm.py writes
+  them), 2-4x OpenBLAS's speed here, installed by every worker at start with no download;
+  whole 4-row tiles go through them and the few rows and columns past the last tile through
+  numpy;
+- where the browser lacks WebAssembly SIMD: Pyodide's OpenBLAS, through scipy's ``_fblas``
+  wrappers of it (only that extension, out of the scipy wheel), loaded once the page trains
+  and handed to ``install``.
 
-Transposed operands cost nothing: ``?gemm`` is told to transpose a Fortran-ordered matrix
-instead of copying it. Any other strided operand is copied once (O(mk) beside the O(mnk)
-product). Empty products, integer or mixed dtypes stay in numpy.
+The products routed (``route``): a 2-D product of two float32 (or two float64) operands
+with at least ``MIN_2D_WORK`` multiply-adds; a batched one whose right operand is one
+matrix broadcast over the batch (zero batch strides), folded into one 2-D product of
+``a``'s rows when those collapse; a batched one whose every matrix has at least
+``MIN_BATCHED_WORK`` multiply-adds (one call a matrix); and, with the SIMD kernels, a
+batch of whole tiles over at most two batch axes in one call (attention's products).
+Everything else stays in numpy: a call from Python costs more than a small product.
 
-A BLAS sums each result element in another order than numpy's own loop: results agree with
-``np.matmul`` to within ``k * eps * (|a| @ |b|)`` elementwise (k the contracting length, eps
-the dtype's machine epsilon); the tests (tests/python/test_blas.py and, in Pyodide,
-tests/pyodide/blas.test.mjs) hold every routing decision to that.
+Transposed operands cost nothing (``?gemm`` is told to transpose a Fortran-ordered matrix;
+the SIMD kernel reads the left operand at any strides). Other strided right operands are
+copied once (O(kn) beside the O(mnk) product). Empty products, integer or mixed dtypes stay
+in numpy.
+
+A kernel may sum each result element in another order than numpy's own loop: results agree
+with ``np.matmul`` to within ``k * eps * (|a| @ |b|)`` elementwise (k the contracting length,
+eps the dtype's machine epsilon; the SIMD kernel sums in numpy's order, p = 0, 1, ...); the
+tests (tests/python/test_blas.py natively and, in Pyodide, tests/pyodide/blas.mjs and
+tests/browser/cpu-path.test.mjs) hold every routing decision to that.
 """
 
 import contextlib
@@ -34,9 +41,9 @@ import numpy as np
 
 from . import pyodide_math, wasm_gemm
 
-# Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): a ?gemm call is 2x slower
-# than numpy at 8192 multiply-adds (16 x 16 x 32), 0.75 at 32768 (32^3); below this many
-# multiply-adds numpy's own loop is at least as fast as a ?gemm call and its wrapper.
+# Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): at 32^3 multiply-adds
+# numpy's own loop is faster than a kernel called from Python (OpenBLAS 1.3x, SIMD 1.6x its
+# time), at 64^3 (and the transformer's 256 x 32 x 32) both kernels are faster (0.7x, 0.5x).
 MIN_2D_WORK = 65536
 # A batched product goes through one call a matrix only when each is this large (one call a
 # matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
