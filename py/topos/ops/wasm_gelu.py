@@ -1,7 +1,7 @@
 """GELU and its derivative in WebAssembly SIMD (float32), for numpy in Pyodide: one pass each.
 
 ``pyodide_math`` computes GELU through one exp in numpy passes; in Pyodide numpy's exp alone
-costs about 12 ns an element. These two functions, in the module ops/wasm_gemm.py assembles,
+costs about 12 ns an element. These two functions, part of the module ops/wasm_gemm.py writes,
 do the whole of each formula four elements at a time, with exp by Cephes' expf method
 (range reduction to r in [-ln2/2, ln2/2], a degree-7 polynomial, 2^n put into the exponent
 bits; about 1 ulp), in the order ``pyodide_math`` writes its passes:
@@ -19,7 +19,7 @@ form's do.
 
 import struct
 
-from .wasm_gemm import I32, V128, _Code, _uleb, _vector
+from .wasm_assembler import I32, V128, Code, uleb, vector
 
 GELU_C = 0.7978845608028654
 GELU_K = 0.044715
@@ -42,7 +42,7 @@ I32_SHL, I32_ADD, TRUNC_SAT = 0xAB, 0xAE, 0xF8
 
 
 def body(grad):
-    code = _Code(INDEX)
+    code = Code(INDEX)
     get, set_, op, simd = code.get, code.set, code.op, code.simd
 
     def f32(value):
@@ -58,7 +58,7 @@ def body(grad):
         simd(opcode)
 
     for index, name in enumerate(ARGUMENTS):
-        get("arguments"), op(0x28, 2, *_uleb(4 * index)), set_(name)
+        get("arguments"), op(0x28, 2, *uleb(4 * index)), set_(name)
     code.const(0)
     set_("offset")
     # count: in bytes from here on.
@@ -107,6 +107,6 @@ def body(grad):
     op(0x0C, 0)
     op(0x0B, 0x0B)
     op(0x0B)
-    locals_ = _vector([_uleb(len(I32_LOCALS)) + bytes([I32]), _uleb(len(V128_LOCALS)) + bytes([V128])])
+    locals_ = vector([uleb(len(I32_LOCALS)) + bytes([I32]), uleb(len(V128_LOCALS)) + bytes([V128])])
     payload = locals_ + bytes(code.out)
-    return _uleb(len(payload)) + payload
+    return uleb(len(payload)) + payload

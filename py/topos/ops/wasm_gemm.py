@@ -24,6 +24,9 @@ multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies 
 of a product's rows and columns in numpy.
 """
 
+from . import wasm_gelu
+from .wasm_assembler import I32, V128, Code, name, section, uleb, vector
+
 M_BLOCK = 4
 # Columns a block: two vectors of 4 float32 or of 2 float64.
 N_BLOCK = {"float32": 8, "float64": 4}
@@ -34,43 +37,6 @@ _KINDS = {
 }
 
 
-def _uleb(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _sleb(value):
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40):
-            out.append(byte)
-            return bytes(out)
-        out.append(byte | 0x80)
-
-
-def _name(text):
-    data = text.encode()
-    return _uleb(len(data)) + data
-
-
-def _section(section_id, payload):
-    return bytes([section_id]) + _uleb(len(payload)) + payload
-
-
-def _vector(items):
-    return _uleb(len(items)) + b"".join(items)
-
-
-I32, V128 = 0x7F, 0x7B
 # The function's one parameter: the address of eighteen int32 values, the arguments in this order
 # (one argument, because every argument of a call from Python to JavaScript costs a conversion).
 ARGUMENTS = (
@@ -82,42 +48,12 @@ V128_LOCALS = ("acc0", "acc1", "acc2", "acc3", "acc4", "acc5", "acc6", "acc7", "
 INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + V128_LOCALS)}
 
 
-class _Code:
-    """The function body, one instruction a call."""
-
-    def __init__(self, index=None):
-        self.out = bytearray()
-        self.index = INDEX if index is None else index
-
-    def op(self, *data):
-        self.out += bytes(data)
-
-    def get(self, name):
-        self.op(0x20, *_uleb(self.index[name]))
-
-    def set(self, name):
-        self.op(0x21, *_uleb(self.index[name]))
-
-    def const(self, value):
-        self.op(0x41, *_sleb(value))
-
-    def simd(self, opcode, *rest):
-        self.out += b"\xfd" + _uleb(opcode) + bytes(rest)
-
-    def add_into(self, name, *operands):
-        """name = operand0 + operand1 (i32), operands given as local names or ints."""
-        for operand in operands:
-            self.get(operand) if isinstance(operand, str) else self.const(operand)
-        self.op(0x6A)
-        self.set(name)
-
-
 def _body(dtype):
     size, load, align, splat, add, mul = _KINDS[dtype]
-    code = _Code()
+    code = Code(INDEX)
     get, set_, op, simd = code.get, code.set, code.op, code.simd
-    for index, name in enumerate(ARGUMENTS):
-        get("arguments"), op(0x28, 2, *_uleb(4 * index)), set_(name)  # i32.load offset 4 index
+    for index, argument in enumerate(ARGUMENTS):
+        get("arguments"), op(0x28, 2, *uleb(4 * index)), set_(argument)  # i32.load offset 4 index
     # row1..row3: the byte offsets of A's next three rows.
     get("a_row")
     set_("row1")
@@ -171,9 +107,9 @@ def _body(dtype):
         op(load, align, 0)  # f32.load / f64.load
         simd(splat)  # f32x4.splat / f64x2.splat
         set_("av")
-        for half, vector in enumerate(("b0", "b1")):
+        for half, operand in enumerate(("b0", "b1")):
             accumulator = f"acc{2 * row + half}"
-            get(accumulator), get("av"), get(vector), simd(mul), simd(add)  # acc + av * b
+            get(accumulator), get("av"), get(operand), simd(mul), simd(add)  # acc + av * b
             set_(accumulator)
     code.add_into("pa", "pa", "a_col")
     code.add_into("pb", "pb", "b_row")
@@ -199,31 +135,29 @@ def _body(dtype):
     op(0x0C, 0)
     op(0x0B, 0x0B)
     op(0x0B)  # end of the function
-    locals_ = _vector([_uleb(len(I32_LOCALS)) + bytes([I32]), _uleb(len(V128_LOCALS)) + bytes([V128])])
+    locals_ = vector([uleb(len(I32_LOCALS)) + bytes([I32]), uleb(len(V128_LOCALS)) + bytes([V128])])
     body = locals_ + bytes(code.out)
-    return _uleb(len(body)) + body
+    return uleb(len(body)) + body
 
 
 def module_bytes():
     """The WebAssembly module, as bytes."""
     # dylink.0 first: a dynamic library with no memory, table or needed libraries of its own.
-    mem_info = _uleb(0) * 4
-    dylink = _name("dylink.0") + bytes([1]) + _uleb(len(mem_info)) + mem_info
-    types = _vector([bytes([0x60]) + _vector([bytes([I32])]) + _vector([])])
-    imports = _vector([_name("env") + _name("memory") + bytes([0x02, 0x00]) + _uleb(0)])
-    from . import wasm_gelu  # the elementwise kernels, built with this module's assembler
-
+    mem_info = uleb(0) * 4
+    dylink = name("dylink.0") + bytes([1]) + uleb(len(mem_info)) + mem_info
+    types = vector([bytes([0x60]) + vector([bytes([I32])]) + vector([])])
+    imports = vector([name("env") + name("memory") + bytes([0x02, 0x00]) + uleb(0)])
     bodies = [("sgemm", _body("float32")), ("dgemm", _body("float64"))]
     bodies += [("gelu_f32", wasm_gelu.body(grad=False)), ("gelu_grad_f32", wasm_gelu.body(grad=True))]
-    functions = _vector([_uleb(0)] * len(bodies))
-    exports = _vector([_name(name) + bytes([0x00]) + _uleb(index) for index, (name, _) in enumerate(bodies)])
-    code = _vector([body for _, body in bodies])
+    functions = vector([uleb(0)] * len(bodies))
+    exports = vector([name(label) + bytes([0x00]) + uleb(index) for index, (label, _) in enumerate(bodies)])
+    code = vector([body for _, body in bodies])
     return (
         b"\x00asm\x01\x00\x00\x00"
-        + _section(0, dylink)
-        + _section(1, types)
-        + _section(2, imports)
-        + _section(3, functions)
-        + _section(7, exports)
-        + _section(10, code)
+        + section(0, dylink)
+        + section(1, types)
+        + section(2, imports)
+        + section(3, functions)
+        + section(7, exports)
+        + section(10, code)
     )
