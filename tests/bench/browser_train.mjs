@@ -66,6 +66,8 @@ function rows(report, where) {
   return found;
 }
 
+// Native numpy before and after the page's run (the machine may be busier during one than the
+// other): the ratios are to the mean of the two medians.
 const native = nativeReport();
 const server = await serve();
 process.env.PLAYGROUND_URL = server.url;
@@ -76,11 +78,15 @@ try {
 } finally {
   await server.stop();
 }
+const nativeAfter = nativeReport();
+const nativeBefore = native.backends.numpy.median_ms;
+native.backends.numpy.median_ms = (nativeBefore + nativeAfter.backends.numpy.median_ms) / 2;
 
 const all = [...rows(native, "natively"), ...rows(inPage, "in the page")];
 const baseline = all[0].median;
 console.log(`the gallery transformer's training step (float32, Adam), the same run in each place`);
 console.log(`  natively ${native.steps} timed steps after ${native.warmup}; in the page ${inPage.steps} after ${inPage.warmup}`);
+console.log(`  native numpy's median ${nativeBefore.toFixed(1)} ms before the page's run, ${nativeAfter.backends.numpy.median_ms.toFixed(1)} ms after: their mean below`);
 const width = Math.max(...all.map((row) => row.name.length));
 for (const row of all) {
   console.log(`  ${row.where.padEnd(12)} ${row.name.padEnd(width)}  median ${row.median.toFixed(1).padStart(9)} ms   ` +
