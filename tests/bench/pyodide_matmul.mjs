@@ -2,7 +2,9 @@
 // MIN_2D_WORK and MIN_BATCHED_WORK): numpy-in-Pyodide's own matmul, OpenBLAS's ?gemm
 // (Pyodide 0.27.7's, the files the site serves) and the project's WebAssembly SIMD kernels
 // (topos.ops.wasm_gemm), each through topos.ops.blas, float32 and float64, medians of
-// interleaved repeats, for 2-D products from tiny to the gallery transformer's and batched ones.
+// interleaved repeats, for 2-D products from tiny to the gallery transformer's and batched ones;
+// then GELU and its gradient per element: the tanh form (what natively runs), the exp form in
+// numpy (topos.ops.pyodide_math), the SIMD pass (topos.ops.wasm_gelu), beside np.tanh and np.exp.
 // Not part of any test run.
 //
 // Usage: node tests/bench/pyodide_matmul.mjs
@@ -50,5 +52,36 @@ for dtype in (np.float32, np.float64):
         plain, openblas, simd = timed([lambda: np.matmul(a, b, out=out), through(a, b, out, ("simd",)), through(a, b, out, ("openblas",))], repeats)
         cells = [f"{t * 1e6:9.1f} ({2 * work / t / 1e9:4.1f})" for t in (plain, openblas, simd)]
         rows.append(f"  {str(batch + (m, k, n)):<24} {np.dtype(dtype).name:<8} " + " ".join(f"{c:>16}" for c in cells))
+
+from topos.ops import activations, pyodide_math
+from topos.ops.registry import _REGISTRY
+x = rng.standard_normal((256, 128)).astype(np.float32)
+g = rng.standard_normal((256, 128)).astype(np.float32)
+o = np.empty_like(x)
+
+def tanh_form(name, *inputs):
+    def run():
+        activations.IN_PYODIDE = False
+        try:
+            _REGISTRY[name].forward_into(list(inputs), {}, o)
+        finally:
+            activations.IN_PYODIDE = True
+    return run
+
+def numpy_form(function, *inputs):
+    def run():
+        with blas.suspended(("simd",)):
+            function(*inputs, o)
+    return run
+
+rows.append("")
+rows.append("float32 [256, 128], nanoseconds an element, medians of interleaved repeats")
+cases = [("np.tanh", lambda: np.tanh(x, out=o)), ("np.exp", lambda: np.exp(x, out=o)),
+         ("GELU, tanh form", tanh_form("Gelu", x)), ("GELU, exp form (numpy)", numpy_form(pyodide_math.gelu_into, x)),
+         ("GELU, SIMD pass", lambda: pyodide_math.gelu_into(x, o)),
+         ("GELU grad, tanh form", tanh_form("GeluGrad", g, x)), ("GELU grad, exp form (numpy)", numpy_form(pyodide_math.gelu_grad_into, g, x)),
+         ("GELU grad, SIMD pass", lambda: pyodide_math.gelu_grad_into(g, x, o))]
+for (label, _), seconds in zip(cases, timed([f for _, f in cases], 50)):
+    rows.append(f"  {label:<30} {seconds / x.size * 1e9:7.2f}")
 "\\n".join(rows)
 `));

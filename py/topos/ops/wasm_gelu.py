@@ -37,7 +37,7 @@ HIGH, LOW = 88.0, -87.0
 # SIMD opcodes (after the 0xFD prefix).
 LOAD, STORE, CONST, F32_SPLAT = 0x00, 0x0B, 0x0C, 0x13
 F32_LT, F32_GT, BITSELECT, NEAREST = 0x43, 0x44, 0x52, 0x6A
-ADD, SUB, MUL, DIV, MIN, MAX = 0xE4, 0xE5, 0xE6, 0xE7, 0xE8, 0xE9
+ADD, SUB, MUL, DIV, PMIN, PMAX = 0xE4, 0xE5, 0xE6, 0xE7, 0xEA, 0xEB
 I32_SHL, I32_ADD, TRUNC_SAT = 0xAB, 0xAE, 0xF8
 
 
@@ -70,7 +70,8 @@ def body(grad):
     # y = -2u = (x^2 (-2ck) + (-2c)) x
     combine(MUL, "vx2", -2.0 * GELU_C * GELU_K), f32(-2.0 * GELU_C), simd(ADD), get("vx"), simd(MUL), set_("vy")
     # q = exp(y): clamp, reduce, polynomial, scale; then y > HIGH gives inf and y < LOW zero.
-    get("vy"), f32(LOW), simd(MAX), f32(HIGH), simd(MIN), set_("vr")
+    # pmax(y, LOW) is y < LOW ? LOW : y, one instruction, and keeps a NaN y (so does pmin).
+    get("vy"), f32(LOW), simd(PMAX), f32(HIGH), simd(PMIN), set_("vr")
     combine(MUL, "vr", LOG2E), simd(NEAREST), set_("vn")
     get("vr"), combine(MUL, "vn", C1), simd(SUB), combine(MUL, "vn", C2), simd(SUB), set_("vr")
     f32(POLYNOMIAL[0]), set_("vp")
