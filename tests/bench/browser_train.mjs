@@ -13,6 +13,9 @@
 // folder of its own and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to use a
 // server that is already running a build made with TOPOS_BENCH_PAGES=1.
 // STEPS (default 10) and WARMUP (default 2) size the page's run; NATIVE_STEPS (default 30) the native one.
+// BACKENDS (default numpy,webgpu) names the page's sides: numpy (with the page's SIMD kernels),
+// numpy-openblas (OpenBLAS instead), numpy-no-blas (products in numpy alone), webgpu; natively
+// numpy runs, and webgpu if the page runs it.
 
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
@@ -21,6 +24,7 @@ import { serveBenchSite } from "./bench-site.mjs";
 const STEPS = Number(process.env.STEPS ?? 10);
 const WARMUP = Number(process.env.WARMUP ?? 2);
 const NATIVE_STEPS = Number(process.env.NATIVE_STEPS ?? 30);
+const BACKENDS = (process.env.BACKENDS ?? "numpy,webgpu").split(",");
 const root = new URL("../..", import.meta.url).pathname;
 
 const serve = serveBenchSite;
@@ -29,6 +33,7 @@ function nativeReport() {
   const python = join(root, ".venv/bin/python");
   // The same warm-up as the page's, so that both read the same batches at the same timed step.
   const args = ["tests/bench/train_webgpu.py", "--json", "--steps", String(NATIVE_STEPS), "--warmup", String(WARMUP)];
+  for (const backend of ["numpy", "webgpu"].filter((name) => name === "numpy" || BACKENDS.includes(name))) args.push("--backend", backend);
   return JSON.parse(execFileSync(python, args, { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
 }
 
@@ -38,7 +43,7 @@ async function pageReport(harness) {
     const page = await browser.context.newPage();
     const errors = [];
     page.on("pageerror", (error) => errors.push(String(error)));
-    await page.goto(new URL(`bench/train.html?steps=${STEPS}&warmup=${WARMUP}`, process.env.PLAYGROUND_URL).href);
+    await page.goto(new URL(`bench/train.html?steps=${STEPS}&warmup=${WARMUP}&backends=${BACKENDS.join(",")}`, process.env.PLAYGROUND_URL).href);
     // SwiftShader runs every kernel on the CPU: a step takes seconds there.
     await page.waitForSelector('body[data-state="done"], body[data-state="failed"]', { timeout: 30 * 60_000 });
     const state = await page.$eval("body", (body) => body.dataset.state);
@@ -54,12 +59,15 @@ async function pageReport(harness) {
 function rows(report, where) {
   const found = [];
   for (const [backend, result] of Object.entries(report.backends)) {
-    const name = backend === "webgpu" ? `WebGPU (${report.adapter})` : where === "natively" ? "numpy" : "numpy-in-Pyodide";
+    const page = { numpy: "numpy-in-Pyodide, SIMD kernels", "numpy-openblas": "numpy-in-Pyodide, OpenBLAS", "numpy-no-blas": "numpy-in-Pyodide, no kernel" };
+    const name = backend === "webgpu" ? `WebGPU (${report.adapter})` : where === "natively" ? "numpy" : page[backend];
     found.push({ where, name, median: result.median_ms, losses: result.losses });
   }
   return found;
 }
 
+// Native numpy before and after the page's run (the machine may be busier during one than the
+// other): the ratios are to the mean of the two medians.
 const native = nativeReport();
 const server = await serve();
 process.env.PLAYGROUND_URL = server.url;
@@ -70,11 +78,15 @@ try {
 } finally {
   await server.stop();
 }
+const nativeAfter = nativeReport();
+const nativeBefore = native.backends.numpy.median_ms;
+native.backends.numpy.median_ms = (nativeBefore + nativeAfter.backends.numpy.median_ms) / 2;
 
 const all = [...rows(native, "natively"), ...rows(inPage, "in the page")];
 const baseline = all[0].median;
 console.log(`the gallery transformer's training step (float32, Adam), the same run in each place`);
 console.log(`  natively ${native.steps} timed steps after ${native.warmup}; in the page ${inPage.steps} after ${inPage.warmup}`);
+console.log(`  native numpy's median ${nativeBefore.toFixed(1)} ms before the page's run, ${nativeAfter.backends.numpy.median_ms.toFixed(1)} ms after: their mean below`);
 const width = Math.max(...all.map((row) => row.name.length));
 for (const row of all) {
   console.log(`  ${row.where.padEnd(12)} ${row.name.padEnd(width)}  median ${row.median.toFixed(1).padStart(9)} ms   ` +
@@ -96,7 +108,12 @@ for (const [where, report] of [["natively", native], ["in the page", inPage]]) {
 if (native.backends.webgpu && inPage.backends.webgpu) {
   console.log(`  page WebGPU / native wgpu-py: ${(inPage.backends.webgpu.median_ms / native.backends.webgpu.median_ms).toFixed(2)}`);
 }
-console.log(`  page numpy / native numpy: ${(inPage.backends.numpy.median_ms / native.backends.numpy.median_ms).toFixed(2)}`);
+for (const [backend, label] of [["numpy", "SIMD kernels"], ["numpy-openblas", "OpenBLAS"], ["numpy-no-blas", "no kernel"]]) {
+  if (inPage.backends[backend]) {
+    console.log(`  page numpy (${label}) / native numpy: ${(inPage.backends[backend].median_ms / native.backends.numpy.median_ms).toFixed(2)}`);
+  }
+}
+if (inPage.blas) console.log(`  the page's kernels: ${inPage.blas.installed} (OpenBLAS ${inPage.blas.loaded}); products ${JSON.stringify(inPage.blas.counts)}`);
 // The same run: the page's numpy losses against the native ones, step for step (float32, another numpy build).
 const shared = Math.min(inPage.backends.numpy.losses.length, native.backends.numpy.losses.length);
 const drift = Math.max(...Array.from({ length: shared }, (_, i) =>

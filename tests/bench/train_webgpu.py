@@ -28,6 +28,7 @@ for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(variable, "1")
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -55,6 +56,10 @@ def load_example(source=None):
     return module
 
 
+# The numpy trainers that do without some of topos.ops.blas's kernels, and which.
+SUSPENDED = {"numpy-no-blas": ("simd", "openblas"), "numpy-openblas": ("simd",)}
+
+
 def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3, config=None):
     """Train one float32 model per backend on the same batches; returns a JSON-able report.
 
@@ -76,12 +81,18 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3, config=No
         except topos.webgpu.NoAdapterError as error:  # no device here: time numpy alone, and say why
             refusal = str(error)
             backends = tuple(backend for backend in backends if backend != "webgpu")
+    from topos.ops import blas
+
     config = config if config is not None else example.Config()
     trainers = {}
     for backend in backends:
         network, (tokens, targets, _, loss) = Tape.record(lambda tape: example.build(tape, config), dtype="float32")
         optimizer = optim.Adam(lr=config.learning_rate)
-        trainer = example.make_trainer(backend, network, loss, network.parameters(), optimizer)
+        # "numpy-no-blas": the numpy trainer with products kept in numpy even where the page
+        # installed kernels (topos.ops.blas); "numpy-openblas": with OpenBLAS but not the SIMD
+        # kernels. Natively both are the numpy trainer.
+        kind = "numpy" if backend in SUSPENDED else backend
+        trainer = example.make_trainer(kind, network, loss, network.parameters(), optimizer)
         trainers[backend] = (trainer, tokens, targets, loss)
     times = {backend: [] for backend in backends}
     losses = {backend: [] for backend in backends}
@@ -89,9 +100,10 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3, config=No
     for step in range(warmup + steps):
         inputs, expected = example.sample_windows(rng, config)
         for backend, (trainer, tokens, targets, loss) in trainers.items():
-            started = time.perf_counter()
-            value = trainer.step({tokens: inputs, targets: expected}).of(loss).scalar()
-            seconds = time.perf_counter() - started
+            with blas.suspended(SUSPENDED[backend]) if backend in SUSPENDED else contextlib.nullcontext():
+                started = time.perf_counter()
+                value = trainer.step({tokens: inputs, targets: expected}).of(loss).scalar()
+                seconds = time.perf_counter() - started
             if step >= warmup:
                 times[backend].append(seconds * 1e3)
                 losses[backend].append(float(value))
@@ -114,10 +126,39 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3, config=No
             for backend in backends
         },
     }
-    if len(backends) == 2:
-        first, second = (losses[backend] for backend in backends)
+    if "numpy" in backends and "webgpu" in backends:
+        first, second = losses["numpy"], losses["webgpu"]
         report["largest_loss_difference"] = max(abs(a - b) for a, b in zip(first, second))
     return report
+
+
+def step_runner(example, backend="numpy"):
+    """``run(steps)``: train one float32 model ``steps`` more steps on fresh batches (for timing
+    chunks of steps by CPU time: tests/bench/pyodide_train.mjs)."""
+    from topos import Tape
+    from topos.model import optim
+
+    config = example.Config()
+    network, (tokens, targets, _, loss) = Tape.record(lambda tape: example.build(tape, config), dtype="float32")
+    trainer = example.make_trainer(backend, network, loss, network.parameters(), optim.Adam(lr=config.learning_rate))
+    rng = np.random.default_rng(config.seed + 1)
+
+    def run(steps):
+        for _ in range(steps):
+            inputs, expected = example.sample_windows(rng, config)
+            trainer.step({tokens: inputs, targets: expected}).of(loss).scalar()
+
+    return run
+
+
+def cpu_per_step(run, chunks, steps):
+    """Median CPU seconds a step over ``chunks`` chunks of ``steps`` steps (natively; one thread)."""
+    times = []
+    for _ in range(chunks):
+        started = time.process_time()
+        run(steps)
+        times.append((time.process_time() - started) / steps)
+    return statistics.median(times)
 
 
 def describe(report, where):
@@ -135,13 +176,14 @@ def describe(report, where):
         )
     for backend, result in report["backends"].items():
         rows.append(
-            f"  {backend:<7} median step {result['median_ms']:9.2f} ms   (mean {result['mean_ms']:.2f}; "
+            f"  {backend:<13} median step {result['median_ms']:9.2f} ms   (mean {result['mean_ms']:.2f}; "
             f"loss {result['losses'][0]:.4f} -> {result['losses'][-1]:.4f})"
         )
     medians = [result["median_ms"] for result in report["backends"].values()]
-    if len(medians) == 2:
-        names = list(report["backends"])
-        rows.append(f"  ratio {names[1]} / {names[0]}: {medians[1] / medians[0]:.2f}")
+    names = list(report["backends"])
+    for name, median in zip(names[1:], medians[1:]):
+        rows.append(f"  ratio {name} / {names[0]}: {median / medians[0]:.2f}")
+    if "largest_loss_difference" in report:
         rows.append(f"  largest |loss difference| over the timed steps: {report['largest_loss_difference']:.2e}")
     return "\n".join(rows)
 
@@ -151,7 +193,10 @@ def main():
     parser.add_argument("--steps", type=int, default=30, help="timed steps for each backend")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first (pipelines compile in the first)")
     parser.add_argument(
-        "--backend", action="append", choices=("numpy", "webgpu"), help="run only these (default: both)"
+        "--backend",
+        action="append",
+        choices=("numpy", "numpy-openblas", "numpy-no-blas", "webgpu"),
+        help="run only these (default: numpy, webgpu)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON (browser_train.mjs reads it)")
     arguments = parser.parse_args()

@@ -5,8 +5,10 @@ export interface TrainBenchRequest {
   /** Timed steps for each backend, after `warmup` untimed ones. */
   steps: number;
   warmup: number;
-  /** "numpy", "webgpu" or both, in the order they take turns. */
+  /** "numpy", "numpy-no-blas", "webgpu" (any of them), in the order they take turns. */
   backends: string[];
+  /** Whether the worker loads the playground's BLAS first (web/src/blas-loader.ts). */
+  blas: boolean;
 }
 
 export type TrainBenchReply =

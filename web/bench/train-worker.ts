@@ -2,6 +2,7 @@
 // tests/bench/train_webgpu.py's measure() on the gallery transformer. Python is entered
 // through runPythonAsync, so that topos.webgpu may wait for the page's WebGPU (run_sync).
 import type { TrainBenchReply, TrainBenchRequest } from "./train-messages";
+import { installBlas } from "../src/blas-loader";
 import { loadPython } from "../src/python-loader";
 import benchSource from "../../tests/bench/train_webgpu.py?raw";
 import exampleSource from "../../docs/examples/06_char_transformer.py?raw";
@@ -13,12 +14,15 @@ function post(message: TrainBenchReply): void {
 const pythonReady = loadPython(post, "topos");
 
 self.addEventListener("message", async (event: MessageEvent<TrainBenchRequest>) => {
-  const { steps, warmup, backends } = event.data;
+  const { steps, warmup, backends, blas } = event.data;
   try {
     const pyodide = await pythonReady;
+    // The SIMD kernels are in (python-loader.ts); OpenBLAS too unless blas=0, for numpy-openblas.
+    const blasDetail = blas ? await installBlas(pyodide) : "off";
     pyodide.FS.mkdirTree("/bench");
     pyodide.FS.writeFile("/bench/train_webgpu.py", benchSource);
     pyodide.globals.set("EXAMPLE_SOURCE", exampleSource);
+    pyodide.globals.set("BLAS_DETAIL", blasDetail);
     pyodide.globals.set("REQUEST_JSON", JSON.stringify({ steps, warmup, backends }));
     const json = (await pyodide.runPythonAsync(`
 import json, sys
@@ -26,7 +30,10 @@ sys.path.insert(0, "/bench")
 import train_webgpu
 request = json.loads(REQUEST_JSON)
 example = train_webgpu.load_example(EXAMPLE_SOURCE)
-json.dumps(train_webgpu.measure(example, tuple(request["backends"]), request["steps"], request["warmup"]))
+report = train_webgpu.measure(example, tuple(request["backends"]), request["steps"], request["warmup"])
+from topos.ops import blas
+report["blas"] = {"loaded": BLAS_DETAIL, "installed": blas.installed(), "counts": blas.counts()}
+json.dumps(report)
 `)) as string;
     post({ type: "report", json });
   } catch (error) {

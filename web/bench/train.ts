@@ -9,6 +9,9 @@ const request: TrainBenchRequest = {
   steps: Number(query.get("steps") ?? 10),
   warmup: Number(query.get("warmup") ?? 2),
   backends: (query.get("backends") ?? "numpy,webgpu").split(","),
+  // The playground's BLAS (web/src/blas-loader.ts): loaded unless blas=0; the backend
+  // "numpy-no-blas" times numpy alone beside it, step for step.
+  blas: query.get("blas") !== "0",
 };
 const log = document.getElementById("log")!;
 const result = document.getElementById("result")!;

@@ -5,11 +5,12 @@
 
 import type { PyodideInterface } from "pyodide";
 import type { StageMessage, StageName } from "../protocol";
+import { installKernels } from "./blas-loader";
 
 // The site may be served under any path (docs/deploy.md), so the folder is found from this
 // script's own URL: it lies one folder below the site's root (assets/ in the build, src/ on
 // the dev server), and pyodide/ beside that folder.
-const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
+export const PYODIDE_URL = new URL("../pyodide/", self.location.href).href;
 const started = performance.now();
 
 /** Where a worker sends its stage messages (to the page). */
@@ -71,6 +72,12 @@ export function loadPython(post: PostStage, module: string): Promise<PyodideInte
       installTopos(pyodide, await toposWheel);
       await numpyLoaded;
       pyodide.runPython(`import ${module}`);
+      // The matrix products' SIMD kernels (blas-loader.ts): no download, about a millisecond.
+      try {
+        installKernels(pyodide);
+      } catch (error) {
+        console.warn(`the SIMD kernels did not install (products stay in numpy): ${error}`);
+      }
     });
     return pyodide;
   })();

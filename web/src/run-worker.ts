@@ -6,6 +6,7 @@
 
 import type { PyodideInterface } from "pyodide";
 import type { HostToRunWorker, RunWorkerToHost, UserError } from "../protocol";
+import { installBlas, kernelsInstalled } from "./blas-loader";
 import { WorkerFiles } from "./files/worker-files";
 import { crashReason, loadPython } from "./python-loader";
 
@@ -54,6 +55,12 @@ function wakeTimer(pyodide: PyodideInterface, signal: number) {
 }
 
 const pythonReady = loadPython(post, "topos.playground");
+// A program is what trains: where the SIMD kernels could not be installed (no WebAssembly
+// SIMD), its worker loads OpenBLAS (blas-loader.ts) before the first run. Without either,
+// products stay in numpy.
+const blasReady = pythonReady
+  .then((pyodide) => (kernelsInstalled(pyodide) ? undefined : installBlas(pyodide)))
+  .catch((error) => console.warn(`the BLAS did not load (products stay in numpy): ${error}`));
 /** The user's files: every run starts in a working directory that holds them (files/worker-files.ts). */
 const files = new WorkerFiles(pythonReady);
 
@@ -68,6 +75,7 @@ async function start(): Promise<void> {
 
 async function runMain(id: number, code: string): Promise<void> {
   const pyodide = await pythonReady;
+  await blasReady;
   const timer = wakeTimer(pyodide, pyodide.runPython("import signal; int(signal.SIGUSR1)") as number);
   const playground = pyodide.pyimport("topos.playground");
   const run = playground.run_main;

@@ -20,6 +20,7 @@ import {
   type WebGpuStatus,
   type WorkerToHost,
 } from "../protocol";
+import { blasWanted, installBlas } from "./blas-loader";
 import { notebookText, WorkerFiles } from "./files/worker-files";
 import { crashReason, loadPython, stage } from "./python-loader";
 import { callPython, callPythonJson, webGpuStatus } from "./webgpu";
@@ -125,11 +126,28 @@ async function exportNotebook(id: number, code: string, title: string | null): P
   }
 }
 
+/**
+ * The BLAS (blas-loader.ts), loaded once the runs so far multiplied enough without one that a
+ * run that trains would pay for it; queued like a request, so never in the middle of a run.
+ */
+let blasLoading = false;
+function loadBlasIfWanted(): void {
+  queue = queue.then(async () => {
+    const pyodide = await pythonReady;
+    if (blasLoading || !blasWanted(pyodide)) return;
+    blasLoading = true;
+    await installBlas(pyodide).catch((error) => console.warn(`the BLAS did not load (products stay in numpy): ${error}`));
+  });
+}
+
 // Requests run one after another: a run is never interleaved with another one.
 let queue: Promise<void> = Promise.resolve();
 self.addEventListener("message", (event: MessageEvent<HostToWorker>) => {
   const request = event.data;
-  if (request.type === "run") queue = queue.then(() => run(request));
+  if (request.type === "run") {
+    queue = queue.then(() => run(request));
+    if (!blasLoading) loadBlasIfWanted();
+  }
   else if (request.type === "supersede") supersededUpTo = Math.max(supersededUpTo, request.id);
   else if (request.type === "files") queue = queue.then(() => files.replace(request.files));
   else if (request.type === "notebook") queue = queue.then(() => exportNotebook(request.id, request.code, request.title));

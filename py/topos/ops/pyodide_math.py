@@ -1,0 +1,115 @@
+"""GELU and its derivative for numpy in Pyodide, where ``np.tanh`` is slow: through one ``np.exp``.
+
+numpy in Pyodide runs ``np.tanh`` at about 41 ns an element (natively 0.33) and ``np.exp`` at
+about 15 (natively 0.48), so the tanh form of GELU spends most of its time in tanh. With
+t = tanh(u) = 2 s - 1, s = sigmoid(2u) = 1 / (1 + exp(-2u)), u = c (x + k x^3):
+
+    gelu(x)  = 0.5 x (1 + t)                          = x / (1 + exp(-2u))
+    gelu'(x) = 0.5 (1 + t) (1 + x (1 - t) (c + 3ck x^2)) = s (1 + x (1 - s) (2c + 6ck x^2))
+
+One exp and no tanh; fewer passes (six for GELU, fourteen for its gradient) over float32
+kept float32. Where the page installed them (``install``), float32 goes through the
+WebAssembly SIMD forms of the same formulas instead (ops/wasm_gelu.py): one pass each. ``activations.Gelu`` and ``GeluGrad`` use these only in Pyodide
+(``sys.platform == "emscripten"``): natively their results are unchanged, bit for bit.
+The rounding differs from the tanh form's: within ``GELU_TOLERANCE`` eps of the dtype times
+(1 + |x|) for GELU and (1 + |x|) |g| for the gradient, against the tanh form in float64
+(tests/python/test_blas.py checks both dtypes, natively and in Pyodide). Overflow goes where
+the tanh form's does: exp(-2u) = inf gives gelu -0.0 and gelu' 0 for very negative x.
+"""
+
+import math
+
+import numpy as np
+
+GELU_C = math.sqrt(2.0 / math.pi)
+GELU_K = 0.044715
+# The documented bound, in units of the dtype's eps (see the module's docstring).
+GELU_TOLERANCE = 16
+
+# The WebAssembly SIMD forms of both (ops/wasm_gelu.py, float32), where the page installed them.
+_kernels = {}
+_ARGUMENTS = np.zeros(4, np.intp)
+_ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
+
+
+def install(gelu, gelu_grad):
+    """Use the SIMD kernels (callables taking the address of their four arguments) for float32."""
+    _kernels["gelu"], _kernels["gelu_grad"] = gelu, gelu_grad
+
+
+def uninstall():
+    _kernels.clear()
+
+
+def _through_kernel(name, g, x, out):
+    """The kernel over the whole multiple-of-4 part of contiguous float32 arrays; the count done."""
+    count = x.size - x.size % 4
+    if count:
+        _ARGUMENTS[:] = (_address(x), _address(g), _address(out), count)
+        _kernels[name](_ARGUMENTS_ADDRESS)
+    return count
+
+
+def _address(array):
+    address = array.__array_interface__["data"][0]
+    wrap = 1 << (8 * _ARGUMENTS.itemsize - 1)
+    return address - 2 * wrap if address >= wrap else address
+
+
+def _kernel_fits(out, *arrays):
+    return bool(_kernels) and all(a.dtype == np.float32 and a.flags.c_contiguous for a in (out, *arrays))
+
+
+def _sigmoid_2u(x, x2, scratch):
+    """s = 1 / (1 + exp(-2c (x + k x^3))) into ``scratch``, from x and x^2."""
+    number = x.dtype.type
+    np.multiply(x2, number(-2.0 * GELU_C * GELU_K), out=scratch)
+    scratch += number(-2.0 * GELU_C)
+    scratch *= x  # -2u
+    with np.errstate(over="ignore"):  # exp(-2u) = inf for very negative x: the result is then 0, as tanh's
+        np.exp(scratch, out=scratch)
+    scratch += number(1.0)
+    return scratch
+
+
+def gelu_into(x, out):
+    """gelu(x) = x / (1 + exp(-2u)) into ``out`` (x's shape and dtype)."""
+    if _kernel_fits(out, x):
+        done = _through_kernel("gelu", x, x, out)
+        if done < x.size:
+            _gelu_numpy(x.reshape(-1)[done:], out.reshape(-1)[done:])
+        return out
+    return _gelu_numpy(x, out)
+
+
+def _gelu_numpy(x, out):
+    scratch = np.multiply(x, x, out=np.empty(x.shape, x.dtype))
+    _sigmoid_2u(x, scratch, scratch)  # 1 + exp(-2u), in place over x^2
+    return np.divide(x, scratch, out=out)
+
+
+def gelu_grad_into(g, x, out):
+    """g * gelu'(x) = g s (1 + x (1 - s) (2c + 6ck x^2)) into ``out``."""
+    if g.shape == x.shape and _kernel_fits(out, g, x):
+        done = _through_kernel("gelu_grad", g, x, out)
+        if done < x.size:
+            _gelu_grad_numpy(g.reshape(-1)[done:], x.reshape(-1)[done:], out.reshape(-1)[done:])
+        return out
+    return _gelu_grad_numpy(g, x, out)
+
+
+def _gelu_grad_numpy(g, x, out):
+    number = x.dtype.type
+    x2 = np.multiply(x, x, out=out)
+    s = _sigmoid_2u(x, x2, np.empty(x.shape, x.dtype))
+    np.reciprocal(s, out=s)
+    slope = x2  # 2c + 6ck x^2, in place over x^2 (in out)
+    slope *= number(6.0 * GELU_C * GELU_K)
+    slope += number(2.0 * GELU_C)
+    slope *= x
+    # (1 - s) without a third array: slope - slope * s.
+    slope -= np.multiply(slope, s, out=np.empty(x.shape, x.dtype))
+    slope += number(1.0)
+    slope *= s
+    slope *= g
+    return slope

@@ -1,0 +1,73 @@
+"""A few WebAssembly instructions as bytes: what ops/wasm_gemm.py and ops/wasm_gelu.py assemble with.
+
+No toolchain: LEB128 numbers, sections and vectors as the binary format spells them, and a
+function body written one instruction a call, locals named (``index`` maps names to indices).
+"""
+
+I32, V128 = 0x7F, 0x7B
+
+
+def uleb(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def sleb(value):
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if (value == 0 and not byte & 0x40) or (value == -1 and byte & 0x40):
+            out.append(byte)
+            return bytes(out)
+        out.append(byte | 0x80)
+
+
+def name(text):
+    data = text.encode()
+    return uleb(len(data)) + data
+
+
+def section(section_id, payload):
+    return bytes([section_id]) + uleb(len(payload)) + payload
+
+
+def vector(items):
+    return uleb(len(items)) + b"".join(items)
+
+
+class Code:
+    """The function body, one instruction a call."""
+
+    def __init__(self, index):
+        self.out = bytearray()
+        self.index = index
+
+    def op(self, *data):
+        self.out += bytes(data)
+
+    def get(self, name):
+        self.op(0x20, *uleb(self.index[name]))
+
+    def set(self, name):
+        self.op(0x21, *uleb(self.index[name]))
+
+    def const(self, value):
+        self.op(0x41, *sleb(value))
+
+    def simd(self, opcode, *rest):
+        self.out += b"\xfd" + uleb(opcode) + bytes(rest)
+
+    def add_into(self, name, *operands):
+        """name = operand0 + operand1 (i32), operands given as local names or ints."""
+        for operand in operands:
+            self.get(operand) if isinstance(operand, str) else self.const(operand)
+        self.op(0x6A)
+        self.set(name)

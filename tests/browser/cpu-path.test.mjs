@@ -1,0 +1,49 @@
+// The page's CPU path (web/src/blas-loader.ts, topos.ops.blas): the readings worker installs the
+// project's WebAssembly SIMD matrix kernels as topos is imported, with no download (headless
+// Chromium has WebAssembly SIMD, so OpenBLAS is never fetched), and products routed through them
+// agree with numpy's own to the documented tolerance, k * eps * (|a| @ |b|): 2-D, odd shapes,
+// transposed operands, attention's batches, float32 and float64. GELU takes its exp form there.
+
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { openBrowser, openPlayground, pasteCode, waitForPane } from "./harness.mjs";
+
+const CHECK = `import numpy as np
+from topos.ops import activations, blas
+
+rng = np.random.default_rng(0)
+worst = 0.0
+shapes = [((256, 32), (32, 96)), ((67, 31), (31, 53)), ((16, 4, 16, 16), (16, 4, 16, 8)), ((3, 64, 96), (3, 96, 80))]
+for dtype in (np.float32, np.float64):
+    for left, right in shapes:
+        a = rng.standard_normal(left).astype(dtype)
+        b = rng.standard_normal(right).astype(dtype)
+        for x, y in ((a, b), (np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2), b)):
+            bound = x.shape[-1] * np.finfo(dtype).eps * (np.abs(x).astype(np.float64) @ np.abs(y).astype(np.float64))
+            error = np.abs(blas.matmul_into(x, y).astype(np.float64) - np.matmul(x, y).astype(np.float64))
+            worst = max(worst, float(np.max(error / (bound + np.finfo(dtype).tiny))))
+print("kernels:", blas.installed())
+print("products through them:", blas.counts()["blas"] > 0)
+print("within tolerance:", worst <= 1.0)
+print("gelu exp form:", activations.IN_PYODIDE)
+`;
+
+test("the readings worker multiplies through its SIMD kernels, downloading nothing more, and agrees with numpy", async () => {
+  const browser = await openBrowser();
+  try {
+    const requested = [];
+    browser.context.on("request", (request) => requested.push(request.url()));
+    const { page, errors } = await openPlayground(browser.context);
+    await pasteCode(page, CHECK);
+    const text = await waitForPane(page, "output", (shown) => shown.includes("gelu exp form:"), 120_000);
+    assert.match(text, /kernels: simd\b/);
+    assert.match(text, /products through them: True/);
+    assert.match(text, /within tolerance: True/);
+    assert.match(text, /gelu exp form: True/);
+    assert.deepEqual(requested.filter((url) => /openblas|_fblas|blas\.json/.test(url)), []);
+    assert.deepEqual(browser.foreign, []);
+    assert.deepEqual(errors, []);
+  } finally {
+    await browser.close();
+  }
+});

@@ -1,0 +1,49 @@
+// topos.ops.blas in Pyodide 0.27.7 under Node, with the BLAS files the site serves
+// (tests/pyodide/load.mjs loads them as the playground's worker does): every case of
+// tests/python/blas_cases.py through Pyodide's OpenBLAS against numpy-in-Pyodide.
+// tests/python/test_blas.py runs it and reads the last line, a JSON report:
+//   {"installed", "failures": [...], "routes": [...], "counts": {...}, "blas_ms", "topos"}
+//
+// Usage: node tests/pyodide/blas.mjs
+
+import { pyodideWithBlas } from "./load.mjs";
+
+const { pyodide, blasMs } = await pyodideWithBlas();
+pyodide.globals.set("BLAS_MS", blasMs);
+const report = pyodide.runPython(`
+import json
+from topos.ops import blas
+import blas_cases
+
+from topos.ops import activations, pyodide_math
+from topos.ops.registry import _REGISTRY
+installed = blas.installed()
+failures = blas_cases.check(blas)  # the SIMD kernels take every routed product
+with blas.suspended(("simd",)):
+    failures += [f"OpenBLAS: {failure}" for failure in blas_cases.check(blas)]
+# In Pyodide the ops themselves take the exp form; the reference is its tanh form, in float64
+# (the tanh form as the ops write it natively, with IN_PYODIDE switched off for it).
+def tanh_form(name):
+    def run(*inputs):
+        activations.IN_PYODIDE = False
+        try:
+            return _REGISTRY[name].forward(list(inputs), {})
+        finally:
+            activations.IN_PYODIDE = True
+    return run
+assert activations.IN_PYODIDE
+failures += blas_cases.check_gelu(
+    lambda x: _REGISTRY["Gelu"].forward([x], {}),
+    lambda g, x: _REGISTRY["GeluGrad"].forward([g, x], {}),
+    tanh_form("Gelu"), tanh_form("GeluGrad"), pyodide_math.GELU_TOLERANCE)
+json.dumps({
+    "installed": installed,
+    "gelu_kernels": sorted(pyodide_math._kernels),
+    "failures": failures,
+    "routes": sorted({case[-1] for case in blas_cases.cases()}),
+    "counts": blas.counts(),
+    "blas_ms": BLAS_MS,
+    "topos": blas.__file__,
+})
+`);
+console.log(report);

@@ -1,0 +1,202 @@
+"""The exact-shape cases for ``topos.ops.blas``: every routing decision against ``np.matmul``.
+
+Shared by tests/python/test_blas.py (natively, with scipy's ``_fblas`` over the native
+OpenBLAS installed, and with a recording fake) and tests/pyodide/blas.mjs (in Pyodide 0.27.7
+under Node, with the OpenBLAS and ``_fblas`` the playground serves). Only numpy is imported
+here, so the file runs in both.
+
+Each case builds its operands (and, for some, the output buffer ``out`` the interpreter would
+pass) from a seeded generator, names the route ``topos.ops.blas.route`` must take, and is
+checked against ``np.matmul`` of the same operands to the documented tolerance: elementwise
+``|blas - numpy| <= k * eps * (|a| @ |b|)`` plus the dtype's smallest normal, k the
+contracting length (two summation orders of k terms differ by at most that much).
+"""
+
+import numpy as np
+
+
+def _rand(rng, shape, dtype):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _transposed(rng, shape, dtype):
+    """A Fortran-ordered view: the transpose of a C-ordered array."""
+    return _rand(rng, shape[::-1], dtype).T
+
+
+def _strided(rng, shape, dtype):
+    """Neither C- nor Fortran-ordered: every other column of a wider array."""
+    return _rand(rng, shape[:-1] + (2 * shape[-1],), dtype)[..., ::2]
+
+
+def _broadcast(rng, shape, dtype, batch):
+    """One matrix broadcast over batch axes (zero strides), as topos.matmul records ``x @ w``."""
+    return np.broadcast_to(_rand(rng, shape, dtype), batch + shape)
+
+
+# The route a case takes when a SIMD kernel for its dtype is installed, "numpy" otherwise.
+SIMD_OR_NUMPY = "blas-batched with a SIMD kernel"
+
+
+def cases():
+    """``(name, a, b, out or None, route)`` for every decision, float32 and float64."""
+    rng = np.random.default_rng(22)
+    found = []
+    for dtype in (np.float32, np.float64):
+        tag = np.dtype(dtype).name
+
+        def add(name, a, b, route, out=None, tag=tag):
+            found.append((f"{name} {tag}", a, b, out, route))
+
+        r = lambda shape, dtype=dtype: _rand(rng, shape, dtype)  # noqa: E731
+        add("2-D square 64", r((64, 64)), r((64, 64)), "blas-2d")
+        add("2-D transformer 256x32x96", r((256, 32)), r((32, 96)), "blas-2d")
+        add("2-D odd 67x31x53", r((67, 31)), r((31, 53)), "blas-2d")
+        add("2-D a transposed", _transposed(rng, (256, 32), dtype), r((32, 40)), "blas-2d")
+        add("2-D b transposed", r((256, 32)), _transposed(rng, (32, 128), dtype), "blas-2d")
+        add("2-D both transposed", _transposed(rng, (40, 256), dtype), _transposed(rng, (256, 33), dtype), "blas-2d")
+        add("2-D a strided", _strided(rng, (96, 48), dtype), r((48, 20)), "blas-2d")
+        add("2-D b strided", r((50, 48)), _strided(rng, (48, 70), dtype), "blas-2d")
+        add("2-D one row", r((1, 2048)), r((2048, 64)), "blas-2d")
+        add("2-D three rows, seven columns", r((3, 4096)), r((4096, 7)), "blas-2d")
+        add("2-D a flipped (negative strides)", r((64, 48))[::-1, ::-1], r((48, 40)), "blas-2d")
+        add("2-D b flipped (negative strides)", r((64, 48)), r((48, 40))[::-1, ::-1], "blas-2d")
+        add("2-D vocab 65 (a column past the tiles)", r((256, 32)), r((32, 65)), "blas-2d")
+        add("2-D one column", r((2048, 64)), r((64, 1)), "blas-2d")
+        add("2-D contracting 1", r((512, 1)), r((1, 256)), "blas-2d")
+        add("2-D into out", r((70, 33)), r((33, 90)), "blas-2d", out=np.full((70, 90), np.nan, dtype))
+        add("2-D into strided out", r((64, 32)), r((32, 64)), "blas-2d", out=np.zeros((64, 128), dtype)[:, ::2])
+        add("2-D into Fortran out", r((64, 32)), r((32, 48)), "blas-2d", out=np.zeros((48, 64), dtype).T)
+        add("2-D tiny 3x5x7", r((3, 5)), r((5, 7)), "numpy")
+        add("2-D 1x1x1", r((1, 1)), r((1, 1)), "numpy")
+        add("2-D empty m", r((0, 8)), r((8, 9)), "numpy")
+        add("2-D empty k", r((12, 0)), r((0, 9)), "numpy")
+        add("2-D empty n", r((12, 8)), r((8, 0)), "numpy")
+        batch = (4, 8)
+        add("folded x @ w", r(batch + (16, 64)), _broadcast(rng, (64, 48), dtype, batch), "blas-folded")
+        add(
+            "folded into out",
+            r((3, 40, 32)),
+            _broadcast(rng, (32, 24), dtype, (3,)),
+            "blas-folded",
+            out=np.full((3, 40, 24), np.nan, dtype),
+        )
+        add(
+            "folded into strided out",
+            r((3, 40, 32)),
+            _broadcast(rng, (32, 24), dtype, (3,)),
+            "blas-folded",
+            out=np.zeros((3, 40, 48), dtype)[..., ::2],
+        )
+        add("folded tiny", r((2, 2, 3)), _broadcast(rng, (3, 4), dtype, (2,)), "numpy")
+        # a's rows do not collapse (a transposed batch): large matrices go one call each.
+        add("batched large", r((3, 64, 96)), r((3, 96, 80)), "blas-batched")
+        add("batched transposed views", _transposed(rng, (3, 64, 70), dtype), r((3, 70, 64)), "blas-batched")
+        add(
+            "batched into out",
+            r((2, 2, 48, 40)),
+            r((2, 2, 40, 40)),
+            "blas-batched",
+            out=np.empty((2, 2, 48, 40), dtype),
+        )
+        # Small matrices in a batch: one call of a SIMD kernel takes the whole batch (where the
+        # tiles fit and there are at most two batch axes); otherwise they stay in numpy.
+        add("batched attention 16x4x16x16", r((16, 4, 16, 16)), r((16, 4, 16, 8)), SIMD_OR_NUMPY)
+        qkv = r((16, 16, 3 * 4 * 8)).reshape(16, 16, 3, 4, 8)  # a fused q, k, v projection's heads
+        q = qkv[:, :, 0].transpose(0, 2, 1, 3)  # [16, 4, 16, 8], batch strides not collapsing
+        k_t = qkv[:, :, 1].transpose(0, 2, 3, 1)  # [16, 4, 8, 16], its rows not contiguous
+        add("batched attention scores q @ k^T (strided views)", q, k_t, SIMD_OR_NUMPY)
+        add(
+            "batched attention into strided out",
+            r((32, 16, 16)),
+            r((32, 16, 8)),
+            SIMD_OR_NUMPY,
+            out=np.zeros((32, 16, 16), dtype)[..., ::2],
+        )
+        add("batched three batch axes", r((2, 4, 8, 16, 16)), r((2, 4, 8, 16, 8)), "numpy")
+        add("batched odd tiles", r((16, 4, 15, 16)), r((16, 4, 16, 8)), "numpy")
+        add(
+            "batched broadcast a rows not collapsing",
+            r((64, 3, 40)).transpose(1, 0, 2),
+            _broadcast(rng, (40, 50), dtype, (3,)),
+            "blas-batched",
+        )
+        add("batched empty batch", r((0, 32, 32)), r((0, 32, 32)), "numpy")
+    # Stays numpy: mixed dtypes (recording never makes them, but the routing must not assume it).
+    found.append(
+        ("mixed float32 x float64", _rand(rng, (64, 64), np.float32), _rand(rng, (64, 64), np.float64), None, "numpy")
+    )
+    found.append(("float16", _rand(rng, (64, 64), np.float16), _rand(rng, (64, 64), np.float16), None, "numpy"))
+    return found
+
+
+def tolerance(a, b):
+    """The documented bound: k * eps * (|a| @ |b|), plus the smallest normal."""
+    info = np.finfo(np.result_type(a, b))
+    k = a.shape[-1]
+    scale = np.matmul(np.abs(a).astype(np.float64), np.abs(b).astype(np.float64))
+    return max(k, 1) * float(info.eps) * scale + float(info.tiny)
+
+
+def check(blas):
+    """Run every case through ``blas.matmul_into`` (the module, BLAS installed); the failures, as text."""
+    failures = []
+    for name, a, b, out, want in cases():
+        got_route = blas.route(a, b)
+        if want == SIMD_OR_NUMPY:
+            want = "blas-batched" if a.dtype in blas._kernels else "numpy"
+        if got_route != want:
+            failures.append(f"{name}: routed {got_route}, expected {want}")
+            continue
+        expected = np.matmul(a, b)
+        target = None if out is None else out
+        result = blas.matmul_into(a, b, target)
+        if target is not None and result is not target:
+            failures.append(f"{name}: the result is not the out buffer")
+        if result.shape != expected.shape or result.dtype != expected.dtype:
+            failures.append(f"{name}: {result.shape} {result.dtype}, numpy gives {expected.shape} {expected.dtype}")
+            continue
+        if expected.size:
+            error = np.abs(result.astype(np.float64) - expected.astype(np.float64))
+            bound = tolerance(a, b)
+            if not np.all(error <= bound):
+                worst = float(np.max(error - bound))
+                failures.append(f"{name}: exceeds k*eps*(|a|@|b|) by {worst:.3g}")
+    return failures
+
+
+def gelu_inputs(dtype):
+    """Normal draws, a dense sweep over [-30, 30] (exp(-2u) overflows below about -10 in float32), and edges."""
+    rng = np.random.default_rng(7)
+    edges = [0.0, -0.0, 1e-30, -1e-30, 1e4, -1e4, np.inf, -np.inf, np.nan]
+    x = np.concatenate([rng.standard_normal(20000) * 3, np.linspace(-30, 30, 6001), edges]).astype(dtype)
+    return x, rng.standard_normal(x.shape).astype(dtype)
+
+
+def check_gelu(gelu, gelu_grad, reference_gelu, reference_grad, tolerance):
+    """``gelu(x)`` and ``gelu_grad(g, x)`` against the tanh form in float64 (the reference functions),
+    within ``tolerance`` eps times (1 + |x|) (and |g| for the gradient); non-finite where the reference is.
+    The failures, as text."""
+    failures = []
+    for dtype in (np.float32, np.float64):
+        x, g = gelu_inputs(dtype)
+        eps = float(np.finfo(dtype).eps)
+        with np.errstate(all="ignore"):
+            want = reference_gelu(x.astype(np.float64))
+            want_grad = reference_grad(g.astype(np.float64), x.astype(np.float64))
+            got, got_grad = gelu(x), gelu_grad(g, x)
+        for name, result, expected, scale in (
+            ("gelu", got, want, 1 + np.abs(x.astype(np.float64))),
+            ("gelu grad", got_grad, want_grad, (1 + np.abs(x.astype(np.float64))) * np.abs(g.astype(np.float64))),
+        ):
+            if result.dtype != dtype:
+                failures.append(f"{name} {np.dtype(dtype).name}: result is {result.dtype}")
+            finite = np.isfinite(expected) & (np.abs(x) < 1e3)
+            # Where the float32 result would overflow (x^3 past its range) or the reference is not finite, both are alike.
+            if not np.array_equal(np.isnan(result[~finite]), np.isnan(expected[~finite].astype(dtype))):
+                failures.append(f"{name} {np.dtype(dtype).name}: NaNs differ from the tanh form's")
+            error = np.abs(result[finite].astype(np.float64) - expected[finite])
+            if not np.all(error <= tolerance * eps * scale[finite] + float(np.finfo(dtype).tiny)):
+                worst = float(np.max(error / (eps * scale[finite] + 1e-300)))
+                failures.append(f"{name} {np.dtype(dtype).name}: {worst:.2f} eps (1 + |x|), over {tolerance}")
+    return failures

@@ -1,0 +1,254 @@
+"""topos.ops.blas: the routing of matrix products to a BLAS where numpy has none.
+
+Natively numpy has a BLAS and the module installs nothing: MatMul is np.matmul, bit for bit.
+The routing itself is tested here with scipy's ``_fblas`` (the same f2py wrappers the
+playground loads in Pyodide, here over the native OpenBLAS that jax's scipy brings) and with
+a recording fake; and in Pyodide 0.27.7 under Node with the files the site serves
+(tests/pyodide/blas.mjs), every case of tests/python/blas_cases.py against np.matmul.
+"""
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.linalg import _fblas
+
+import topos
+from topos.ops import blas
+
+sys.path.insert(0, str(Path(__file__).parent))
+import blas_cases  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def installed():
+    blas.install(_fblas)
+    try:
+        yield
+    finally:
+        blas.uninstall()
+
+
+class Recording:
+    """scipy's _fblas, recording each call's operand layouts (to see that no copy was made)."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _wrap(self, routine):
+        def call(alpha, a, b, **options):
+            self.calls.append(
+                (a.flags.f_contiguous, b.flags.f_contiguous, options.get("trans_a"), options.get("trans_b"))
+            )
+            return routine(alpha, a, b, **options)
+
+        return call
+
+    @property
+    def sgemm(self):
+        return self._wrap(_fblas.sgemm)
+
+    @property
+    def dgemm(self):
+        return self._wrap(_fblas.dgemm)
+
+
+def test_every_routing_decision_matches_numpy(installed):
+    assert blas_cases.check(blas) == []
+
+
+def _view(address, shape, strides, dtype):
+    """The array at ``address`` with these byte strides (natively: a process address)."""
+    low = sum(min(0, (extent - 1) * stride) for extent, stride in zip(shape, strides))
+    high = sum(max(0, (extent - 1) * stride) for extent, stride in zip(shape, strides)) + np.dtype(dtype).itemsize
+    buffer = (ctypes.c_char * (high - low)).from_address(address + low)
+    return np.ndarray(shape, dtype, buffer=buffer, offset=-low, strides=strides)
+
+
+class FakeKernels:
+    """ops/wasm_gemm.py's kernels' contract, natively: addresses and byte strides, whole tiles only."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _gemm(self, dtype):
+        from topos.ops import wasm_gemm
+
+        size = np.dtype(dtype).itemsize
+
+        def gemm(arguments):
+            values = [int(v) for v in _view(arguments, (len(wasm_gemm.ARGUMENTS),), (8,), np.intp)]
+            a, b, c, m, n, k, a_row, a_col, b_row, c_row = values[:10]
+            outer, a_outer, b_outer, c_outer, inner, a_inner, b_inner, c_inner = values[10:]
+            assert m % wasm_gemm.M_BLOCK == 0 and n % wasm_gemm.N_BLOCK[np.dtype(dtype).name] == 0 and m and n
+            self.calls.append((outer, inner, m, n, k))
+            for x0 in range(outer):
+                for x1 in range(inner):
+                    shift = (x0 * a_outer + x1 * a_inner, x0 * b_outer + x1 * b_inner, x0 * c_outer + x1 * c_inner)
+                    left = _view(a + shift[0], (m, k), (a_row, a_col), dtype)
+                    right = _view(b + shift[1], (k, n), (b_row, size), dtype)
+                    _view(c + shift[2], (m, n), (c_row, size), dtype)[...] = left @ right
+
+        return gemm
+
+    @property
+    def sgemm(self):
+        return self._gemm(np.float32)
+
+    @property
+    def dgemm(self):
+        return self._gemm(np.float64)
+
+
+def test_every_routing_decision_through_the_simd_kernels_contract():
+    fake = FakeKernels()
+    blas.install_kernels(fake.sgemm, fake.dgemm)
+    try:
+        assert blas.installed() == "simd"
+        assert blas_cases.check(blas) == []
+        assert fake.calls  # odd shapes send only their whole tiles: the rest is numpy's
+    finally:
+        blas.uninstall()
+
+
+def test_not_installed_is_numpy_bit_for_bit():
+    assert not blas.installed()
+    for name, a, b, out, _ in blas_cases.cases():
+        expected = np.matmul(a, b)
+        result = blas.matmul_into(a, b, None if out is None else out)
+        assert result.dtype == expected.dtype, name
+        np.testing.assert_array_equal(result, expected, err_msg=name)
+
+
+def test_transposed_operands_are_passed_without_a_copy():
+    fake = Recording()
+    blas.install(fake)
+    try:
+        a = np.ones((40, 256), np.float32).T  # Fortran-ordered 256 x 40
+        b = np.ones((40, 64), np.float32)
+        blas.matmul_into(a, b)
+        # b goes first (out^T = b^T a^T): C-ordered b is passed as its Fortran-ordered transpose;
+        # the Fortran-ordered a is passed as it is, with the routine told to transpose it.
+        assert fake.calls == [(True, True, 0, 1)]
+        counts = blas.counts()
+        assert counts["blas"] >= 1
+    finally:
+        blas.uninstall()
+
+
+def test_out_is_written_in_place(installed):
+    a = np.arange(64 * 32, dtype=np.float64).reshape(64, 32) / 100
+    b = np.arange(32 * 48, dtype=np.float64).reshape(32, 48) / 100
+    out = np.full((64, 48), np.nan)
+    address = out.__array_interface__["data"][0]
+    result = blas.matmul_into(a, b, out)
+    assert result is out and out.__array_interface__["data"][0] == address
+    np.testing.assert_allclose(out, a @ b, rtol=1e-12)
+
+
+def test_training_through_the_blas_matches_numpy(installed):
+    # The interpreter's MatMul forward goes through the routing: gradients of a product chain.
+    rng = np.random.default_rng(0)
+    values = [rng.standard_normal(shape) for shape in ((4, 16, 64), (64, 80), (80, 8))]
+
+    def build(tape):
+        x, w1, w2 = tape.input(values[0]), tape.parameter(values[1]), tape.parameter(values[2])
+        return [w1, w2, topos.sum(topos.tanh(x @ w1) @ w2)]
+
+    network, (w1, w2, loss) = topos.Tape.record(build)
+
+    def gradients():
+        run = network.forward(network.parameters(), {})
+        found = run.backward(loss)
+        return [found.of(w1), found.of(w2)]
+
+    before = blas.counts()["blas"]
+    got = gradients()
+    assert blas.counts()["blas"] > before
+    blas.uninstall()
+    for routed, plain in zip(got, gradients()):
+        np.testing.assert_allclose(routed, plain, rtol=1e-9, atol=1e-12)
+
+
+def test_in_pyodide_with_the_served_openblas():
+    # The real thing: Pyodide 0.27.7 (npm) with public/pyodide/'s verified openblas and _fblas.
+    env = dict(os.environ)
+    completed = subprocess.run(
+        ["node", "tests/pyodide/blas.mjs"], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env
+    )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    report = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert report["failures"] == []
+    assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
+    assert report["gelu_kernels"] == ["gelu", "gelu_grad"]  # the ops' float32 GELU went through them
+    assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
+
+
+def reference_gelu(x):
+    from topos.ops.registry import _REGISTRY
+
+    return _REGISTRY["Gelu"].forward([x], {})
+
+
+def reference_gelu_grad(g, x):
+    from topos.ops.registry import _REGISTRY
+
+    return _REGISTRY["GeluGrad"].forward([g, x], {})
+
+
+def test_pyodide_gelu_through_exp_matches_the_tanh_form():
+    # The Pyodide-only forms (natively the ops keep the tanh form: IN_PYODIDE is false here).
+    from topos.ops import activations, pyodide_math
+
+    assert not activations.IN_PYODIDE
+    failures = blas_cases.check_gelu(
+        lambda x: pyodide_math.gelu_into(x, np.empty_like(x)),
+        lambda g, x: pyodide_math.gelu_grad_into(g, x, np.empty_like(x)),
+        reference_gelu,
+        reference_gelu_grad,
+        pyodide_math.GELU_TOLERANCE,
+    )
+    assert failures == []
+
+
+def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
+    # ops/wasm_gelu.py's contract natively: four pointer-sized arguments (x, g, out, count), a
+    # count that is a multiple of 4, contiguous float32; the fake applies the numpy forms.
+    from topos.ops import pyodide_math
+
+    counts = []
+
+    def fake(name):
+        def kernel(arguments):
+            x, g, out, count = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+            assert count % 4 == 0
+            counts.append(count)
+            xs, gs, outs = (_view(address, (count,), (4,), np.float32) for address in (x, g, out))
+            if name == "gelu":
+                pyodide_math._gelu_numpy(xs, outs)
+            else:
+                pyodide_math._gelu_grad_numpy(gs, xs, outs)
+
+        return kernel
+
+    pyodide_math.install(fake("gelu"), fake("gelu_grad"))
+    try:
+        failures = blas_cases.check_gelu(
+            lambda x: pyodide_math.gelu_into(x, np.empty_like(x)),
+            lambda g, x: pyodide_math.gelu_grad_into(g, x, np.empty_like(x)),
+            reference_gelu,
+            reference_gelu_grad,
+            pyodide_math.GELU_TOLERANCE,
+        )
+        assert failures == []
+        size = blas_cases.gelu_inputs(np.float32)[0].size
+        assert size % 4 and counts == [size - size % 4] * 2  # float32 only; float64 stays in numpy
+    finally:
+        pyodide_math.uninstall()

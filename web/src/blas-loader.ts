@@ -1,0 +1,126 @@
+// The kernels the numpy interpreter multiplies with in the page (topos.ops.blas): numpy in
+// Pyodide has no BLAS. First choice, measured faster (tests/bench/pyodide_matmul.mjs): the
+// project's own WebAssembly SIMD kernels (topos.ops.wasm_gemm writes the module's bytes:
+// nothing is downloaded), installed by every worker as soon as topos is imported, where the
+// browser has WebAssembly SIMD. Where it has not: Pyodide 0.27.7's OpenBLAS (openblas-0.3.26.zip, a shared library, 6.1 MB,
+// 1.9 MB gzipped) and scipy's _fblas wrappers of it (0.5 MB, taken out of the verified scipy
+// wheel by web/scripts/fetch_pyodide_assets.py) lie in the site's pyodide/ folder, named with
+// their sha256 in blas.json. They are not precached and not loaded at start: a worker loads
+// them only once its Python trains (the readings worker: once its runs multiplied enough, the
+// run worker: for every program, while Pyodide starts), so a visit that never trains never
+// downloads them. Without them (offline before they were ever fetched, or a failed fetch),
+// products stay in numpy: the same results to the documented tolerance, only slower.
+
+import type { PyodideInterface } from "pyodide";
+import { PYODIDE_URL } from "./python-loader";
+
+/** public/pyodide/blas.json, written by the set-up. */
+interface BlasManifest {
+  library: { file: string; sha256: string; package: string };
+  extension: { file: string; sha256: string; path: string };
+}
+
+/** The files, fetched (the extension's sha256 checked here; the library's by Pyodide, against its lock). */
+export interface BlasFiles {
+  manifest: BlasManifest;
+  extension: Uint8Array<ArrayBuffer>;
+}
+
+async function sha256(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return Array.from(digest, (byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** Fetch the manifest and the extension (they need no Python: this may run while Pyodide starts). */
+export async function fetchBlas(): Promise<BlasFiles> {
+  const manifest = (await (await fetch(`${PYODIDE_URL}blas.json`, { cache: "no-cache" })).json()) as BlasManifest;
+  const response = await fetch(`${PYODIDE_URL}${manifest.extension.file}?sha256=${manifest.extension.sha256}`);
+  if (!response.ok) throw new Error(`${manifest.extension.file}: HTTP ${response.status}`);
+  const extension = new Uint8Array(await response.arrayBuffer());
+  const found = await sha256(extension);
+  if (found !== manifest.extension.sha256) {
+    throw new Error(`${manifest.extension.file} has sha256 ${found}, blas.json says ${manifest.extension.sha256}`);
+  }
+  return { manifest, extension };
+}
+
+/**
+ * Load OpenBLAS (Pyodide's loadPackage: fetched from pyodide/ and checked against the lock's
+ * sha256, then loaded as a global shared library), write _fblas beside it and hand it to
+ * topos.ops.blas, which routes products through it from then on. Returns what it took.
+ */
+export async function installBlas(pyodide: PyodideInterface, files: Promise<BlasFiles> = fetchBlas()): Promise<string> {
+  const started = performance.now();
+  const { manifest, extension } = await files;
+  await pyodide.loadPackage([manifest.library.package], { messageCallback: () => {}, checkIntegrity: true });
+  const folder = "/lib/topos-blas";
+  pyodide.FS.mkdirTree(folder);
+  const path = `${folder}/${manifest.extension.path.split("/").pop()}`;
+  pyodide.FS.writeFile(path, extension);
+  const blas = pyodide.pyimport("topos.ops.blas");
+  try {
+    blas.load_extension(path);
+  } finally {
+    blas.destroy();
+  }
+  return `OpenBLAS ${manifest.library.file} in ${Math.round(performance.now() - started)} ms`;
+}
+
+/** Whether the numpy interpreter has multiplied enough without a BLAS for one to pay (topos.ops.blas.counts). */
+export function blasWanted(pyodide: PyodideInterface, multiplyAdds = 2e8): boolean {
+  const blas = pyodide.pyimport("topos.ops.blas");
+  try {
+    if (blas.installed()) return false;
+    const counts = blas.counts();
+    const wanted = counts.get("wanted") as number;
+    counts.destroy();
+    return wanted >= multiplyAdds;
+  } finally {
+    blas.destroy();
+  }
+}
+
+/**
+ * The SIMD kernels: the module topos.ops.wasm_gemm assembles, instantiated by Pyodide's own
+ * dynamic-library loader so that it works in Pyodide's memory (numpy's data pointers are its
+ * addresses), and handed to topos.ops.blas. Returns what was done, or why not.
+ */
+export function installKernels(pyodide: PyodideInterface): string {
+  const wasm = pyodide.pyimport("topos.ops.wasm_gemm");
+  const blas = pyodide.pyimport("topos.ops.blas");
+  try {
+    const proxy = wasm.module_bytes();
+    const bytes = proxy.toJs() as Uint8Array<ArrayBuffer>;
+    proxy.destroy();
+    if (!WebAssembly.validate(bytes)) return "no WebAssembly SIMD: products stay in numpy until the BLAS loads";
+    // Pyodide's Emscripten module: its loader gives a dynamic library the memory Python lives in.
+    const module = (pyodide as unknown as { _module: EmscriptenLoader })._module;
+    const exports = module.loadWebAssemblyModule(bytes, { loadAsync: false, nodelete: true, allowUndefined: true }, "topos-wasm-gemm.so", {}, 0);
+    blas.install_kernels(exports.sgemm, exports.dgemm, exports.gelu_f32, exports.gelu_grad_f32);
+    return "WebAssembly SIMD kernels";
+  } finally {
+    wasm.destroy();
+    blas.destroy();
+  }
+}
+
+/** The part of Emscripten's runtime installKernels uses (Pyodide 0.27.7's Module). */
+interface EmscriptenLoader {
+  loadWebAssemblyModule(
+    binary: Uint8Array,
+    flags: { loadAsync: false; nodelete: boolean; allowUndefined: boolean },
+    libName: string,
+    localScope: object,
+    handle: number,
+  ): Record<string, (...args: number[]) => void>;
+}
+
+/** Whether topos.ops.blas has kernels of any kind installed. */
+export function kernelsInstalled(pyodide: PyodideInterface): boolean {
+  const blas = pyodide.pyimport("topos.ops.blas");
+  try {
+    return (blas.installed() as string) !== "";
+  } finally {
+    blas.destroy();
+  }
+}
