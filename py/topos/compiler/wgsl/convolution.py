@@ -31,6 +31,9 @@ MIN_IM2COL_CHANNELS = 4
 SHAPE_ONLY = "dense"
 #: The most elements the im2col path's columns may take: one storage binding (128 MiB of float32).
 MAX_COLUMNS = (128 << 20) // 4
+#: The path every convolution takes where that path can run it, or None for the rule: a knob for
+#: tests/bench/convolution.py, which times both paths at the same shapes; not an API.
+FORCED_PATH = None
 
 
 def terms(rhs_shape):
@@ -150,7 +153,9 @@ def strategy(lhs, rhs_shape, attrs):
     output). The rule measured on lavapipe: docs/kernels.md, "Convolution"."""
     per_group = rhs_shape[0] // max(attrs["feature_groups"], attrs["batch_groups"])
     direct_runs = len(lhs.shape) - 2 <= MAX_SPATIAL and terms(rhs_shape) <= MAX_TERMS
-    if per_group < MIN_IM2COL_CHANNELS and direct_runs:
+    if FORCED_PATH == "direct" and direct_runs:
+        return "direct"
+    if per_group < MIN_IM2COL_CHANNELS and direct_runs and FORCED_PATH != "im2col":
         return "direct"
     if im2col_fits(lhs, rhs_shape, attrs):
         return "im2col"
