@@ -86,7 +86,8 @@ def numpy_rows(rounds):
 
 
 #: The device rows: (name, input shape, kernel shape, attributes). The digits CNN's two layers, the issue's
-#: 28x28 batch-64 layers, grouped ones at the rule's edge (1, 2 and 4 output channels a group) and the
+#: 28x28 batch-64 layers, grouped ones (1 to 16 output channels a group), dense ones with few output channels, and
+#: the grouped ones again at batch 8 and the
 #: kernel gradients of the digits CNN's layers (an image-sized window, a small output).
 PAD = dict(padding=((1, 1), (1, 1)))
 DEVICE_SHAPES = [
@@ -97,6 +98,14 @@ DEVICE_SHAPES = [
     ("depthwise", (64, 32, 14, 14), (32, 1, 3, 3), dict(PAD, feature_groups=32)),
     ("2 a group", (64, 32, 14, 14), (32, 2, 3, 3), dict(PAD, feature_groups=16)),
     ("4 a group", (64, 32, 14, 14), (32, 4, 3, 3), dict(PAD, feature_groups=8)),
+    ("8 a group", (64, 32, 14, 14), (32, 8, 3, 3), dict(PAD, feature_groups=4)),
+    ("16 a group", (64, 32, 14, 14), (32, 16, 3, 3), dict(PAD, feature_groups=2)),
+    ("14x14 32->32", (64, 32, 14, 14), (32, 32, 3, 3), PAD),
+    ("14x14 32->4", (64, 32, 14, 14), (4, 32, 3, 3), PAD),
+    ("14x14 32->8", (64, 32, 14, 14), (8, 32, 3, 3), PAD),
+    ("4 a group N8", (8, 32, 14, 14), (32, 4, 3, 3), dict(PAD, feature_groups=8)),
+    ("8 a group N8", (8, 32, 14, 14), (32, 8, 3, 3), dict(PAD, feature_groups=4)),
+    ("16 a group N8", (8, 32, 14, 14), (32, 16, 3, 3), dict(PAD, feature_groups=2)),
     ("d kernel conv1", (1, 64, 8, 8), (16, 64, 8, 8), PAD),
     ("d kernel conv2", (16, 64, 4, 4), (32, 64, 4, 4), PAD),
 ]
@@ -125,8 +134,11 @@ def device_report(rounds, names=None, shapes=DEVICE_SHAPES):
         network = tape.seal()
         feeds = {detach(x): rng.standard_normal(x_shape).astype(np.float32)}
         expected = network.entry([detach(y)]).lower().run(network.parameters(), feeds).of(detach(y))
-        chosen = paths.strategy(View.of_buffer(0, x_shape), w_shape, lookup("Convolution").normalize(
-            [Meta(x_shape, "float32"), Meta(w_shape, "float32")], dict(attrs)))
+        chosen = paths.strategy(
+            View.of_buffer(0, x_shape),
+            w_shape,
+            lookup("Convolution").normalize([Meta(x_shape, "float32"), Meta(w_shape, "float32")], dict(attrs)),
+        )
         plans = {}
         try:
             for path in ("im2col", "direct"):
@@ -166,8 +178,10 @@ def device_report(rounds, names=None, shapes=DEVICE_SHAPES):
 
 def describe_device(report):
     """The device report as lines of text."""
-    lines = [f"WebGPU ({report['adapter']}): a plan of one convolution, each path forced, ms a run "
-             f"(median of {report['rounds']}, interleaved)"]
+    lines = [
+        f"WebGPU ({report['adapter']}): a plan of one convolution, each path forced, ms a run "
+        f"(median of {report['rounds']}, interleaved)"
+    ]
     for row in report["rows"]:
         faster = "im2col" if row["im2col_ms"] <= row["direct_ms"] else "direct"
         lines.append(
