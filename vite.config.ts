@@ -59,13 +59,14 @@ export default defineConfig({
         embed: resolve(root, "web/embed.html"),
         ...docsPageInputs(root),
         // The benchmarks' pages are not part of the site: only tests/bench/playground.mjs (the baseline),
-        // tests/bench/browser_train.mjs (the training page) and tests/bench/matmul_browser.mjs (the matrix
-        // product page) build them.
+        // tests/bench/browser_train.mjs (the training page), tests/bench/matmul_browser.mjs (the matrix
+        // product page) and tests/bench/convolution_browser.mjs (the convolution paths' page) build them.
         ...(process.env.TOPOS_BENCH_PAGES === "1"
           ? {
               bare: resolve(root, "web/bench/bare.html"),
               train: resolve(root, "web/bench/train.html"),
               matmul: resolve(root, "web/bench/matmul.html"),
+              convolution: resolve(root, "web/bench/convolution.html"),
             }
           : {}),
       },

@@ -404,11 +404,11 @@ def test_a_whole_training_step_of_a_convolution_runs_on_the_device(path, groups,
     import topos.compiler.wgsl.convolution as paths
 
     if path == "direct":
-        monkeypatch.setattr(paths, "im2col_fits", lambda lhs, rhs_shape, attrs: False)
+        monkeypatch.setattr(paths, "FORCED_PATH", "direct")
     rng = np.random.default_rng(11)
     tape = Tape("float32")
-    x = tape.parameter(rng.standard_normal((2, 4, 9, 8)))
-    w = tape.parameter(rng.standard_normal((8, 4 // groups, 3, 3)))
+    x = tape.parameter(rng.standard_normal((2, 8, 9, 8)))
+    w = tape.parameter(rng.standard_normal((8, 8 // groups, 3, 3)))
     b = tape.parameter(rng.standard_normal(8))
     y = topos.relu(topos.conv2d(x, w, b, stride=2, padding="same", groups=groups))
     loss = topos.sum(y * tape.leaf(rng.standard_normal(y.shape)))
@@ -431,7 +431,7 @@ def test_a_whole_training_step_of_a_convolution_runs_on_the_device(path, groups,
 def test_the_im2col_path_agrees_with_numpy_where_the_rule_takes_it(case):
     """Every kernel case as a plan on the device: im2col where its views fit (forward and weight-gradient
     layouts, crops, dilations), the direct kernel where they do not (batch groups, three spatial axes)."""
-    from topos.compiler.wgsl.convolution import strategy
+    from topos.compiler.wgsl.convolution import MIN_IM2COL_CHANNELS, strategy
     from topos.webgpu import View
 
     x_shape, w_shape, attrs = KERNEL_CASES[case]
@@ -443,7 +443,7 @@ def test_the_im2col_path_agrees_with_numpy_where_the_rule_takes_it(case):
     plan = network.entry([detach(y)]).lower()
     chosen = strategy(View.of_buffer(0, x_shape), w_shape, tape.nodes()[y.index].attrs)
     groups = max(attrs.get("feature_groups", 1), attrs.get("batch_groups", 1))
-    few_channels = w_shape[0] // groups < 4  # the direct kernel runs depthwise convolutions faster
+    few_channels = w_shape[0] // groups < MIN_IM2COL_CHANNELS  # the direct kernel runs these faster
     expected = "direct" if attrs.get("batch_groups", 1) > 1 or len(x_shape) > 4 or few_channels else "im2col"
     assert chosen == expected
     kernels = {launch.kernel for launch in plan.kernels().launches}

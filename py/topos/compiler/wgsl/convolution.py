@@ -8,9 +8,9 @@ tiled for large products). The direct kernel (``kernels/convolution.wgsl``),
 one invocation per output element, reads both operands through their views and
 handles every attribute, so it runs what the im2col path's views cannot hold
 (batch groups, three spatial axes: more axes than the copy kernel's six after
-merging), and what it runs faster (groups of fewer than four output channels,
+merging), and what it runs faster (groups of fewer than eight output channels,
 depthwise). ``strategy`` chooses, by the rule docs/kernels.md ("Convolution")
-gives with what was measured on lavapipe.
+gives with what was measured on lavapipe and SwiftShader.
 """
 
 from ...errors import ShapeError
@@ -24,13 +24,19 @@ MAX_SPATIAL = 4
 #: The most terms (input channels of a group times the window's size) one output of the direct kernel
 #: may sum: one an iteration of its loop.
 MAX_TERMS = LOOP_LIMIT
-#: The fewest output channels a group may have for the im2col path: with fewer (depthwise), each group's
-#: product is a sliver of a matmul, and the direct kernel was faster on lavapipe (docs/kernels.md).
-MIN_IM2COL_CHANNELS = 4
+#: The fewest output channels a group may have for the im2col path. The direct kernel's work is this many
+#: multiply-adds for each element the im2col gather writes, so below it the gather costs more than the
+#: products save: with 1, 2 and 4 the direct kernel was faster on lavapipe and SwiftShader, with 16 and
+#: more im2col was; at 8 lavapipe favours im2col (1.5-2x), SwiftShader the direct kernel (1.6x), and
+#: im2col there loses the least at worst (docs/kernels.md, "Convolution").
+MIN_IM2COL_CHANNELS = 8
 #: The buffer of a dense view that only stands for a shape (what a dense input's windows would merge to).
 SHAPE_ONLY = "dense"
 #: The most elements the im2col path's columns may take: one storage binding (128 MiB of float32).
 MAX_COLUMNS = (128 << 20) // 4
+#: The path every convolution takes where that path can run it, or None for the rule: a knob for
+#: tests/bench/convolution.py, which times both paths at the same shapes; not an API.
+FORCED_PATH = None
 
 
 def terms(rhs_shape):
@@ -147,10 +153,12 @@ def strategy(lhs, rhs_shape, attrs):
     """ "im2col" (a gather into columns, then the tiled matmul) where its views fit the kernels and a group
     has at least ``MIN_IM2COL_CHANNELS`` output channels; "im2col over a dense copy" where the input's own
     view does not merge but a dense one would (a transposed input); else "direct" (one invocation an
-    output). The rule measured on lavapipe: docs/kernels.md, "Convolution"."""
+    output). The rule measured on lavapipe and SwiftShader: docs/kernels.md, "Convolution"."""
     per_group = rhs_shape[0] // max(attrs["feature_groups"], attrs["batch_groups"])
     direct_runs = len(lhs.shape) - 2 <= MAX_SPATIAL and terms(rhs_shape) <= MAX_TERMS
-    if per_group < MIN_IM2COL_CHANNELS and direct_runs:
+    if FORCED_PATH == "direct" and direct_runs:
+        return "direct"
+    if per_group < MIN_IM2COL_CHANNELS and direct_runs and FORCED_PATH != "im2col":
         return "direct"
     if im2col_fits(lhs, rhs_shape, attrs):
         return "im2col"
