@@ -98,6 +98,30 @@ class Layout:
         self._runs[cache_key] = runs
         return runs
 
+    def lying_end_to_end(self, arrays):
+        """A read-only flat array of this layout viewing ``arrays`` (parameter index -> array) where they
+        already lie end to end in one block of memory in this layout's order, as the gradients of a
+        prepared backward do; None where they do not (then ``gather`` copies them)."""
+        owner = start = None
+        itemsize = self.dtype.itemsize
+        for index, offset in zip(self.indices, self.offsets):
+            array = arrays.get(index)
+            if array is None or array.dtype != self.dtype or not array.flags.c_contiguous:
+                return None
+            root = array if array.base is None else array.base  # numpy's base is the array that owns the memory
+            if not isinstance(root, np.ndarray) or not root.flags.c_contiguous:
+                return None
+            address = array.__array_interface__["data"][0] - offset * itemsize
+            if owner is None:
+                owner, start = root, address
+            elif root is not owner or address != start:
+                return None
+        if owner is None:
+            return None
+        flat = np.ndarray((self.size,), self.dtype, owner, start - owner.__array_interface__["data"][0])
+        flat.flags.writeable = False
+        return flat
+
     def views(self, flat):
         """Parameter index -> a read-only view of its part of ``flat``, in its shape."""
         return {
@@ -131,9 +155,9 @@ class OptimizerState:
     frozen dataclasses holding read-only arrays (views of the state's flat arrays).
     """
 
-    __slots__ = ("optimizer", "network", "steps", "_slots", "_keys", "_flats", "_table", "_donated")
+    __slots__ = ("optimizer", "network", "steps", "_slots", "_keys", "_flats", "_table", "_donated", "_recycle")
 
-    def __init__(self, optimizer, network, steps, slots=None, keys=None, flats=None, table=None):
+    def __init__(self, optimizer, network, steps, slots=None, keys=None, flats=None, table=None, recycle=None):
         object.__setattr__(self, "optimizer", optimizer)
         object.__setattr__(self, "network", network)
         object.__setattr__(self, "steps", steps)
@@ -147,6 +171,9 @@ class OptimizerState:
         # The parameters table the step that made this state returned: its slots view the flats' "param".
         object.__setattr__(self, "_table", table)
         object.__setattr__(self, "_donated", False)
+        # dtype -> the flat arrays of the state before this one (a step that was not donated keeps
+        # them): the next step writes into those its holder has let go of (``take_unheld``).
+        object.__setattr__(self, "_recycle", recycle or {})
 
     @property
     def slots(self):
@@ -176,6 +203,7 @@ class OptimizerState:
         """After a donated step: let go of every array, so that the state refuses to step or be read."""
         self._drop_views()
         object.__setattr__(self, "_flats", {})
+        object.__setattr__(self, "_recycle", {})
         object.__setattr__(self, "_table", None)
         object.__setattr__(self, "_donated", True)
 
@@ -218,3 +246,24 @@ def only_the_state_holds(arrays, name):
     memory that nobody can read any more.
     """
     return _references(arrays, name) <= _SOLE_REFERENCE
+
+
+def _local_references():
+    array = np.empty(1)
+    return sys.getrefcount(array)
+
+
+#: The count for an array that only one local variable refers to.
+_SOLE_LOCAL = _local_references()
+
+
+def take_unheld(pool, name, like):
+    """An array like ``like`` for a step to write: ``pool[name]`` (taken out of the pool) where nothing
+    else refers to it any more (an earlier state's memory that its holder has let go of: no table,
+    state, run or view of it is left), else a new one. So a loop that keeps only the latest table
+    and state writes into the same memory step after step, donated or not, and takes no new pages."""
+    array = pool.pop(name, None)
+    if array is not None and array.shape == like.shape and array.dtype == like.dtype:
+        if sys.getrefcount(array) <= _SOLE_LOCAL:
+            return array
+    return np.empty_like(like)

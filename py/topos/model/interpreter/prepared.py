@@ -22,11 +22,26 @@ A plan's first run needs none of this: ``PreparedOnSecondRun``
 prepares from the second run on, so that a one-off run pays no preparation.
 """
 
+import sys
+
 import numpy as np
 
 from ...errors import ShapeError, located
 from ...ops import lookup
 from .arena import ALIGNMENT, Arena
+
+#: How many kept blocks a plan keeps for later runs (two: a loop that holds one step's gradients
+#: while the next step runs still finds one free).
+KEPT_BLOCKS = 2
+
+
+def _local_references():
+    array = np.empty(1)
+    return sys.getrefcount(array)
+
+
+#: The reference count of an array that only one local variable refers to.
+_SOLE_LOCAL = _local_references()
 
 
 class PreparedPlan:
@@ -60,6 +75,7 @@ class PreparedPlan:
                 self.in_arena[index] = 1
             elif base is not None:
                 self._kept.append(index)
+        self._place_kept()
         self._parameters, self._inputs = [], []
         self._template = [None] * len(nodes)  # a run's values before it starts: leaves are there already
         self._static_views = []  # views of arena slots: made once per arena, as the slots are
@@ -85,15 +101,69 @@ class PreparedPlan:
                     step = view_step(primitive.forward, index, node.operands, node.attrs)
             else:
                 primitive = lookup(node.opcode)
-                if kind == "kept":
-                    step = fresh_step(primitive.forward_into, index, node.operands, node.attrs, node)
-                else:
-                    step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
+                # A kept value's buffer (a view of the run's kept block) is in place when the run starts.
+                step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
             if step is not None:
                 self._steps.append(step)
                 self._step_nodes.append(node)
             self._schedule.append((index, step, tuple(plan.release_after.get(index, ()))))
         self._pool.append(first)
+
+    def _place_kept(self):
+        """Where each kept value lies in a run's *kept block*: end to end, in the order of the plan's outputs.
+
+        The values a run hands back (its readables, its gradients) leave with the caller, so each
+        run writes them into a block of their own; laid end to end in the order of the outputs,
+        the gradients of a backward lie as an optimizer's flat layout wants them
+        (``Layout.lying_end_to_end``), which then reads them where they are.
+        """
+        plan, arena = self.plan, self.arena
+        order = [arena.base[index] for index in plan.outputs] + sorted(arena.base)
+        self._kept_slots = []  # (index, byte offset in the block, bytes, shape, dtype)
+        self._kept_bytes = 0
+        placed = set()
+        for index in order:
+            if index is None or index in placed or arena.outside.get(index) != "kept":
+                continue
+            placed.add(index)
+            node = plan.nodes[index]
+            dtype = np.dtype(node.dtype)
+            size = node.size * dtype.itemsize
+            self._kept_slots.append((index, self._kept_bytes, size, node.shape, dtype))
+            self._kept_bytes += size
+        self._kept_blocks = []  # blocks of earlier runs, taken again once nothing views them
+
+    def _take_kept_block(self):
+        """A block for a run's kept values: an earlier run's where nobody holds a value in it any more, else a new one.
+
+        A run's kept values are the caller's: a block is written again only when nothing refers to
+        it but this pool (every numpy view refers to the array that owns its memory), so nothing
+        anyone can read changes, and a loop that lets each step's gradients go writes into the
+        same memory every step instead of taking new pages.
+        """
+        blocks = self._kept_blocks
+        for _ in range(len(blocks)):
+            try:
+                raw = blocks.pop(0)
+            except IndexError:
+                break
+            if sys.getrefcount(raw) <= _SOLE_LOCAL:
+                return raw
+            if len(blocks) < KEPT_BLOCKS:
+                blocks.append(raw)  # still read by someone: perhaps free for a later run
+        return np.empty(self._kept_bytes + ALIGNMENT, dtype=np.uint8)
+
+    def _kept_values(self, values):
+        """Put a view of the kept block in each kept value's place; returns the block's owner."""
+        raw = self._take_kept_block()
+        start = -raw.__array_interface__["data"][0] % ALIGNMENT
+        for index, offset, size, shape, dtype in self._kept_slots:
+            values[index] = raw[start + offset : start + offset + size].view(dtype).reshape(shape)
+        return raw
+
+    def _give_back_kept_block(self, raw):
+        if len(self._kept_blocks) < KEPT_BLOCKS:
+            self._kept_blocks.append(raw)
 
     def _make_static_view(self, workspace, index, forward, operands, attrs):
         """Make a view once, into ``workspace``'s template, where it views what every run finds in place.
@@ -169,6 +239,7 @@ class PreparedPlan:
                 values[index] = parameter_slots.get(index, payload)
             for index, payload in self._inputs:
                 values[index] = feeds.get(index, payload)
+            raw = self._kept_values(values) if self._kept_slots else None
             with np.errstate(all="ignore"):
                 if count:
                     peak, peak_node = self._run_counting(values)
@@ -180,6 +251,8 @@ class PreparedPlan:
             raise
         if not hold:
             self.release(workspace)
+        if raw is not None:
+            self._give_back_kept_block(raw)
         for index in self._kept:
             value = values[index]
             if isinstance(value, np.ndarray):
@@ -246,16 +319,6 @@ def slot_step(forward_into, index, operands, attrs):
 
         def step(values):
             values[index] = forward_into([values[j] for j in operands], attrs, values[index])
-
-    return step
-
-
-def fresh_step(forward_into, index, operands, attrs, node):
-    """A kept node: its value goes to a new buffer each run, which the caller then holds."""
-    shape, dtype = node.shape, np.dtype(node.dtype)
-
-    def step(values):
-        values[index] = forward_into([values[j] for j in operands], attrs, np.empty(shape, dtype))
 
     return step
 
