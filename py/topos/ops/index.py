@@ -106,6 +106,30 @@ class Take(Primitive):
         return k.take(node, *views)
 
 
+#: Up to this many rows ``scatter_add_rows`` leaves to ``np.add.at``.
+SHORT_SCATTER = 32
+
+
+def scatter_add_rows(out, indices, rows):
+    """``np.add.at(out, indices, rows)`` for a zeroed ``out``, several times faster.
+
+    ``np.add.at`` adds one row at a time through a slow general path (60 us for the gallery
+    transformer's 256 token rows). Here the rows are sorted by index (stably: each index's rows
+    keep their order), each index's run is summed by ``np.add.reduceat`` (numpy's own summation
+    order: the result may differ from ``np.add.at``'s in the last bit, and is the same from run to
+    run), and each sum is written to its target once.
+    """
+    if indices.size <= SHORT_SCATTER:
+        np.add.at(out, indices, rows)  # a few rows: the sort costs more than it saves
+        return
+    order = np.argsort(indices, kind="stable")
+    ordered = indices[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    sums = np.add.reduceat(rows[order], starts, axis=0)
+    targets = ordered[starts]
+    out[targets] = out[targets] + sums  # each target once: a plain indexed write
+
+
 @register
 class ScatterAdd(Primitive):
     """The transpose of Take: sums rows of ``updates`` into ``extent`` slots along ``axis``.
@@ -154,10 +178,10 @@ class ScatterAdd(Primitive):
         check_indices(self, indices, [updates.shape, indices.shape], attrs)
         axis = attrs["axis"]
         out[...] = 0
-        # Move the scattered axis first so that np.add.at sums repeated indices.
+        # Move the scattered axis first, then add the updates of each index together.
         moved = np.moveaxis(out, axis, 0)
         flat_updates = updates.reshape(updates.shape[:axis] + (-1,) + updates.shape[axis + indices.ndim :])
-        np.add.at(moved, indices.reshape(-1), np.moveaxis(flat_updates, axis, 0))
+        scatter_add_rows(moved, indices.reshape(-1), np.moveaxis(flat_updates, axis, 0))
         return out
 
     def vjp(self, e, g, operands, out, attrs):

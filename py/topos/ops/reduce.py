@@ -1,5 +1,6 @@
 """Reductions over a set of axes, with or without keeping them as size 1."""
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,11 +63,23 @@ class Sum(Reduction):
 
     def forward(self, inputs, attrs):
         x = inputs[0]
+        shape = reduced_shape(x.shape, attrs["axes"], attrs["keepdims"])
+        if ones_product(x, attrs["axes"]) is not None:
+            return self.forward_into(inputs, attrs, np.empty(shape, x.dtype))
         # np.add.reduce is what np.sum calls for an array, without np.sum's Python wrapper (a hot path).
         return np.add.reduce(x, axis=attrs["axes"], dtype=x.dtype, keepdims=attrs["keepdims"])
 
     def forward_into(self, inputs, attrs, out):
         x = inputs[0]
+        product = ones_product(x, attrs["axes"])
+        if product is not None and out.flags.c_contiguous:
+            matrix, ones, along_rows = product
+            flat = out.reshape(-1)  # a view: the result's elements in order, whatever axes it keeps
+            if along_rows:
+                np.matmul(matrix, ones, out=flat)
+            else:
+                np.matmul(ones, matrix, out=flat)
+            return out
         return np.add.reduce(x, axis=attrs["axes"], dtype=x.dtype, keepdims=attrs["keepdims"], out=out)
 
     def vjp(self, e, g, operands, out, attrs):
@@ -74,6 +87,40 @@ class Sum(Reduction):
 
     def stablehlo(self, ctx, node):
         return ctx.reduce(node, "stablehlo.add", 0.0)
+
+
+#: The most terms a ``Sum`` adds as a product with a vector of ones (BLAS) rather than with numpy's
+#: reduction: numpy reduces short rows one at a time (16 us for a layer norm's 256 rows of 32 where
+#: the product takes 3), and a product of more terms than this would round more than numpy's
+#: pairwise sum does.
+ONES_TERMS = 1024
+
+_ONES = {}
+
+
+def ones_product(x, axes):
+    """``(matrix, ones, along_rows)`` where ``Sum`` over ``axes`` is a product of ``x`` seen as a matrix
+    with a vector of ones (``axes`` the trailing axes: ``matrix @ ones``; the leading ones: ``ones @ matrix``),
+    of float32 or float64, C-contiguous, 2 to ``ONES_TERMS`` terms a sum; None otherwise."""
+    if x.dtype.kind != "f" or x.dtype.itemsize < 4 or not x.flags.c_contiguous or not axes or x.size == 0:
+        return None
+    count = len(axes)
+    if axes == tuple(range(x.ndim - count, x.ndim)):
+        terms, along_rows = math.prod(x.shape[x.ndim - count :]), True
+    elif axes == tuple(range(count)):
+        terms, along_rows = math.prod(x.shape[:count]), False
+    else:
+        return None
+    if not 1 < terms <= ONES_TERMS:
+        return None
+    key = (terms, x.dtype)
+    ones = _ONES.get(key)
+    if ones is None:
+        ones = np.ones(terms, x.dtype)
+        ones.flags.writeable = False
+        ones = _ONES.setdefault(key, ones)
+    matrix = x.reshape(-1, terms) if along_rows else x.reshape(terms, -1)
+    return matrix, ones, along_rows
 
 
 #: Last axes up to this length take ``Max``'s moved-axis path.
