@@ -28,6 +28,7 @@ import numpy as np
 
 from ...errors import ShapeError, located
 from ...ops import lookup
+from ...ops.elementwise import TableRow
 from .arena import ALIGNMENT, Arena
 
 #: How many kept blocks a plan keeps for later runs (two: a loop that holds one step's gradients
@@ -102,7 +103,11 @@ class PreparedPlan:
             else:
                 primitive = lookup(node.opcode)
                 # A kept value's buffer (a view of the run's kept block) is in place when the run starts.
-                step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
+                ufunc = table_ufunc(primitive)
+                if ufunc is not None:
+                    step = ufunc_step(ufunc, index, node.operands)
+                else:
+                    step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
             if step is not None:
                 self._steps.append(step)
                 self._step_nodes.append(node)
@@ -319,6 +324,36 @@ def slot_step(forward_into, index, operands, attrs):
 
         def step(values):
             values[index] = forward_into([values[j] for j in operands], attrs, values[index])
+
+    return step
+
+
+def table_ufunc(primitive):
+    """The numpy ufunc that a table row's ``forward_into`` calls with ``out=`` (``topos.ops.elementwise``), or None."""
+    function = getattr(primitive, "numpy_function", None)
+    if isinstance(function, np.ufunc) and type(primitive).forward_into is TableRow.forward_into:
+        return function
+    return None
+
+
+def ufunc_step(ufunc, index, operands):
+    """A table row's node: its ufunc called straight into the value's place (its slot, or its kept buffer)."""
+    if len(operands) == 1:
+        (a,) = operands
+
+        def step(values):
+            ufunc(values[a], out=values[index])
+
+    elif len(operands) == 2:
+        a, b = operands
+
+        def step(values):
+            ufunc(values[a], values[b], out=values[index])
+
+    else:
+
+        def step(values):
+            ufunc(*[values[j] for j in operands], out=values[index])
 
     return step
 
