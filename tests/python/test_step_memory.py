@@ -92,10 +92,15 @@ def test_tables_and_states_someone_holds_are_never_written():
     assert np.array_equal(tensor, snapshot[network.index_of(network.parameter_symbols()[0])])
 
 
-def test_gradients_read_where_they_lie_give_the_gathered_bits():
+def test_gradients_read_where_they_lie_give_the_gathered_bits(monkeypatch):
+    monkeypatch.setattr(optim, "IN_PLACE_ELEMENTS", 0)  # read in place however small the parameters
+    read = []
+    lying_end_to_end = optim.Layout.lying_end_to_end
+    monkeypatch.setattr(optim.Layout, "lying_end_to_end", lambda *a: read.append(lying_end_to_end(*a)) or read[-1])
     network, loss = mlp()
     optimizer = optim.Adam(lr=0.01)
     in_place, _, _ = train(network, loss, optimizer, 5)
+    assert sum(flat is not None for flat in read) == 4  # every step but the first (a plain backward)
     gathered, _, _ = train(network, loss, optimizer, 5, copy_gradients=True)
     assert all(np.array_equal(in_place.slots[i], gathered.slots[i]) for i in in_place.slots)
 

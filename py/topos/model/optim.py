@@ -78,6 +78,10 @@ __all__ = [
 #: runs cost more in calls, longer ones (512 KB: four megabytes of arrays) in cache misses.
 CHUNK_BYTES = 128 * 1024
 
+#: The gradients are read where they lie (``Layout.lying_end_to_end``) when the parameters hold this many
+#: elements each on average: the check costs about 3 us a parameter, the copy it spares 0.5 ns an element.
+IN_PLACE_ELEMENTS = 8192
+
 #: The step's own small arrays: the gathered gradient of a run and two scratch runs.
 SCRATCH = ("grad", "scratch", "work")
 
@@ -205,7 +209,10 @@ class Optimizer:
         length = min(max(CHUNK_BYTES // layout.dtype.itemsize, 1), layout.size)
         own = kept if donate else pool
         grad, scratch, work = (take_unheld(own, name, np.empty(length, layout.dtype)) for name in SCRATCH)
-        whole = layout.lying_end_to_end(gradients.slots)
+        # Finding out costs a few microseconds a parameter: worth it where copying them costs more.
+        whole = (
+            layout.lying_end_to_end(gradients.slots) if layout.size >= IN_PLACE_ELEMENTS * len(layout.sizes) else None
+        )
         flattened = {index: np.ravel(gradients.slots[index]) for index in layout.indices if keys[index] is not None}
         offsets = dict(zip(layout.indices, layout.offsets))
         moments = [name for name in inputs if name != "param"]
