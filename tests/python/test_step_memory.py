@@ -164,10 +164,25 @@ def test_sum_as_a_product_with_ones_matches_numpys_sum(dtype, shape, axes, keepd
     np.testing.assert_allclose(primitive.forward([transposed], attrs), expected, rtol=tolerance, atol=tolerance * 10)
 
 
-@pytest.mark.parametrize("rows, extent", [(256, 40), (16, 16), (1000, 3), (64, 1)])
-def test_scatter_add_sums_repeated_indices_as_np_add_at_does(rows, extent):
+@pytest.mark.parametrize(
+    "rows, extent, special",
+    [
+        (256, 40, None),
+        (16, 16, None),
+        (1000, 3, None),
+        (64, 1, None),
+        (2000, 1000, None),
+        (256, 40, np.nan),
+        (256, 40, np.inf),
+    ],
+)
+def test_scatter_add_sums_repeated_indices_as_np_add_at_does(rows, extent, special):
+    # A product with a one-hot matrix (small, finite), the sorted sums (a large one-hot matrix, or a
+    # NaN or infinity, which the product would spread to every index), np.add.at (a few rows).
     rng = np.random.default_rng(1)
     updates = rng.normal(size=(rows, 5))
+    if special is not None:
+        updates[7, 2] = special
     indices = rng.integers(0, extent, size=rows).astype(np.int32)
     expected = np.zeros((extent, 5))
     np.add.at(expected, indices, updates)
