@@ -9,9 +9,14 @@ view of every slot made once; a finished run hands it back to the prepared
 plan's pool, and the next run takes it again, so a training loop allocates
 almost nothing per step. Two runs at once (two threads) take two arenas.
 
-Values that leave the run are never written by the next one. A kept value
-(a readable, a gradient) is written into a buffer of its own, made for that
-run, which the caller then holds; the arena holds only what the run alone
+Values that leave the run are never written by the next one while anyone
+holds them. The kept values (the readables, the gradients) are written into a
+*kept block* of their own, end to end in the order of the plan's outputs, which
+the caller then holds; a later run takes that block again only once nothing
+refers to it any more (so a training loop that lets each step's gradients go
+writes them into the same memory every step), and the gradients of a backward
+lie in it as an optimizer's flat layout wants them (``Layout.lying_end_to_end``
+in ``topos.model.optim_state``). The arena holds only what the run alone
 reads. With ``keep_inside=True`` (``Network.forward``, whose ``Run`` may read
 any value later) kept values live in the arena too: the run then holds its
 arena and gives it back with ``release``, which the ``Run`` calls when it is
