@@ -38,6 +38,12 @@ parameters go to the memory of the table before it, once that one is gone; the
 moments are updated where they lie. A loop that keeps only the latest table and
 state (and runs) allocates nothing per step, and gets the same bits as without
 donation.
+
+Without donation the step writes into the memory of the state before the one it
+is given (the new state keeps those arrays, ``take_unheld``), once nothing refers
+to it any more: a loop that keeps only the latest table and state takes no new
+memory either. The gradients of a prepared backward lie end to end in the
+layout's order, and a step over large parameters reads them there.
 """
 
 import math
@@ -432,13 +438,14 @@ class _AdamBase(Optimizer):
         bias_correction1 = 1.0 - beta1**step
         bias_correction2 = 1.0 - beta2**step
         step_size = self.lr / bias_correction1
-        # denominator = sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps
+        # PyTorch's param - step_size * exp_avg / (sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps), with
+        # sqrt(bias_correction2) moved onto the scalars (one pass fewer; the same to rounding):
+        # param + (-step_size * root) * (exp_avg / (sqrt(exp_avg_sq) + eps * root)). The gradient is no longer read.
+        root = math.sqrt(bias_correction2)
         denominator = np.sqrt(exp_avg_sq, out=scratch)
-        np.divide(denominator, _scalar(math.sqrt(bias_correction2), dtype), out=denominator)
-        np.add(denominator, _scalar(self.eps, dtype), out=denominator)
-        # new_param = param + (-step_size) * exp_avg / denominator (the gradient is no longer read)
-        update = np.multiply(_scalar(-step_size, dtype), exp_avg, out=work)
-        np.divide(update, denominator, out=update)
+        np.add(denominator, _scalar(self.eps * root, dtype), out=denominator)
+        update = np.divide(exp_avg, denominator, out=work)
+        np.multiply(update, _scalar(-step_size * root, dtype), out=update)
         np.add(param, update, out=outputs["param"])
 
 
