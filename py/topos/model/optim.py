@@ -219,7 +219,8 @@ class Optimizer:
         whole = (
             layout.lying_end_to_end(gradients.slots) if layout.size >= IN_PLACE_ELEMENTS * len(layout.sizes) else None
         )
-        flattened = {index: np.ravel(gradients.slots[index]) for index in layout.indices if keys[index] is not None}
+        if whole is None:
+            flattened = {index: np.ravel(gradients.slots[index]) for index in layout.indices if keys[index] is not None}
         offsets = dict(zip(layout.indices, layout.offsets))
         moments = [name for name in inputs if name != "param"]
         for start, stop, key, pieces in layout.runs(keys, length):

@@ -18,7 +18,6 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import ArgumentError, FeedError
-from ..tensor import frozen
 from ..text import plural
 from .nodes import describe_node
 
@@ -71,22 +70,30 @@ class Layout:
         elements; a piece ``(index, low, high)`` says that elements low..high of that
         parameter (flattened) lie in the run.
         """
-        cache_key = (tuple(keys[index] for index in self.indices), length)
+        values = [keys[index] for index in self.indices]
+        # Which parameters share a key, not the keys themselves (Adam's step counts change every step):
+        # each parameter's group is the position of the first parameter with its key.
+        first = {}
+        pattern = tuple(None if key is None else first.setdefault(key, position) for position, key in enumerate(values))
+        cache_key = (pattern, length)
         runs = self._runs.get(cache_key)
-        if runs is not None:
-            return runs
-        stretches = []  # [key, start, stop, [(index, offset, size)]]
-        for index, offset, size in zip(self.indices, self.offsets, self.sizes):
-            key = keys[index]
-            if key is None or size == 0:
+        if runs is None:
+            runs = self._runs[cache_key] = self._cut(pattern, length)
+        return [(start, stop, values[group], pieces) for start, stop, group, pieces in runs]
+
+    def _cut(self, pattern, length):
+        """``runs`` for parameters grouped by ``pattern``, with each run's group in place of its key."""
+        stretches = []  # [group, start, stop, [(index, offset, size)]]
+        for index, offset, size, group in zip(self.indices, self.offsets, self.sizes, pattern):
+            if group is None or size == 0:
                 continue
-            if stretches and stretches[-1][0] == key and stretches[-1][2] == offset:
+            if stretches and stretches[-1][0] == group and stretches[-1][2] == offset:
                 stretches[-1][2] = offset + size
                 stretches[-1][3].append((index, offset, size))
             else:
-                stretches.append([key, offset, offset + size, [(index, offset, size)]])
+                stretches.append([group, offset, offset + size, [(index, offset, size)]])
         runs = []
-        for key, first, last, members in stretches:
+        for group, first, last, members in stretches:
             for start in range(first, last, length):
                 stop = min(start + length, last)
                 pieces = [
@@ -94,8 +101,7 @@ class Layout:
                     for index, offset, size in members
                     if offset < stop and start < offset + size
                 ]
-                runs.append((start, stop, key, pieces))
-        self._runs[cache_key] = runs
+                runs.append((start, stop, group, pieces))
         return runs
 
     def lying_end_to_end(self, arrays):
@@ -124,8 +130,12 @@ class Layout:
 
     def views(self, flat):
         """Parameter index -> a read-only view of its part of ``flat``, in its shape."""
+        readable = flat
+        if flat.flags.writeable:  # one read-only view, whose slices are read-only too
+            readable = flat.view()
+            readable.flags.writeable = False
         return {
-            index: frozen(flat[offset : offset + size].reshape(shape))
+            index: readable[offset : offset + size].reshape(shape)
             for index, offset, size, shape in zip(self.indices, self.offsets, self.sizes, self.shapes)
         }
 
