@@ -96,31 +96,52 @@ class Sum(Reduction):
 ONES_TERMS = 1024
 
 _ONES = {}
+_PRODUCTS = {}
 
 
 def ones_product(x, axes):
     """``(matrix, ones, along_rows)`` where ``Sum`` over ``axes`` is a product of ``x`` seen as a matrix
     with a vector of ones (``axes`` the trailing axes: ``matrix @ ones``; the leading ones: ``ones @ matrix``),
     of float32 or float64, C-contiguous, 2 to ``ONES_TERMS`` terms a sum; None otherwise."""
-    if x.dtype.kind != "f" or x.dtype.itemsize < 4 or not x.flags.c_contiguous or not axes or x.size == 0:
+    if not x.flags.c_contiguous:
         return None
-    count = len(axes)
-    if axes == tuple(range(x.ndim - count, x.ndim)):
-        terms, along_rows = math.prod(x.shape[x.ndim - count :]), True
+    key = (x.shape, axes, x.dtype)
+    product = _PRODUCTS.get(key, False)
+    if product is False:  # worked out once for each shape, axes and dtype
+        product = _PRODUCTS.setdefault(key, _product_for(x.shape, axes, x.dtype))
+    if product is None:
+        return None
+    terms, along_rows, ones = product
+    matrix = x.reshape(-1, terms) if along_rows else x.reshape(terms, -1)
+    return matrix, ones, along_rows
+
+
+def _product_for(shape, axes, dtype):
+    """``(terms, along_rows, ones)`` for ``ones_product``, or None where a Sum over ``axes`` is not one."""
+    size = math.prod(shape)
+    if dtype.kind != "f" or dtype.itemsize < 4 or not axes or size == 0:
+        return None
+    count, rank = len(axes), len(shape)
+    if axes == tuple(range(rank - count, rank)):
+        terms, along_rows = math.prod(shape[rank - count :]), True
     elif axes == tuple(range(count)):
-        terms, along_rows = math.prod(x.shape[:count]), False
+        terms, along_rows = math.prod(shape[:count]), False
     else:
         return None
     if not 1 < terms <= ONES_TERMS:
         return None
-    key = (terms, x.dtype)
+    return terms, along_rows, ones_of(terms, dtype)
+
+
+def ones_of(count, dtype):
+    """A read-only vector of ``count`` ones of ``dtype``, made once."""
+    key = (count, np.dtype(dtype))
     ones = _ONES.get(key)
     if ones is None:
-        ones = np.ones(terms, x.dtype)
+        ones = np.ones(count, dtype)
         ones.flags.writeable = False
         ones = _ONES.setdefault(key, ones)
-    matrix = x.reshape(-1, terms) if along_rows else x.reshape(terms, -1)
-    return matrix, ones, along_rows
+    return ones
 
 
 #: Last axes up to this length take ``Max``'s moved-axis path.
