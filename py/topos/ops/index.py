@@ -199,9 +199,11 @@ class ScatterAdd(Primitive):
         axis = attrs["axis"]
         out[...] = 0
         # Move the scattered axis first, then add the updates of each index together.
-        moved = np.moveaxis(out, axis, 0)
         flat_updates = updates.reshape(updates.shape[:axis] + (-1,) + updates.shape[axis + indices.ndim :])
-        scatter_add_rows(moved, indices.reshape(-1), np.moveaxis(flat_updates, axis, 0))
+        if axis == 0:  # already first (np.moveaxis costs 8 us in Python)
+            scatter_add_rows(out, indices.reshape(-1), flat_updates)
+        else:
+            scatter_add_rows(np.moveaxis(out, axis, 0), indices.reshape(-1), np.moveaxis(flat_updates, axis, 0))
         return out
 
     def vjp(self, e, g, operands, out, attrs):
