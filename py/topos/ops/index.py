@@ -25,7 +25,10 @@ def check_indices(primitive, indices, shapes, attrs):
     those would give a wrong value without a word. PyTorch refuses them too.
     """
     extent, what = primitive.index_range(shapes, attrs)
-    if indices.size == 0 or (indices.min() >= 0 and indices.max() < extent):
+    # np.minimum.reduce rather than indices.min(): the same answer without numpy's Python wrapper.
+    if indices.size == 0 or (
+        np.minimum.reduce(indices, axis=None) >= 0 and np.maximum.reduce(indices, axis=None) < extent
+    ):
         return
     opcode = primitive.name
     outside = (indices < 0) | (indices >= extent)

@@ -65,7 +65,8 @@ class Reshape(Primitive):
         return Meta(shape, metas[0].dtype)
 
     def forward(self, inputs, attrs):
-        return np.reshape(inputs[0], attrs["shape"])
+        x = inputs[0]
+        return x.reshape(attrs["shape"]) if isinstance(x, np.ndarray) else np.reshape(x, attrs["shape"])
 
     def vjp(self, e, g, operands, out, attrs):
         return [e.reshape(g, e.shape(operands[0]))]
