@@ -139,8 +139,11 @@ class PreparedPlan:
             node = plan.nodes[index]
             dtype = np.dtype(node.dtype)
             size = node.size * dtype.itemsize
-            self._kept_slots.append((index, self._kept_bytes, size, node.shape, dtype))
-            self._kept_bytes += size
+            # Each at its dtype's natural alignment (numpy's aligned loops and BLAS take it; values of
+            # one dtype meet it without a gap, so gradients lie end to end).
+            offset = -(-self._kept_bytes // dtype.alignment) * dtype.alignment
+            self._kept_slots.append((index, offset, size, node.shape, dtype))
+            self._kept_bytes = offset + size
         self._kept_blocks = []  # blocks of earlier runs, taken again once nothing views them
 
     def _take_kept_block(self):
