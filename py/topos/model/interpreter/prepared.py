@@ -104,7 +104,8 @@ class PreparedPlan:
             elif kind == "view":
                 primitive = lookup(node.opcode)
                 if not self._make_static_view(first, index, primitive.forward, node.operands, node.attrs):
-                    step = view_step(primitive.forward, index, node.operands, node.attrs)
+                    computed = all(not nodes[j].is_source for j in node.operands)
+                    step = view_step(primitive.forward, index, node.operands, node.attrs, remember=computed)
             else:
                 primitive = lookup(node.opcode)
                 # A kept value's buffer (a view of the run's kept block) is in place when the run starts.
@@ -366,9 +367,29 @@ def ufunc_step(ufunc, index, operands):
     return step
 
 
-def view_step(forward, index, operands, attrs):
-    """A node whose forward is a view of its operand: nothing is written."""
-    if len(operands) == 1:
+def view_step(forward, index, operands, attrs, remember=False):
+    """A node whose forward is a view of its operand: nothing is written.
+
+    ``remember``: the operand is a computed value (not a parameter or an input, which are new arrays
+    each run), such as a forward value a backward reads from the forward's arena, the same array
+    run after run: the view made from it is kept and handed out again while the operand is the
+    same array, unless numpy had to copy (a reshape of a transposed value), whose copy would go stale.
+    """
+    if len(operands) == 1 and remember:
+        (a,) = operands
+        memo = [None]  # (operand, its view): one tuple, replaced whole, so threads read a matching pair
+
+        def step(values):
+            x = values[a]
+            known = memo[0]
+            if known is not None and known[0] is x:
+                values[index] = known[1]
+                return
+            view = values[index] = forward([x], attrs)
+            if isinstance(view, np.ndarray) and np.may_share_memory(view, x):
+                memo[0] = (x, view)
+
+    elif len(operands) == 1:
         (a,) = operands
 
         def step(values):
