@@ -16,44 +16,6 @@ GELU_C = math.sqrt(2.0 / math.pi)
 GELU_K = 0.044715
 
 
-def gelu_run(x, out):
-    """GELU of ``x`` into ``out``: half * x * (one + tanh(c * (x + k * x * x * x))), each step in the
-    order of that expression, the last as (half * (one + t)) * x (half a power of two: the same
-    product), all in place in ``out``: no array a step, no scratch."""
-    number = x.dtype.type
-    np.multiply(number(GELU_K), x, out=out)
-    out *= x
-    out *= x
-    np.add(x, out, out=out)
-    out *= number(GELU_C)
-    np.tanh(out, out=out)
-    out += number(1.0)
-    out *= number(0.5)
-    out *= x
-    return out
-
-
-def gelu_grad_run(g, x, out, t, spare):
-    """``g * gelu'(x)`` into ``out`` as 0.5 (1 + t) (1 + x (1 - t) (c + 3ck x^2)) g, t = tanh(c (x + k x^3));
-    ``t`` and ``spare`` are scratch arrays of ``x``'s shape."""
-    number = x.dtype.type
-    x2 = np.multiply(x, x, out=out)
-    np.multiply(x2, number(GELU_C * GELU_K), out=t)
-    t += number(GELU_C)
-    t *= x
-    np.tanh(t, out=t)  # t = tanh(c (x + k x^3))
-    slope = np.multiply(x2, number(3.0 * GELU_C * GELU_K), out=out)
-    slope += number(GELU_C)
-    slope *= x  # x (c + 3ck x^2)
-    slope *= np.subtract(number(1.0), t, out=spare)
-    slope += number(1.0)
-    t += number(1.0)
-    slope *= t
-    slope *= g
-    slope *= number(0.5)
-    return slope
-
-
 @register
 class Gelu(Unary):
     """GELU in its tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))."""
@@ -66,7 +28,23 @@ class Gelu(Unary):
         return self.forward_into(inputs, attrs, np.empty(inputs[0].shape, inputs[0].dtype))
 
     def forward_into(self, inputs, attrs, out):
-        return gelu_run(inputs[0], out)
+        # half * x * (one + tanh(c * (x + k * x * x * x))), each step in the same order as that
+        # expression, written into one scratch array and ``out``: the same bits, no array a step.
+        x = inputs[0]
+        c = x.dtype.type(GELU_C)
+        k = x.dtype.type(GELU_K)
+        half = x.dtype.type(0.5)
+        one = x.dtype.type(1.0)
+        inner = np.multiply(k, x, out=np.empty(x.shape, x.dtype))  # an array even for rank 0
+        inner *= x
+        inner *= x
+        np.add(x, inner, out=inner)
+        np.multiply(c, inner, out=inner)
+        np.tanh(inner, out=inner)
+        np.add(one, inner, out=inner)
+        np.multiply(half, x, out=out)
+        out *= inner
+        return out
 
     def vjp(self, e, g, operands, out, attrs):
         return [e.apply("GeluGrad", [g, operands[0]])]
@@ -115,7 +93,22 @@ class GeluGrad(Primitive):
 
     def forward_into(self, inputs, attrs, out):
         g, x = inputs
-        return gelu_grad_run(g, x, out, np.empty(x.shape, x.dtype), np.empty(x.shape, x.dtype))
+        number = x.dtype.type
+        x2 = np.multiply(x, x, out=out)
+        t = np.multiply(x2, number(GELU_C * GELU_K), out=np.empty(x.shape, x.dtype))
+        t += number(GELU_C)
+        t *= x
+        np.tanh(t, out=t)  # t = tanh(c (x + k x^3))
+        slope = np.multiply(x2, number(3.0 * GELU_C * GELU_K), out=out)
+        slope += number(GELU_C)
+        slope *= x  # x (c + 3ck x^2)
+        slope *= np.subtract(number(1.0), t)
+        slope += number(1.0)
+        t += number(1.0)
+        slope *= t
+        slope *= g
+        slope *= number(0.5)
+        return slope
 
     def vjp(self, e, g, operands, out, attrs):
         # d/dg = gelu'(x); d/dx = g gelu''(x), with gelu''(x) = (1 - t^2) (u' - x t u'^2 + 3ck x^2),
