@@ -19,6 +19,7 @@ numpy's loops, so the overhead's share is an upper bound.
     .venv/bin/python tests/bench/train_step.py --embeds 64 --context 32     # other sizes
     .venv/bin/python tests/bench/train_step.py --profile 50 --detail        # and cProfile's tables
     .venv/bin/python tests/bench/train_step.py --keep-freed-memory
+    .venv/bin/python tests/bench/train_step.py --no-donate                  # the step that keeps its state
     .venv/bin/python tests/bench/train_step.py --xla                        # and the one-program step on XLA
                                                                             # and JAX jit of the same model
 
@@ -29,6 +30,12 @@ the same model written in plain JAX (``jax_transformer.py``), its whole step
 same initial weights (by name) and with the same Adam. Both run on XLA's CPU
 runtime on one thread. Before any step is timed the bench asserts that JAX's
 loss and gradients on the first batch equal topos's (within float32 rounding).
+
+topos's Adam step is given the state before it (``donate=True``), as the
+example's ``HostTrainer`` does: the loop keeps only the latest state, as a
+PyTorch loop keeps only its optimizer's, whose step updates the moments in place.
+``--no-donate`` measures the step that leaves the state it is given as it was (it
+writes into the memory of the state before last once nothing holds that).
 
 A network prepares its forward and backward plans on their second run
 (``topos.model.interpreter``): values go into an arena allocated once and
@@ -84,6 +91,12 @@ example = load_example()
 
 
 class ToposTrainer:
+    """The example's training loop (its ``HostTrainer``): forward, backward and an Adam step that is
+    given the previous state (``donate=True``, as the loop keeps only the latest; ``--no-donate``
+    measures the step that keeps it)."""
+
+    donate = True
+
     def __init__(self, config, learning_rate):
         self.network, (self.tokens, self.targets, _, self.loss) = Tape.record(
             lambda tape: example.build(tape, config), dtype="float32"
@@ -98,7 +111,7 @@ class ToposTrainer:
     def step(self, tokens, targets):
         run = self.network.forward(self.parameters, {self.tokens: tokens, self.targets: targets})
         gradients = run.backward(self.loss).parameters(self.parameters)
-        self.parameters, self.state = self.optimizer.step(self.parameters, gradients, self.state)
+        self.parameters, self.state = self.optimizer.step(self.parameters, gradients, self.state, donate=self.donate)
         return run.of(self.loss).scalar()
 
 
@@ -268,7 +281,7 @@ def measure(config, arguments):
 
 #: How the profile's time is split: the first part of the path that names a function's file.
 SHARES = (
-    ("BLAS (matrix products)", ("topos/ops/linalg.py",)),
+    ("BLAS (matrix products)", ("topos/ops/linalg.py", "topos/ops/blas.py")),
     ("other numpy compute", ("topos/ops/", "method 'reduce' of", "method 'at' of", "method 'accumulate' of")),
     ("optimizer", ("topos/model/optim.py", "topos/model/optim_state.py")),
 )
@@ -312,10 +325,12 @@ def main():
     parser.add_argument("--detail", action="store_true", help="print cProfile's tables too")
     parser.add_argument("--xla", action="store_true", help="also the one-program step on XLA (topos-autodiff[xla])")
     parser.add_argument("--keep-freed-memory", action="store_true", help="glibc keeps freed memory (see above)")
+    parser.add_argument("--no-donate", action="store_true", help="topos's Adam step keeps the state it is given")
     for field in ("batch", "context", "heads", "layers"):
         parser.add_argument(f"--{field}", type=int, default=getattr(example.Config(), field))
     arguments = parser.parse_args()
     torch.set_num_threads(1)
+    ToposTrainer.donate = not arguments.no_donate
     if arguments.keep_freed_memory:
         keep_freed_memory()
 

@@ -18,7 +18,6 @@ from types import MappingProxyType
 import numpy as np
 
 from ..errors import ArgumentError, FeedError
-from ..tensor import frozen
 from ..text import plural
 from .nodes import describe_node
 
@@ -71,22 +70,30 @@ class Layout:
         elements; a piece ``(index, low, high)`` says that elements low..high of that
         parameter (flattened) lie in the run.
         """
-        cache_key = (tuple(keys[index] for index in self.indices), length)
+        values = [keys[index] for index in self.indices]
+        # Which parameters share a key, not the keys themselves (Adam's step counts change every step):
+        # each parameter's group is the position of the first parameter with its key.
+        first = {}
+        pattern = tuple(None if key is None else first.setdefault(key, position) for position, key in enumerate(values))
+        cache_key = (pattern, length)
         runs = self._runs.get(cache_key)
-        if runs is not None:
-            return runs
-        stretches = []  # [key, start, stop, [(index, offset, size)]]
-        for index, offset, size in zip(self.indices, self.offsets, self.sizes):
-            key = keys[index]
-            if key is None or size == 0:
+        if runs is None:
+            runs = self._runs[cache_key] = self._cut(pattern, length)
+        return [(start, stop, values[group], pieces) for start, stop, group, pieces in runs]
+
+    def _cut(self, pattern, length):
+        """``runs`` for parameters grouped by ``pattern``, with each run's group in place of its key."""
+        stretches = []  # [group, start, stop, [(index, offset, size)]]
+        for index, offset, size, group in zip(self.indices, self.offsets, self.sizes, pattern):
+            if group is None or size == 0:
                 continue
-            if stretches and stretches[-1][0] == key and stretches[-1][2] == offset:
+            if stretches and stretches[-1][0] == group and stretches[-1][2] == offset:
                 stretches[-1][2] = offset + size
                 stretches[-1][3].append((index, offset, size))
             else:
-                stretches.append([key, offset, offset + size, [(index, offset, size)]])
+                stretches.append([group, offset, offset + size, [(index, offset, size)]])
         runs = []
-        for key, first, last, members in stretches:
+        for group, first, last, members in stretches:
             for start in range(first, last, length):
                 stop = min(start + length, last)
                 pieces = [
@@ -94,14 +101,41 @@ class Layout:
                     for index, offset, size in members
                     if offset < stop and start < offset + size
                 ]
-                runs.append((start, stop, key, pieces))
-        self._runs[cache_key] = runs
+                runs.append((start, stop, group, pieces))
         return runs
+
+    def lying_end_to_end(self, arrays):
+        """A read-only flat array of this layout viewing ``arrays`` (parameter index -> array) where they
+        already lie end to end in one block of memory in this layout's order, as the gradients of a
+        prepared backward do; None where they do not (then ``gather`` copies them)."""
+        owner = start = None
+        itemsize = self.dtype.itemsize
+        for index, offset in zip(self.indices, self.offsets):
+            array = arrays.get(index)
+            if array is None or array.dtype != self.dtype or not array.flags.c_contiguous:
+                return None
+            root = array if array.base is None else array.base  # numpy's base is the array that owns the memory
+            if not isinstance(root, np.ndarray) or not root.flags.c_contiguous:
+                return None
+            address = array.__array_interface__["data"][0] - offset * itemsize
+            if owner is None:
+                owner, start = root, address
+            elif root is not owner or address != start:
+                return None
+        if owner is None:
+            return None
+        flat = np.ndarray((self.size,), self.dtype, owner, start - owner.__array_interface__["data"][0])
+        flat.flags.writeable = False
+        return flat
 
     def views(self, flat):
         """Parameter index -> a read-only view of its part of ``flat``, in its shape."""
+        readable = flat
+        if flat.flags.writeable:  # one read-only view, whose slices are read-only too
+            readable = flat.view()
+            readable.flags.writeable = False
         return {
-            index: frozen(flat[offset : offset + size].reshape(shape))
+            index: readable[offset : offset + size].reshape(shape)
             for index, offset, size, shape in zip(self.indices, self.offsets, self.sizes, self.shapes)
         }
 
@@ -131,9 +165,9 @@ class OptimizerState:
     frozen dataclasses holding read-only arrays (views of the state's flat arrays).
     """
 
-    __slots__ = ("optimizer", "network", "steps", "_slots", "_keys", "_flats", "_table", "_donated")
+    __slots__ = ("optimizer", "network", "steps", "_slots", "_keys", "_flats", "_table", "_donated", "_recycle")
 
-    def __init__(self, optimizer, network, steps, slots=None, keys=None, flats=None, table=None):
+    def __init__(self, optimizer, network, steps, slots=None, keys=None, flats=None, table=None, recycle=None):
         object.__setattr__(self, "optimizer", optimizer)
         object.__setattr__(self, "network", network)
         object.__setattr__(self, "steps", steps)
@@ -147,6 +181,9 @@ class OptimizerState:
         # The parameters table the step that made this state returned: its slots view the flats' "param".
         object.__setattr__(self, "_table", table)
         object.__setattr__(self, "_donated", False)
+        # dtype -> the flat arrays of the state before this one (a step that was not donated keeps
+        # them): the next step writes into those its holder has let go of (``take_unheld``).
+        object.__setattr__(self, "_recycle", recycle or {})
 
     @property
     def slots(self):
@@ -176,6 +213,7 @@ class OptimizerState:
         """After a donated step: let go of every array, so that the state refuses to step or be read."""
         self._drop_views()
         object.__setattr__(self, "_flats", {})
+        object.__setattr__(self, "_recycle", {})
         object.__setattr__(self, "_table", None)
         object.__setattr__(self, "_donated", True)
 
@@ -218,3 +256,24 @@ def only_the_state_holds(arrays, name):
     memory that nobody can read any more.
     """
     return _references(arrays, name) <= _SOLE_REFERENCE
+
+
+def _local_references():
+    array = np.empty(1)
+    return sys.getrefcount(array)
+
+
+#: The count for an array that only one local variable refers to.
+_SOLE_LOCAL = _local_references()
+
+
+def take_unheld(pool, name, like):
+    """An array like ``like`` for a step to write: ``pool[name]`` (taken out of the pool) where nothing
+    else refers to it any more (an earlier state's memory that its holder has let go of: no table,
+    state, run or view of it is left), else a new one. So a loop that keeps only the latest table
+    and state writes into the same memory step after step, donated or not, and takes no new pages."""
+    array = pool.pop(name, None)
+    if array is not None and array.shape == like.shape and array.dtype == like.dtype:
+        if sys.getrefcount(array) <= _SOLE_LOCAL:
+            return array
+    return np.empty_like(like)

@@ -106,6 +106,15 @@ def comparison(name, numpy, hlo, wgsl):
     return table_row(Comparison, name, numpy, hlo, wgsl)
 
 
+def compact(x):
+    """``x`` without the axes it is broadcast along (zero strides) kept as extent 1: the same values,
+    broadcast back by numpy wherever ``x`` would be (a causal mask broadcast over the heads is read
+    once, not once a head)."""
+    if not isinstance(x, np.ndarray) or 0 not in x.strides:
+        return x
+    return x[tuple(slice(0, 1) if stride == 0 else slice(None) for stride in x.strides)]
+
+
 # Unary -------------------------------------------------------------------
 
 
@@ -403,7 +412,7 @@ class Where(Primitive):
     def forward_into(self, inputs, attrs, out):
         c, a, b = inputs
         np.copyto(out, b)
-        np.copyto(out, a, where=c != 0)
+        np.copyto(out, a, where=compact(c) != 0)  # the mask broadcasts as the condition did
         return out
 
     def vjp(self, e, g, operands, out, attrs):

@@ -21,12 +21,13 @@ workgroup per row (``kernels/softmax.wgsl``, ``kernels/layer_norm.wgsl``).
 import numpy as np
 
 from ..text import format_shape
+from .reduce import ones_of
 from .registry import Meta, Primitive, register, require_float, same_shape
 
 
 def row_sums(a):
     """The sum of each row (the last axis) of ``a``, keeping that axis: shape ``[..., 1]``."""
-    return np.matmul(a, np.ones(a.shape[-1], dtype=a.dtype))[..., None]
+    return np.matmul(a, ones_of(a.shape[-1], a.dtype))[..., None]
 
 
 def fresh(like):

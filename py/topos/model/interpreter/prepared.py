@@ -9,9 +9,14 @@ view of every slot made once; a finished run hands it back to the prepared
 plan's pool, and the next run takes it again, so a training loop allocates
 almost nothing per step. Two runs at once (two threads) take two arenas.
 
-Values that leave the run are never written by the next one. A kept value
-(a readable, a gradient) is written into a buffer of its own, made for that
-run, which the caller then holds; the arena holds only what the run alone
+Values that leave the run are never written by the next one while anyone
+holds them. The kept values (the readables, the gradients) are written into a
+*kept block* of their own, end to end in the order of the plan's outputs, which
+the caller then holds; a later run takes that block again only once nothing
+refers to it any more (so a training loop that lets each step's gradients go
+writes them into the same memory every step), and the gradients of a backward
+lie in it as an optimizer's flat layout wants them (``Layout.lying_end_to_end``
+in ``topos.model.optim_state``). The arena holds only what the run alone
 reads. With ``keep_inside=True`` (``Network.forward``, whose ``Run`` may read
 any value later) kept values live in the arena too: the run then holds its
 arena and gives it back with ``release``, which the ``Run`` calls when it is
@@ -22,11 +27,27 @@ A plan's first run needs none of this: ``PreparedOnSecondRun``
 prepares from the second run on, so that a one-off run pays no preparation.
 """
 
+import sys
+
 import numpy as np
 
 from ...errors import ShapeError, located
 from ...ops import lookup
+from ...ops.elementwise import TableRow
 from .arena import ALIGNMENT, Arena
+
+#: How many kept blocks a plan keeps for later runs (two: a loop that holds one step's gradients
+#: while the next step runs still finds one free).
+KEPT_BLOCKS = 2
+
+
+def _local_references():
+    array = np.empty(1)
+    return sys.getrefcount(array)
+
+
+#: The reference count of an array that only one local variable refers to.
+_SOLE_LOCAL = _local_references()
 
 
 class PreparedPlan:
@@ -60,6 +81,7 @@ class PreparedPlan:
                 self.in_arena[index] = 1
             elif base is not None:
                 self._kept.append(index)
+        self._place_kept()
         self._parameters, self._inputs = [], []
         self._template = [None] * len(nodes)  # a run's values before it starts: leaves are there already
         self._static_views = []  # views of arena slots: made once per arena, as the slots are
@@ -82,11 +104,14 @@ class PreparedPlan:
             elif kind == "view":
                 primitive = lookup(node.opcode)
                 if not self._make_static_view(first, index, primitive.forward, node.operands, node.attrs):
-                    step = view_step(primitive.forward, index, node.operands, node.attrs)
+                    computed = all(not nodes[j].is_source for j in node.operands)
+                    step = view_step(primitive.forward, index, node.operands, node.attrs, remember=computed)
             else:
                 primitive = lookup(node.opcode)
-                if kind == "kept":
-                    step = fresh_step(primitive.forward_into, index, node.operands, node.attrs, node)
+                # A kept value's buffer (a view of the run's kept block) is in place when the run starts.
+                ufunc = table_ufunc(primitive)
+                if ufunc is not None:
+                    step = ufunc_step(ufunc, index, node.operands)
                 else:
                     step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
             if step is not None:
@@ -94,6 +119,65 @@ class PreparedPlan:
                 self._step_nodes.append(node)
             self._schedule.append((index, step, tuple(plan.release_after.get(index, ()))))
         self._pool.append(first)
+
+    def _place_kept(self):
+        """Where each kept value lies in a run's *kept block*: end to end, in the order of the plan's outputs.
+
+        The values a run hands back (its readables, its gradients) leave with the caller, so each
+        run writes them into a block of their own; laid end to end in the order of the outputs,
+        the gradients of a backward lie as an optimizer's flat layout wants them
+        (``Layout.lying_end_to_end``), which then reads them where they are.
+        """
+        plan, arena = self.plan, self.arena
+        order = [arena.base[index] for index in plan.outputs] + sorted(arena.base)
+        self._kept_slots = []  # (index, byte offset in the block, bytes, shape, dtype)
+        self._kept_bytes = 0
+        placed = set()
+        for index in order:
+            if index is None or index in placed or arena.outside.get(index) != "kept":
+                continue
+            placed.add(index)
+            node = plan.nodes[index]
+            dtype = np.dtype(node.dtype)
+            size = node.size * dtype.itemsize
+            # Each at its dtype's natural alignment (numpy's aligned loops and BLAS take it; values of
+            # one dtype meet it without a gap, so gradients lie end to end).
+            offset = -(-self._kept_bytes // dtype.alignment) * dtype.alignment
+            self._kept_slots.append((index, offset, size, node.shape, dtype))
+            self._kept_bytes = offset + size
+        self._kept_blocks = []  # blocks of earlier runs, taken again once nothing views them
+
+    def _take_kept_block(self):
+        """A block for a run's kept values: an earlier run's where nobody holds a value in it any more, else a new one.
+
+        A run's kept values are the caller's: a block is written again only when nothing refers to
+        it but this pool (every numpy view refers to the array that owns its memory), so nothing
+        anyone can read changes, and a loop that lets each step's gradients go writes into the
+        same memory every step instead of taking new pages.
+        """
+        blocks = self._kept_blocks
+        for _ in range(len(blocks)):
+            try:
+                raw = blocks.pop(0)
+            except IndexError:
+                break
+            if sys.getrefcount(raw) <= _SOLE_LOCAL:
+                return raw
+            if len(blocks) < KEPT_BLOCKS:
+                blocks.append(raw)  # still read by someone: perhaps free for a later run
+        return np.empty(self._kept_bytes + ALIGNMENT, dtype=np.uint8)
+
+    def _kept_values(self, values):
+        """Put a view of the kept block in each kept value's place; returns the block's owner."""
+        raw = self._take_kept_block()
+        start = -raw.__array_interface__["data"][0] % ALIGNMENT
+        for index, offset, size, shape, dtype in self._kept_slots:
+            values[index] = raw[start + offset : start + offset + size].view(dtype).reshape(shape)
+        return raw
+
+    def _give_back_kept_block(self, raw):
+        if len(self._kept_blocks) < KEPT_BLOCKS:
+            self._kept_blocks.append(raw)
 
     def _make_static_view(self, workspace, index, forward, operands, attrs):
         """Make a view once, into ``workspace``'s template, where it views what every run finds in place.
@@ -169,6 +253,7 @@ class PreparedPlan:
                 values[index] = parameter_slots.get(index, payload)
             for index, payload in self._inputs:
                 values[index] = feeds.get(index, payload)
+            raw = self._kept_values(values) if self._kept_slots else None
             with np.errstate(all="ignore"):
                 if count:
                     peak, peak_node = self._run_counting(values)
@@ -180,6 +265,8 @@ class PreparedPlan:
             raise
         if not hold:
             self.release(workspace)
+        if raw is not None:
+            self._give_back_kept_block(raw)
         for index in self._kept:
             value = values[index]
             if isinstance(value, np.ndarray):
@@ -250,19 +337,59 @@ def slot_step(forward_into, index, operands, attrs):
     return step
 
 
-def fresh_step(forward_into, index, operands, attrs, node):
-    """A kept node: its value goes to a new buffer each run, which the caller then holds."""
-    shape, dtype = node.shape, np.dtype(node.dtype)
+def table_ufunc(primitive):
+    """The numpy ufunc that a table row's ``forward_into`` calls with ``out=`` (``topos.ops.elementwise``), or None."""
+    function = getattr(primitive, "numpy_function", None)
+    if isinstance(function, np.ufunc) and type(primitive).forward_into is TableRow.forward_into:
+        return function
+    return None
 
-    def step(values):
-        values[index] = forward_into([values[j] for j in operands], attrs, np.empty(shape, dtype))
+
+def ufunc_step(ufunc, index, operands):
+    """A table row's node: its ufunc called straight into the value's place (its slot, or its kept buffer)."""
+    if len(operands) == 1:
+        (a,) = operands
+
+        def step(values):
+            ufunc(values[a], out=values[index])
+
+    elif len(operands) == 2:
+        a, b = operands
+
+        def step(values):
+            ufunc(values[a], values[b], out=values[index])
+
+    else:
+
+        def step(values):
+            ufunc(*[values[j] for j in operands], out=values[index])
 
     return step
 
 
-def view_step(forward, index, operands, attrs):
-    """A node whose forward is a view of its operand: nothing is written."""
-    if len(operands) == 1:
+def view_step(forward, index, operands, attrs, remember=False):
+    """A node whose forward is a view of its operand: nothing is written.
+
+    ``remember``: the operand is a computed value (not a parameter or an input, which are new arrays
+    each run), such as a forward value a backward reads from the forward's arena, the same array
+    run after run: the view made from it is kept and handed out again while the operand is the
+    same array, unless numpy had to copy (a reshape of a transposed value), whose copy would go stale.
+    """
+    if len(operands) == 1 and remember:
+        (a,) = operands
+        memo = [None]  # (operand, its view): one tuple, replaced whole, so threads read a matching pair
+
+        def step(values):
+            x = values[a]
+            known = memo[0]
+            if known is not None and known[0] is x:
+                values[index] = known[1]
+                return
+            view = values[index] = forward([x], attrs)
+            if isinstance(view, np.ndarray) and np.may_share_memory(view, x):
+                memo[0] = (x, view)
+
+    elif len(operands) == 1:
         (a,) = operands
 
         def step(values):
