@@ -206,7 +206,7 @@ fn power(base: f32, exponent: f32) -> f32 {
 // [-pi, pi] only, and lavapipe's lose every digit past |x| = 1e8. Past pi/4 the argument is reduced
 // exactly (Payne and Hanek): |x| 2/pi modulo 4, from the 96 bits of 2/pi that x's exponent picks,
 // multiplied in 16-bit limbs (WGSL has no 64-bit product), leaves a quadrant q and an angle y in
-// [-pi/4, pi/4], whose cos and sin the builtins give to the last bits; cos(x) and sin(x) are then
+// [-pi/4, pi/4], whose cos and sin two polynomials give (sin_quarter, cos_quarter); cos(x) and sin(x) are then
 // +-cos(y) or +-sin(y) by q. The words: 2/pi in binary after a zero word (fdlibm's table).
 var<private> two_over_pi: array<u32, 9> = array<u32, 9>(
     0u, 0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u, 0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
@@ -268,16 +268,28 @@ fn reduce_quarter_turns(magnitude: f32) -> Reduced {
     return Reduced(quadrant & 3u, fraction * 1.5707964);
 }
 
+// sin and cos on [-pi/4, pi/4] as polynomials (Cephes' sinf and cosf: within 1e-7 relative), not
+// the built-ins: WGSL lets sin and cos be off by 2^-11 absolute, and SwiftShader's are (2e-4 seen).
+fn sin_quarter(x: f32) -> f32 {
+    let z = x * x;
+    return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * x + x;
+}
+
+fn cos_quarter(x: f32) -> f32 {
+    let z = x * x;
+    return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+}
+
 fn precise_cos(x: f32) -> f32 {
     if (is_nan(x) || is_infinite(x)) {
         return not_a_number();
     }
     if (abs(x) < 0.7853982) {
-        return cos(x);
+        return cos_quarter(x);
     }
     let r = reduce_quarter_turns(abs(x));
-    let c = cos(r.angle);
-    let s = sin(r.angle);
+    let c = cos_quarter(r.angle);
+    let s = sin_quarter(r.angle);
     return select(select(select(s, -c, r.quadrant == 2u), -s, r.quadrant == 1u), c, r.quadrant == 0u);
 }
 
@@ -286,11 +298,11 @@ fn precise_sin(x: f32) -> f32 {
         return not_a_number();
     }
     if (abs(x) < 0.7853982) {
-        return sin(x);
+        return sin_quarter(x);
     }
     let r = reduce_quarter_turns(abs(x));
-    let c = cos(r.angle);
-    let s = sin(r.angle);
+    let c = cos_quarter(r.angle);
+    let s = sin_quarter(r.angle);
     let value = select(select(select(-c, -s, r.quadrant == 2u), c, r.quadrant == 1u), s, r.quadrant == 0u);
     return select(value, -value, x < 0.0);
 }

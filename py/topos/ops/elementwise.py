@@ -168,7 +168,8 @@ Tanh = unary("Tanh", numpy=np.tanh, hlo="stablehlo.tanh", wgsl="safe_tanh(x)", v
 
 
 # d cos(x) = -sin(x), d sin(x) = cos(x). WGSL promises its cos and sin to an absolute 2^-11 on
-# [-pi, pi] only: precise_cos and precise_sin (kernels/elementwise.wgsl) reduce any argument exactly.
+# [-pi, pi] only (SwiftShader's are 2e-4 off): precise_cos and precise_sin (kernels/elementwise.wgsl) reduce
+# any argument exactly, then evaluate polynomials on [-pi/4, pi/4].
 Cos = unary(
     "Cos",
     numpy=np.cos,
