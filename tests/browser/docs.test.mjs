@@ -62,6 +62,10 @@ describe("the docs", () => {
         })),
         static: [...document.querySelectorAll("pre.docs-static")].map((pre) => pre.textContent),
         pageLinks: [...document.querySelectorAll("main a[href]")].map((a) => a.getAttribute("href")).filter((href) => !/^[a-z]+:/.test(href)),
+        // A link within the page names a heading of the page.
+        missingAnchors: [...document.querySelectorAll("main a[href^='#']")]
+          .map((a) => a.getAttribute("href").slice(1))
+          .filter((id) => !document.getElementById(decodeURIComponent(id))),
         playground: document.querySelector("a.docs-playground").href,
         embeds: [...document.querySelectorAll("figure.docs-live[data-embed]")].map((figure) => new URL(figure.dataset.embed, location.href).href),
         withoutEmbed: [...document.querySelectorAll("figure.docs-live:not([data-embed])")].map((figure) => figure.dataset.block),
@@ -84,7 +88,9 @@ describe("the docs", () => {
       const fixed = built.parts.filter((part) => part.kind === "code" && !part.live).map((part) => part.code);
       assert.deepEqual(shown.static, fixed, `${entry.name}: the code shown as it is`);
       // Links between pages point at built pages; a link to a notebook (docs/notebooks.md) at the file the site serves.
+      assert.deepEqual(shown.missingAnchors, [], `${entry.name}: links to headings the page does not have`);
       for (const href of shown.pageLinks) {
+        if (href.startsWith("#")) continue; // checked above
         if (/^notebooks\/[\w-]+\.ipynb$/.test(href)) {
           const response = await fetch(new URL(href, docsUrl(entry.name)));
           assert.equal(response.status, 200, `${entry.name}: link ${href}`);
