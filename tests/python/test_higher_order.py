@@ -405,7 +405,9 @@ def test_grad_of_grad_runs_on_webgpu_as_numpy_does():
     plan = network.entry(readables).lower()
     parameters = network.parameters()
     numpy_outputs = plan.run(parameters).outputs()
-    device_outputs = plan.run(parameters, backend="webgpu").outputs()
+    run = plan.run(parameters, backend="webgpu")
+    assert set(run.backends.values()) == {"webgpu"}  # every node on the device, none handed back to numpy
+    device_outputs = run.outputs()
     assert_outputs_agree(numpy_outputs, device_outputs, "float32", "grad of grad on webgpu")
 
 
