@@ -364,6 +364,11 @@ def test_a_gradient_with_respect_to_an_input_and_unrelated_values():
         (here, "grad of sum 6 with respect to 'x', input 2, tanh 4"),
         (here, "grad of sum 6 with respect to 'x'"),
     }
+    # The spec names it at the end of each of their rows, and of no other row.
+    rows = network.describe().splitlines()[:-1]
+    marked = [row for row in rows if row.endswith("]") and "[grad of sum 6 with respect to" in row]
+    assert len(marked) == len(rows) - (detach(y).index + 1)
+    assert "Mul" in marked[0] or "Leaf" in marked[0]
 
 
 # Every reading runs it --------------------------------------------------------------------------

@@ -11,7 +11,7 @@ through.
 
 Every node a derivative appends carries the scope ``"grad of <y> with respect to <x>"``
 after the calls it was recorded inside (``Node.scope``), so the graph groups a
-gradient's nodes as it groups a composite's.
+gradient's nodes as it groups a composite's, and the spec ends their rows with it.
 """
 
 import numpy as np
@@ -21,11 +21,10 @@ from ..errors import ArgumentTypeError, DtypeError, MissingRuleError, RecordingE
 from ..text import format_shape
 from .autodiff import Emitter, check_backward, needed_nodes, reverse_scan
 from .composites import differentiated_composites
-from .nodes import recording_scope, user_source
+from .nodes import DERIVATIVE_SCOPES, recording_scope, user_source
 from .value import Value
 
 _PUBLIC = ("grad", "jvp", "hvp")
-_KINDS = tuple(f"{kind} of " for kind in _PUBLIC)
 
 
 class TapeEmitter(Emitter):
@@ -118,7 +117,7 @@ def vjp_values(y, wrt, seed, scope):
         cotangents = reverse_scan(nodes, y.index, emitter, handles, needed, seed, composites)
     except MissingRuleError as error:
         node = emitter.node
-        order = 1 + sum(1 for name in node.scope if name.startswith(_KINDS))
+        order = 1 + sum(1 for name in node.scope if name.startswith(DERIVATIVE_SCOPES))
         raise MissingRuleError(
             f"{node.opcode} has no derivative rule, so no derivative of order {order} of it "
             f"(node {node.index}{', itself a derivative node' if order > 1 else ''}): {error}"
