@@ -483,3 +483,19 @@ def test_a_trainer_steps_through_a_gradient_penalty_as_the_host_does(backend):
     rtol = 1e-9 if backend == "xla" else 1e-4  # float32 on lavapipe: a few ulps a step, over three steps
     for index, value in trainer.parameters().slots.items():
         np.testing.assert_allclose(value, parameters.slots[index], rtol=rtol, atol=rtol * 1e-2)
+
+
+def test_the_graph_groups_each_derivative_by_its_scope():
+    network, readables = grad_of_grad("float64")
+    data = topos.show.graph_json(network)
+    groups = {}
+    for node in data["nodes"]:
+        scope = node["scope"]
+        if scope and scope[-1].startswith("grad of"):
+            groups.setdefault(scope[-1], []).append(node["index"])
+    assert len(groups) == 2  # the gradient of y, then the gradient of a function of it
+    first, second = sorted(groups.values(), key=min)
+    assert max(first) < min(second)
+    assert min(first) > readables[0].index  # y and what it reads are no derivative's
+    between = [network.nodes()[i].opcode for i in range(max(first) + 1, min(second))]
+    assert "Gelu" in between  # what the user recorded on the gradient stays outside both groups
