@@ -31,7 +31,7 @@ from .errors import (
 )
 from .model import Field, Gradients, Network, Parameters, Run, Symbol, Tape, Value, detach
 from .model.convolutions import conv, conv1d, conv2d
-from .model.derivatives import grad, hvp, jvp
+from .model.derivatives import grad, hessian, hvp, jvp
 from .model.functions import (
     abs,
     attention,
@@ -134,6 +134,7 @@ __all__ = [
     "expand_dims",
     "gelu",
     "grad",
+    "hessian",
     "hvp",
     "jvp",
     "greater",

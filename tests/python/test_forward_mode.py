@@ -115,3 +115,31 @@ def test_hvp_equals_torch_and_central_differences_of_the_gradient():
     (px, pw), (mx, mw) = gradient_at(EPS), gradient_at(-EPS)
     assert_close(run.of(hx).numpy(), (px - mx) / (2 * EPS), 1e-6, "H v against differences, x part")
     assert_close(run.of(hw).numpy(), (pw - mw) / (2 * EPS), 1e-6, "H v against differences, w part")
+
+
+def test_hessian_equals_torch_and_has_the_shape_of_x_twice():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 2))
+    x0 = rng.standard_normal((2, 2))
+    tape = Tape()
+    x = tape.input(x0, name="x")
+    y = topos.sum(topos.exp(x * a) + topos.sum(x, axis=1) ** 2 * topos.tanh(x[0]))
+    h = topos.hessian(y, x)
+    assert h.shape == (2, 2, 2, 2)
+    network = tape.seal()
+    got = network.forward(network.parameters()).of(detach(h)).numpy()
+
+    def f(xt):
+        at = torch.tensor(a)
+        return (torch.exp(xt * at) + xt.sum(1) ** 2 * torch.tanh(xt[0])).sum()
+
+    want = torch.autograd.functional.hessian(f, torch.tensor(x0))
+    assert_close(got, want.numpy(), 1e-10, "hessian")
+    # A Hessian of one element is a [1, 1] matrix; of a rank-0 value, rank 0.
+    tape = Tape()
+    s = tape.input(np.array(0.7))
+    h0 = topos.hessian(topos.sin(s) * s, s)
+    assert h0.shape == ()
+    network = tape.seal()
+    value = network.forward(network.parameters()).of(detach(h0)).scalar()
+    assert value == pytest.approx(2 * np.cos(0.7) - 0.7 * np.sin(0.7), rel=1e-14)

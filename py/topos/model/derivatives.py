@@ -1,4 +1,4 @@
-"""Derivatives as values: ``grad``, ``jvp`` and ``hvp`` inside a recording, of any order.
+"""Derivatives as values: ``grad``, ``jvp``, ``hvp`` and ``hessian`` inside a recording, of any order.
 
 Derivative rules are written once against an emitter (``topos.model.autodiff``).
 ``EagerEmitter`` computes numbers, the gradient reading's ``GraphEmitter`` appends
@@ -24,7 +24,7 @@ from .composites import differentiated_composites
 from .nodes import DERIVATIVE_SCOPES, recording_scope, user_source
 from .value import Value
 
-_PUBLIC = ("grad", "jvp", "hvp")
+_PUBLIC = ("grad", "jvp", "hvp", "hessian")
 
 
 class TapeEmitter(Emitter):
@@ -238,3 +238,27 @@ def hvp(y, wrt, vectors):
         total = term if total is None else emitter.add(total, term)
     results = grad(total, wrt)
     return results[0] if single else results
+
+
+def hessian(y, x):
+    """The Hessian of the rank-0 ``y`` with respect to the one value ``x``: shape ``x.shape + x.shape``.
+
+    One reverse pass over the gradient for each element of ``x`` (``x.size`` of
+    them), so it suits small problems, a Newton step say; ``hvp`` never forms the
+    matrix. Entry ``[i..., j...]`` is d2 y / dx[i...] dx[j...].
+    """
+    if not isinstance(x, Value):
+        raise ArgumentTypeError(f"hessian() differentiates with respect to one recorded value, got {type(x).__name__}")
+    gradient = grad(y, x)
+    scope = _scope("hessian", y, [x])
+    emitter = TapeEmitter(y.tape, scope, y.node.source)
+    size = x.size
+    flat = emitter.reshape(gradient, (size,))
+    seed = emitter.constant((), y.dtype, 1.0)
+    rows = []
+    for i in range(size):
+        element = emitter.reshape(emitter.slice(flat, (i,), (i + 1,), (1,)), ())
+        row = vjp_values(element, [x], seed, scope)[0]
+        rows.append(emitter.reshape(row, (1, size)))
+    matrix = rows[0] if size == 1 else emitter.apply("Concatenate", rows, axis=0)
+    return emitter.reshape(matrix, x.shape + x.shape)

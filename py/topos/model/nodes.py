@@ -185,8 +185,8 @@ def describe_nodes(nodes):
     return "\n".join(line for line, _ in describe_node_rows(nodes))
 
 
-#: The scopes ``topos.grad``, ``jvp`` and ``hvp`` give the nodes they append begin so.
-DERIVATIVE_SCOPES = ("grad of ", "jvp of ", "hvp of ")
+#: The scopes ``topos.grad``, ``jvp``, ``hvp`` and ``hessian`` give the nodes they append begin so.
+DERIVATIVE_SCOPES = ("grad of ", "jvp of ", "hvp of ", "hessian of ")
 
 
 def derivative_scope(node):
