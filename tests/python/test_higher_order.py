@@ -499,3 +499,16 @@ def test_the_graph_groups_each_derivative_by_its_scope():
     assert min(first) > readables[0].index  # y and what it reads are no derivative's
     between = [network.nodes()[i].opcode for i in range(max(first) + 1, min(second))]
     assert "Gelu" in between  # what the user recorded on the gradient stays outside both groups
+
+
+def test_the_plan_marks_derivative_nodes_and_its_liveness_counts_them():
+    network, readables = grad_of_grad("float64")
+    plan = network.entry(readables).lower()
+    rows = plan.describe(arena=True).splitlines()
+    marked = [row for row in rows if "[grad of" in row]
+    derivative = [i for i in plan.schedule if plan.nodes[i].scope and plan.nodes[i].scope[-1].startswith("grad of")]
+    assert len(marked) == len(derivative) > 0
+    # Without the derivatives the plan reads y alone: a smaller schedule and no larger peak.
+    forward = network.entry(readables[:1]).lower()
+    assert len(forward.schedule) + len(derivative) <= len(plan.schedule)
+    assert forward.peak <= plan.peak
