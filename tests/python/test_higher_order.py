@@ -339,6 +339,10 @@ def test_grad_needs_a_rank_0_float_value_and_values_of_its_tape():
     other = Tape().input(np.ones(3))
     with pytest.raises(topos.RecordingError, match="another tape"):
         topos.grad(topos.sum(x), other)
+    y = topos.sum(x)
+    tape.seal()
+    with pytest.raises(topos.SealedTapeError):
+        topos.grad(y, x)
 
 
 def test_a_gradient_with_respect_to_an_input_and_unrelated_values():
