@@ -31,6 +31,7 @@ from .errors import (
 )
 from .model import Field, Gradients, Network, Parameters, Run, Symbol, Tape, Value, detach
 from .model.convolutions import conv, conv1d, conv2d
+from .model.derivatives import grad, hessian, hvp, jvp
 from .model.functions import (
     abs,
     attention,
@@ -132,6 +133,10 @@ __all__ = [
     "exp",
     "expand_dims",
     "gelu",
+    "grad",
+    "hessian",
+    "hvp",
+    "jvp",
     "greater",
     "greater_equal",
     "layer_norm",

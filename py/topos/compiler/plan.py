@@ -21,7 +21,7 @@ same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 
 from ..display import bundle, table_html, text_card
 from ..model.interpreter import Schedule
-from ..model.nodes import source_value
+from ..model.nodes import derivative_scope, source_value
 from ..text import format_shape, plural
 
 
@@ -85,6 +85,9 @@ class Plan(Schedule):
             row = node.describe_row(shape_width=13) + self.fate(index)
             if node.attrs and not node.is_source:
                 row += "  " + node.attrs_text()
+            derivative = derivative_scope(node)
+            if derivative:  # a node topos.grad recorded, as the spec marks it
+                row += f"  [{derivative}]"
             if table is not None:
                 row += "  " + table.node_text(index)
             rows.append((row, (index,)))

@@ -34,15 +34,6 @@ class GradientTape(Tape):
     def node(self, index):
         return self._nodes[index]
 
-    def append_leaf(self, payload, source):
-        """Append a ``Leaf`` holding ``payload`` (read-only), recorded at ``source``."""
-        self._check_open()
-        index = len(self._nodes)
-        self._nodes.append(
-            Node(index, "Leaf", (), payload.shape, payload.dtype.name, {}, payload=payload, source=source)
-        )
-        return index
-
 
 class GraphEmitter(Emitter):
     """Handles are node indices on a ``GradientTape``; every rule appends checked nodes.

@@ -185,14 +185,30 @@ def describe_nodes(nodes):
     return "\n".join(line for line, _ in describe_node_rows(nodes))
 
 
+#: The scopes ``topos.grad``, ``jvp``, ``hvp`` and ``hessian`` give the nodes they append begin so.
+DERIVATIVE_SCOPES = ("grad of ", "jvp of ", "hvp of ", "hessian of ")
+
+
+def derivative_scope(node):
+    """The derivative that appended ``node`` (``"grad of sum 6 with respect to 'x'"``), or ``None``."""
+    if node.scope and node.scope[-1].startswith(DERIVATIVE_SCOPES):
+        return node.scope[-1]
+    return None
+
+
 def describe_node_rows(nodes):
     """The lines of ``describe_nodes``, each with the indices of the nodes it is about:
-    ``(line, (index,))`` for a node's row, ``(line, ())`` for the summary."""
+    ``(line, (index,))`` for a node's row, ``(line, ())`` for the summary.
+
+    A node a derivative appended (``topos.grad``) ends its row with that derivative, in brackets."""
     rows = []
     for node in nodes:
         row = node.describe_row()
         if node.attrs and not node.is_source:
             row += "  " + node.attrs_text()
+        derivative = derivative_scope(node)
+        if derivative:
+            row += f"  [{derivative}]"
         rows.append((row, (node.index,)))
     rows.append((tape_summary(nodes), ()))
     return rows

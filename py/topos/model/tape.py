@@ -194,6 +194,18 @@ class Tape:
         )
         return index
 
+    def append_leaf(self, payload, source, scope=()):
+        """Append a ``Leaf`` holding ``payload`` (read-only), recorded at ``source`` inside ``scope``.
+
+        What a derivative rule's constants become (``e.like``): the gradient reading's
+        tape and the recording tape's ``topos.grad`` both append them here."""
+        self._check_open()
+        index = len(self._nodes)
+        self._nodes.append(
+            Node(index, "Leaf", (), payload.shape, payload.dtype.name, {}, payload=payload, source=source, scope=scope)
+        )
+        return index
+
     def _check_open(self):
         if self._sealed:
             raise SealedTapeError("this tape is sealed: reopen the network to record more", user_source())

@@ -147,7 +147,9 @@ class Primitive:
         forward values of its operands and of itself. All are handles of the emitter
         ``e`` (``topos.model.autodiff``): numpy arrays for ``EagerEmitter``
         (``Run.backward``), node indices for ``topos.model.lowering``'s ``GraphEmitter`` (the
-        gradient reading), so compute only through ``e``: its helpers (``e.add``,
+        gradient reading), values of the tape being recorded for ``topos.model.derivatives``'
+        ``TapeEmitter`` (``topos.grad``: so the rule's own nodes are differentiated again,
+        and every op a rule applies needs a rule of its own), so compute only through ``e``: its helpers (``e.add``,
         ``e.mul``, ``e.sum(a, axes, keepdims)``, ``e.broadcast``, ...),
         ``e.apply(opcode, operands, **attrs)``, ``e.shape(handle)`` and
         ``e.like(handle, value)`` (a constant shaped like ``handle``). Each cotangent
