@@ -29,6 +29,8 @@ const TRAINING = [
   ["04_mlp.py", 301],
   ["05_softmax_regression.py", 201],
   ["06_char_transformer.py", 300],
+  // The PINN draws two cards: the learned and exact solution (100 points each), then its loss.
+  ["08_pinn.py", 3001, [100, 3001]],
 ];
 
 describe("the gallery in Run mode", () => {
@@ -45,7 +47,7 @@ describe("the gallery in Run mode", () => {
     await browser?.close();
   });
 
-  for (const [file, steps] of TRAINING) {
+  for (const [file, steps, points = [steps]] of TRAINING) {
     test(`${file} trains in the page, plots its loss and prints what the docs show`, async () => {
       const part = built.get(file);
       await page.evaluate((code) => window.playground.setCode(code), part.code);
@@ -54,7 +56,7 @@ describe("the gallery in Run mode", () => {
       const printed = await page.$eval("[data-run-output]", (element) => element.textContent);
       assert.equal(await page.evaluate(() => document.body.dataset.run), "finished", printed.slice(-2000));
       const cards = await page.$$eval("[data-run-output] .card-plot", (found) => found.map((card) => Number(card.dataset.points)));
-      assert.deepEqual(cards, [steps], "one plot card, with a point a step");
+      assert.deepEqual(cards, points, "its plot cards, the loss with a point a step");
       assert.match(await page.textContent("#run-progress"), new RegExp(`step ${steps} of ${steps}`));
       // The printed lines, card text aside: the docs' output is the card's text, then the printed lines.
       const docsPrinted = part.output.filter((item) => item.kind === "print").map((item) => item.text).join("");

@@ -25,6 +25,7 @@ TRAINING = {
     "05_softmax_regression.py": 201,
     "06_char_transformer.py": 300,
     "07_digits_cnn.py": 200,
+    "08_pinn.py": 3001,
 }
 
 
