@@ -87,6 +87,7 @@ PAGES = [
     "extending",
     "kernels",
     "convolutions",
+    "derivatives",
     "gallery",
     "playground",
     "embedding",
