@@ -354,7 +354,12 @@ def test_the_spec_is_versioned_json_with_base64_payloads(tmp_path):
     assert (document["format"], document["version"], document["dtype"]) == ("topos.network", 1, "float64")
     assert len(document["nodes"]) == len(network)
     first = document["nodes"][0]
-    assert set(first) == {"index", "opcode", "operands", "shape", "dtype", "attrs", "name", "source", "payload"}
+    # "scope" (the calls a node was recorded inside) is written only where a node has one.
+    keys = {"index", "opcode", "operands", "shape", "dtype", "attrs", "name", "source", "payload"}
+    for entry, node in zip(document["nodes"], network.nodes()):
+        assert set(entry) == keys | ({"scope"} if node.scope else set())
+        assert entry.get("scope", []) == list(node.scope)
+    assert [node.scope for node in Network.load(path).nodes()] == [node.scope for node in network.nodes()]
     import base64
 
     payload = np.frombuffer(base64.b64decode(first["payload"]), dtype="<f8").reshape(first["shape"])

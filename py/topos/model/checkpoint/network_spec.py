@@ -71,7 +71,7 @@ def _encode_node(node, path):
     payload = None
     if node.payload is not None:
         payload = base64.b64encode(little_endian_bytes(np.asarray(node.payload))).decode("ascii")
-    return {
+    entry = {
         "index": node.index,
         "opcode": node.opcode,
         "operands": list(node.operands),
@@ -82,6 +82,11 @@ def _encode_node(node, path):
         "source": list(node.source) if node.source is not None else None,
         "payload": payload,
     }
+    # The calls it was recorded inside (the graph's groups, a derivative's "[grad of ...]" mark):
+    # written only where there are some, so a network without them saves as it always has.
+    if node.scope:
+        entry["scope"] = list(node.scope)
+    return entry
 
 
 def save_network(network, path):
@@ -222,6 +227,10 @@ def _decode_node(position, entry, earlier):
             raise CheckpointError(f"malformed source {source!r}")
         source = (source[0], source[1])
     shape = tuple(shape)
+    scope = entry.get("scope", [])
+    if not (isinstance(scope, list) and all(isinstance(call, str) for call in scope)):
+        raise CheckpointError(f"malformed scope {scope!r}")
+    scope = tuple(scope)
 
     if primitive.is_source:
         if operands or attrs:
@@ -229,7 +238,7 @@ def _decode_node(position, entry, earlier):
         if opcode == "Parameter" and name is None:
             raise CheckpointError("a parameter needs a name")
         payload = _decode_payload(entry["payload"], shape, dtype)
-        return Node(position, opcode, (), shape, dtype, {}, payload=payload, name=name, source=source)
+        return Node(position, opcode, (), shape, dtype, {}, payload=payload, name=name, source=source, scope=scope)
 
     if entry["payload"] is not None:
         raise CheckpointError(f"a {opcode} node has no payload")
@@ -250,7 +259,7 @@ def _decode_node(position, entry, earlier):
             f"{opcode} gives {format_shape(inferred.shape)} {inferred.dtype}, "
             f"the entry says {format_shape(shape)} {dtype}"
         )
-    return Node(position, opcode, operands, shape, dtype, attrs, name=name, source=source)
+    return Node(position, opcode, operands, shape, dtype, attrs, name=name, source=source, scope=scope)
 
 
 # Attributes at load time ----------------------------------------------------------------------
