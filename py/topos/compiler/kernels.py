@@ -345,7 +345,9 @@ class Selector(KernelRules):
             self.on_host.add(index)
 
     # The walk ---------------------------------------------------------------------
-    def read(self):
+    def read(self, keep=()):
+        """The kernel reading. ``keep``: nodes whose buffers live the whole program and hold nothing else
+        (``DeviceTrainer``'s gradients, which it lays end to end for one optimizer launch)."""
         plan = self.plan
         device_reads = set()
         for index in plan.schedule:
@@ -381,6 +383,10 @@ class Selector(KernelRules):
             self.read_back(index)
         for index in plan.schedule:
             self.backends.setdefault(index, "webgpu")
+        for index in keep:
+            view = self.views.get(index)
+            if view is not None and not view.is_constant:
+                self.pool.pinned.add(view.buffer)
         buffers, steps = share_buffers(self.pool.buffers, self.steps, self.pool.pinned)
         return KernelReading(
             plan,
