@@ -44,6 +44,7 @@ from .kernel_rules import KernelRules
 from .wgsl import launch as build
 from .wgsl.fusion import find_chains
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
+from .wgsl.pad_sums import emit_pad_sum, find_pad_sums
 from .wgsl.patterns import find_groups
 from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, scratch_peak, share_buffers
 from .wgsl.views import View, element_count
@@ -63,17 +64,19 @@ class KernelReading:
     ``program`` is what the WebGPU backend runs; ``launches`` lists its launches;
     ``backends`` maps each scheduled node to "webgpu" or "numpy" (a source: whether a
     launch reads it); ``groups`` holds the fused groups by first node, ``chains`` the fused
-    elementwise chains by root (``topos.compiler.wgsl.fusion``); ``declined`` the reason for
+    elementwise chains by root (``topos.compiler.wgsl.fusion``), ``pad_sums`` the sums of
+    disjoint paddings by root (``topos.compiler.wgsl.pad_sums``); ``declined`` the reason for
     each node the host runs.
     """
 
-    def __init__(self, plan, program, backends, groups, declined, chains=None):
+    def __init__(self, plan, program, backends, groups, declined, chains=None, pad_sums=None):
         self.plan = plan
         self.program = program
         self.backends = backends
         self.groups = groups
         self.declined = declined
         self.chains = chains or {}
+        self.pad_sums = pad_sums or {}
 
     @property
     def launches(self):
@@ -250,9 +253,15 @@ class Selector(KernelRules):
             first: group for first, group in groups.items() if group.composite.wgsl_declines(self, group) is None
         }
         self.covered = {i for group in self.groups.values() for i in group.covered}
+        # Sums of paddings into disjoint windows (a slice's gradient): one buffer, each part copied in.
+        self.pad_sums = find_pad_sums(self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered)
+        in_pad_sums = {i for pad_sum in self.pad_sums.values() for i in pad_sum.nodes}
         # Chains of elementwise nodes whose intermediates nobody else reads: one generated launch each.
-        self.chains = find_chains(self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered)
+        self.chains = find_chains(
+            self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered | in_pad_sums
+        )
         self.absorbed = {i for chain in self.chains.values() for i in chain.nodes if i != chain.root}
+        self.absorbed |= in_pad_sums - set(self.pad_sums)
 
     def decline_reason(self, node):
         """Why the device does not run ``node`` (a sentence), or None when it does."""
@@ -374,6 +383,8 @@ class Selector(KernelRules):
                     self.upload(index)
             elif index in self.groups:
                 self.emit_group(self.groups[index])
+            elif index in self.pad_sums:
+                self.views[index] = emit_pad_sum(self, self.pad_sums[index])
             elif index in self.chains:
                 chain = self.chains[index]
                 self.views[index] = self.fused_elementwise(chain, [self.views[j] for j in chain.operands])
@@ -395,6 +406,7 @@ class Selector(KernelRules):
             self.groups,
             self.declined,
             self.chains,
+            self.pad_sums,
         )
 
     def emit_group(self, group):
