@@ -138,7 +138,7 @@ class DeviceTrainer:
         gradients = {
             g: View.of_buffer(v, plan.nodes[g].shape) if isinstance(v, int) else v for g, v in gradients.items()
         }
-        in_place = self._gradients_in_place(plan, buffers, steps, gradients, set(uploads.values()))
+        in_place = self._gradients_in_place(buffers, steps, gradients, set(uploads.values()))
         slots, lengths = flat.pack_slots([plan.nodes[p].size for p, _ in trained], self.BANK_ELEMENTS)
         banks = flat.Banks(buffers, lengths)
         for (parameter, gradient), slot in zip(trained, slots):
@@ -174,7 +174,7 @@ class DeviceTrainer:
         return Program(tuple(buffers), tuple(steps)), updates
 
     @staticmethod
-    def _gradients_in_place(plan, buffers, steps, gradients, uploaded):
+    def _gradients_in_place(buffers, steps, gradients, uploaded):
         """The gradients whose own buffer becomes their window: dense float32 buffers of exactly the gradient
         (the reading keeps them whole), no upload's, no other gradient's, that no launch reads. A dispatch may
         not bind one device buffer both read-only and writable, so a bank's window is never read beside
