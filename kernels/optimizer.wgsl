@@ -1,4 +1,7 @@
-// topos kernel family "optimizer": one parameter's update in place, for training on the device.
+// topos kernel family "optimizer": the update of every parameter of a bank in place, for training on the device.
+// DeviceTrainer (topos.webgpu.flat) lays the parameters end to end in one buffer, their gradients and each
+// moment in one buffer each at the same offsets (zeros between them, which an update keeps zero), so that
+// one launch updates them all; a model past one storage binding takes one launch a bank.
 //
 // The formulas are topos.model.optim's (PyTorch's torch.optim), operation by operation, in f32:
 //   sgd   g = grad + weight_decay * w; with momentum: buf = g on the first step, else
@@ -16,15 +19,15 @@
 //
 // Bindings (group 0):
 //   0  uniform             params     array<vec4<u32>, 16>: the u32 words below
-//   1  storage read_write  weights    array<f32>, contiguous
-//   2  storage read        gradients  array<f32>, contiguous
+//   1  storage read_write  weights    array<f32>, contiguous: the bank's parameters end to end
+//   2  storage read        gradients  array<f32>, contiguous, laid out as weights
 //   3  storage read_write  first      array<f32>: SGD's momentum buffer, Adam's m (unused by plain SGD)
 //   4  storage read_write  second     array<f32>: Adam's v (adam only)
 //
 // Parameters (u32 words):
 //   f32 values travel as their bits; differences such as 1 - beta2 are rounded to f32 once,
 //   on the host, as numpy (and PyTorch) round the Python scalar.
-//   0 count, 1 flags (sgd_momentum: 2 first step, 4 Nesterov; adam: 1 decoupled weight decay)
+//   0 count (the bank's elements), 1 flags (sgd_momentum: 2 first step, 4 Nesterov; adam: 1 decoupled weight decay)
 //   2 lr, 3 momentum or beta1, 4 1 - dampening or beta2, 5 weight_decay, 6 eps,
 //   7 step_size (adam), 8 sqrt(bias_correction2) (adam), 9 1 - beta1, 10 1 - beta2,
 //   11 1 - lr * weight_decay (AdamW)

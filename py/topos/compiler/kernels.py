@@ -44,6 +44,7 @@ from .kernel_rules import KernelRules
 from .wgsl import launch as build
 from .wgsl.fusion import find_chains
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
+from .wgsl.pad_sums import emit_pad_sum, find_pad_sums
 from .wgsl.patterns import find_groups
 from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, scratch_peak, share_buffers
 from .wgsl.views import View, element_count
@@ -63,17 +64,19 @@ class KernelReading:
     ``program`` is what the WebGPU backend runs; ``launches`` lists its launches;
     ``backends`` maps each scheduled node to "webgpu" or "numpy" (a source: whether a
     launch reads it); ``groups`` holds the fused groups by first node, ``chains`` the fused
-    elementwise chains by root (``topos.compiler.wgsl.fusion``); ``declined`` the reason for
+    elementwise chains by root (``topos.compiler.wgsl.fusion``), ``pad_sums`` the sums of
+    disjoint paddings by root (``topos.compiler.wgsl.pad_sums``); ``declined`` the reason for
     each node the host runs.
     """
 
-    def __init__(self, plan, program, backends, groups, declined, chains=None):
+    def __init__(self, plan, program, backends, groups, declined, chains=None, pad_sums=None):
         self.plan = plan
         self.program = program
         self.backends = backends
         self.groups = groups
         self.declined = declined
         self.chains = chains or {}
+        self.pad_sums = pad_sums or {}
 
     @property
     def launches(self):
@@ -250,9 +253,15 @@ class Selector(KernelRules):
             first: group for first, group in groups.items() if group.composite.wgsl_declines(self, group) is None
         }
         self.covered = {i for group in self.groups.values() for i in group.covered}
+        # Sums of paddings into disjoint windows (a slice's gradient): one buffer, each part copied in.
+        self.pad_sums = find_pad_sums(self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered)
+        in_pad_sums = {i for pad_sum in self.pad_sums.values() for i in pad_sum.nodes}
         # Chains of elementwise nodes whose intermediates nobody else reads: one generated launch each.
-        self.chains = find_chains(self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered)
+        self.chains = find_chains(
+            self.nodes, plan.schedule, plan.outputs, self.runs_on_device, self.covered | in_pad_sums
+        )
         self.absorbed = {i for chain in self.chains.values() for i in chain.nodes if i != chain.root}
+        self.absorbed |= in_pad_sums - set(self.pad_sums)
 
     def decline_reason(self, node):
         """Why the device does not run ``node`` (a sentence), or None when it does."""
@@ -345,7 +354,9 @@ class Selector(KernelRules):
             self.on_host.add(index)
 
     # The walk ---------------------------------------------------------------------
-    def read(self):
+    def read(self, keep=()):
+        """The kernel reading. ``keep``: nodes whose buffers live the whole program and hold nothing else
+        (``DeviceTrainer``'s gradients, which it lays end to end for one optimizer launch)."""
         plan = self.plan
         device_reads = set()
         for index in plan.schedule:
@@ -372,6 +383,8 @@ class Selector(KernelRules):
                     self.upload(index)
             elif index in self.groups:
                 self.emit_group(self.groups[index])
+            elif index in self.pad_sums:
+                self.views[index] = emit_pad_sum(self, self.pad_sums[index])
             elif index in self.chains:
                 chain = self.chains[index]
                 self.views[index] = self.fused_elementwise(chain, [self.views[j] for j in chain.operands])
@@ -381,6 +394,10 @@ class Selector(KernelRules):
             self.read_back(index)
         for index in plan.schedule:
             self.backends.setdefault(index, "webgpu")
+        for index in keep:
+            view = self.views.get(index)
+            if view is not None and not view.is_constant:
+                self.pool.pinned.add(view.buffer)
         buffers, steps = share_buffers(self.pool.buffers, self.steps, self.pool.pinned)
         return KernelReading(
             plan,
@@ -389,6 +406,7 @@ class Selector(KernelRules):
             self.groups,
             self.declined,
             self.chains,
+            self.pad_sums,
         )
 
     def emit_group(self, group):

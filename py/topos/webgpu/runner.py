@@ -64,7 +64,10 @@ class Prepared:
 
     def __init__(self, runner, program):
         device = runner.device
-        self.buffers = {buffer.id: device.create_buffer(f"b{buffer.id}", buffer.bytes) for buffer in program.buffers}
+        own = {b.id: device.create_buffer(f"b{b.id}", b.bytes) for b in program.buffers if b.base is None}
+        # buffer id -> its device buffer and the byte where it starts there (a window's is inside its base's)
+        self.buffers = {b.id: own[b.id if b.base is None else b.base] for b in program.buffers}
+        self.offsets = {b.id: 0 if b.base is None else 4 * b.start for b in program.buffers}
         sizes = {buffer.id: buffer.bytes for buffer in program.buffers}
         launches = program.launches
         params = np.zeros((max(len(launches), 1), PARAM_STRIDE // 4), dtype=np.uint32)
@@ -78,7 +81,8 @@ class Prepared:
             pipeline, layout = runner.pipelines.get(launch)
             entries = [(0, self.params, row * PARAM_STRIDE, PARAM_BYTES)]
             for binding in launch.bindings:
-                entries.append((binding.index, self.buffers[binding.buffer], 0, sizes[binding.buffer]))
+                buffer = binding.buffer
+                entries.append((binding.index, self.buffers[buffer], self.offsets[buffer], sizes[buffer]))
             group = device.create_bind_group(layout, entries)
             self.dispatches[id(launch)] = (pipeline, group, launch.workgroups)
         self.constants_written = set()
@@ -181,7 +185,7 @@ class Runner:
         # Writes are ordered with submissions, not with dispatches still waiting in the batch.
         flush()
         if data.size:
-            self.device.write_buffer(prepared.buffers[step.buffer], 0, data)
+            self.device.write_buffer(prepared.buffers[step.buffer], prepared.offsets[step.buffer], data)
             self.uploaded_bytes += data.nbytes
             self.uploads += 1
         if step.constant:
@@ -211,7 +215,8 @@ class Runner:
         if view.size == 0:
             return np.zeros(view.shape, dtype=numpy_dtype)
         start, stop = view.offset, view.span()
-        raw = self.device.read_buffer(prepared.buffers[view.buffer], 4 * start, 4 * (stop - start))
+        at = prepared.offsets[view.buffer] + 4 * start
+        raw = self.device.read_buffer(prepared.buffers[view.buffer], at, 4 * (stop - start))
         flat = raw.view(numpy_dtype)
         self.read_bytes += flat.nbytes
         self.readbacks += 1

@@ -4,10 +4,14 @@
 array: the same array objects are not written again, since an array a table holds
 never changes; a donated optimizer step writes only into memory nobody refers to) and reads every gradient
 back. A training loop whose optimizer runs on the host therefore moves every
-parameter and gradient across each step. ``DeviceTrainer`` moves neither: each
-step runs the forward+backward plan's launches and then one optimizer launch a
-parameter (``kernels/optimizer.wgsl``) that updates the parameter's buffer in
-place; only the feeds go up and only the readables (the loss) come back.
+parameter and gradient across each step. ``DeviceTrainer`` moves neither: it lays
+the trained parameters, their gradients and the optimizer's moments end to end in
+one device buffer each (``topos.webgpu.flat``; the forward and backward launches
+read and write windows of them), and each step runs the forward+backward plan's
+launches and then one optimizer launch (``kernels/optimizer.wgsl``) that updates
+every parameter in place; only the feeds go up and only the readables (the loss)
+come back. (A model past one storage binding, 128 MiB of parameters, takes one
+launch more for each further 128 MiB.)
 ``trainer.parameters()`` reads the parameters back when they are wanted.
 
 ```python
@@ -29,6 +33,7 @@ import math
 import numpy as np
 
 from ..compiler.executor import PlanRun
+from ..compiler.kernels import Selector
 from ..compiler.plan import Plan
 from ..compiler.wgsl import launch as build
 from ..compiler.wgsl.launch import Binding, Launch, grid, pack
@@ -39,6 +44,8 @@ from ..model import optim
 from ..model.network import Parameters
 from ..model.nodes import describe_node
 from ..tensor import freeze
+from ..text import plural
+from . import flat
 from .backend import WebGPUExecutor
 
 
@@ -49,6 +56,9 @@ class DeviceTrainer:
     ``step(feeds)`` returns a ``PlanRun`` of the step's readables (``compile_ms`` None:
     nothing is compiled by XLA here); ``parameters()`` and ``moments()`` read copies back.
     """
+
+    #: The most elements of one bank (one optimizer launch): one storage binding's worth.
+    BANK_ELEMENTS = flat.MAX_ELEMENTS
 
     def __init__(self, plan, parameters, optimizer, runner=None):
         if not isinstance(plan, Plan):
@@ -68,7 +78,9 @@ class DeviceTrainer:
         self._counts = None
         self._initial = dict(parameters.slots)
         self._template = parameters
-        reading = plan.kernels()
+        # The gradients' buffers live the whole step and hold nothing else: each can be its gradient's window.
+        reading = Selector(plan).read(keep=[gradient for _, gradient in plan.gradients])
+        self._reading = reading
         self._moment_buffers = {}  # (parameter index, moment name) -> the buffer the update launch keeps it in
         self._program, self._updates = self._build(plan, reading)
         if runner is None:
@@ -80,31 +92,19 @@ class DeviceTrainer:
         self._executor_backends = dict(reading.backends)
 
     def _build(self, plan, reading):
-        """The plan's program without its gradient readbacks, then one update launch a parameter."""
+        """The plan's program without its gradient readbacks, its trained parameters, gradients and moments
+        laid end to end (``flat``), then one update launch a bank."""
         program = reading.program
         gradient_nodes = {gradient for _, gradient in plan.gradients} - set(plan.readables)
         steps = [s for s in program.steps if not (isinstance(s, Readback) and s.key in gradient_nodes)]
         buffers = list(program.buffers)
         uploads = {s.key: s.buffer for s in program.steps if isinstance(s, Upload)}
         readbacks = {s.key: s.view for s in program.steps if isinstance(s, Readback)}
-        updates = []
 
         def new_buffer(elements):
             buffer = Buffer(len(buffers), elements)
             buffers.append(buffer)
             return buffer.id
-
-        def gradient_on_device(gradient):
-            shape = plan.nodes[gradient].shape
-            if gradient in readbacks:
-                return readbacks[gradient]
-            if gradient in uploads:
-                return View.of_buffer(uploads[gradient], shape)
-            # Computed on the host (a node the device declines) and read by no launch: upload it after its host step.
-            position = next(i for i, s in enumerate(steps) if isinstance(s, HostStep) and s.key == gradient)
-            view = View.of_buffer(new_buffer(plan.nodes[gradient].size), shape)
-            steps.insert(position + 1, Upload(gradient, view.buffer))
-            return view
 
         # The readables are read after the updates, so that a step is one submission and one wait. Those the
         # reading reads at its end (the loss) are read there instead; a parameter read as a readable is its value
@@ -127,43 +127,72 @@ class DeviceTrainer:
             kept = View.of_buffer(new_buffer(read.view.size), read.view.shape)
             steps.append(build.copy(read.view, kept).covering((read.key,), "readable"))
             late.append(Readback(read.key, kept, read.dtype))
-        for parameter, gradient in plan.gradients:
-            if parameter not in self._initial:
-                continue
-            node = plan.nodes[parameter]
+        trained = [(p, g) for p, g in plan.gradients if p in self._initial]
+        for parameter, _ in trained:
             if parameter not in uploads:
                 raise ArgumentError(
-                    f"DeviceTrainer cannot train {describe_node(node)} on the device: no launch reads it "
-                    "(the host runs every node that does; plan.kernels().describe() shows why)"
+                    f"DeviceTrainer cannot train {describe_node(plan.nodes[parameter])} on the device: no launch "
+                    "reads it (the host runs every node that does; plan.kernels().describe() shows why)"
                 )
-            view = gradient_on_device(gradient)
-            if not view.is_dense:
-                dense = View.of_buffer(new_buffer(view.size), view.shape)
+        gradients = {g: readbacks[g] if g in readbacks else uploads.get(g) for _, g in trained}
+        gradients = {
+            g: View.of_buffer(v, plan.nodes[g].shape) if isinstance(v, int) else v for g, v in gradients.items()
+        }
+        in_place = self._gradients_in_place(buffers, steps, gradients, set(uploads.values()))
+        slots, lengths = flat.pack_slots([plan.nodes[p].size for p, _ in trained], self.BANK_ELEMENTS)
+        banks = flat.Banks(buffers, lengths)
+        for (parameter, gradient), slot in zip(trained, slots):
+            banks.window("weights", slot, uploads[parameter])
+            view = gradients[gradient]
+            if gradient in in_place:
+                banks.window("gradients", slot, view.buffer)
+            elif view is None:
+                # Computed on the host (a node the device declines) and read by no launch: uploaded after its host step.
+                position = next(i for i, s in enumerate(steps) if isinstance(s, HostStep) and s.key == gradient)
+                steps.insert(position + 1, Upload(gradient, banks.window("gradients", slot)))
+            else:
+                dense = View.of_buffer(banks.window("gradients", slot), view.shape)
                 filling = build.fill(dense, view.constant) if view.is_constant else build.copy(view, dense)
                 steps.append(filling.covering((gradient,), "gradient"))
-                view = dense
-            count = node.size
-            entry = self._entry()
-            bindings = [Binding(1, uploads[parameter], "read_write"), Binding(2, view.buffer, "read")]
-            # The moments' buffers, in the order optim names them (momentum_buffer; exp_avg, exp_avg_sq).
-            for position, moment in enumerate(self.optimizer._moments()):
-                buffer = new_buffer(count)
-                bindings.append(Binding(3 + position, buffer, "read_write"))
-                self._moment_buffers[(parameter, moment)] = buffer
+            # The moments, in the order optim names them (momentum_buffer; exp_avg, exp_avg_sq).
+            for moment in self.optimizer._moments():
+                self._moment_buffers[(parameter, moment)] = banks.window(moment, slot)
+        updates = []
+        for bank, count in enumerate(lengths):
+            bindings = [
+                Binding(1, banks.base("weights", bank), "read_write"),
+                Binding(2, banks.base("gradients", bank), "read"),
+            ] + [Binding(3 + i, banks.base(m, bank), "read_write") for i, m in enumerate(self.optimizer._moments())]
+            covers = tuple(p for (p, _), slot in zip(trained, slots) if slot.bank == bank)
+            name = type(self.optimizer).__name__
             launch = Launch(
-                "optimizer",
-                entry,
-                (),
-                grid(-(-count // 64)),
-                tuple(bindings),
-                pack([count]),
-                (parameter,),
-                type(self.optimizer).__name__,
+                "optimizer", self._entry(), (), grid(-(-count // 64)), tuple(bindings), pack([count]), covers, name
             )
             steps.append(launch)
-            updates.append((parameter, launch))
+            updates.append((count, launch))
         steps.extend(late)
         return Program(tuple(buffers), tuple(steps)), updates
+
+    @staticmethod
+    def _gradients_in_place(buffers, steps, gradients, uploaded):
+        """The gradients whose own buffer becomes their window: dense float32 buffers of exactly the gradient
+        (the reading keeps them whole), no upload's, no other gradient's, that no launch reads. A dispatch may
+        not bind one device buffer both read-only and writable, so a bank's window is never read beside
+        another's being written."""
+        owners = {}
+        for gradient, view in gradients.items():
+            if view is not None and not view.is_constant:
+                owners.setdefault(view.buffer, set()).add(gradient)
+        read = {b.buffer for s in steps if isinstance(s, Launch) for b in s.bindings if b.access != "read_write"}
+        chosen = set()
+        for gradient, view in gradients.items():
+            if view is None or view.is_constant:
+                continue
+            buffer = buffers[view.buffer]
+            whole = view.is_dense and view.size == buffer.elements and buffer.dtype == "float32"
+            if whole and len(owners[view.buffer]) == 1 and view.buffer not in uploaded and view.buffer not in read:
+                chosen.add(gradient)
+        return chosen
 
     def _entry(self):
         if isinstance(self.optimizer, optim.SGD):
@@ -200,8 +229,8 @@ class DeviceTrainer:
         """One training step; returns a ``PlanRun`` holding the readables (the loss) of this step."""
         plan = self.plan
         feeds = plan.network.check_feeds(feeds)
-        for parameter, launch in self._updates:
-            words = [float(w) if isinstance(w, np.floating) else w for w in self._words(plan.nodes[parameter].size)]
+        for count, launch in self._updates:
+            words = [float(w) if isinstance(w, np.floating) else w for w in self._words(count)]
             self.runner.write_params(self._program, launch, pack(words))
         executor = self._executor
         # The very arrays of the first step: resident uploads skip them after it.
@@ -226,12 +255,15 @@ class DeviceTrainer:
         return run_counts(self._program)
 
     def describe(self):
-        """The kernel reading of a step: the plan's launches (``plan.kernels().describe()``), then the
-        optimizer's, then what a step asks of the device."""
+        """The kernel reading of a step: the plan's launches (as ``plan.kernels().describe()`` shows them),
+        then the optimizer's (one a bank of parameters), then what a step asks of the device."""
         counts = self.program_counts()
-        updates = [f"{'update':<8}{'optimizer:' + launch.entry:<26}{parameter}" for parameter, launch in self._updates]
+        updates = [
+            f"{'update':<8}{'optimizer:' + launch.entry:<26}{plural(len(launch.nodes), 'parameter')}, {count} elements"
+            for count, launch in self._updates
+        ]
         return "\n".join(
-            [self.plan.kernels().describe()]
+            [self._reading.describe()]
             + updates
             + [
                 f"a training step: {counts['dispatches']} dispatches ({len(self._updates)} updates), "

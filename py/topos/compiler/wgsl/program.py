@@ -22,15 +22,27 @@ from .launch import Launch
 
 @dataclass(frozen=True)
 class Buffer:
-    """A device buffer of ``elements`` 4-byte elements (``float32`` or ``int32``)."""
+    """A device buffer of ``elements`` 4-byte elements (``float32`` or ``int32``).
+
+    A *window* (``base`` a buffer id) has no memory of its own: it is elements ``start`` to
+    ``start + elements`` of buffer ``base``, and every step that names it is bound to, writes or
+    reads that range (``DeviceTrainer`` lays its parameters, gradients and moments end to end so
+    that one launch updates them all). ``start`` is a multiple of ``WINDOW_ALIGNMENT`` elements.
+    """
 
     id: int
     elements: int
     dtype: str = "float32"
+    base: object = None
+    start: int = 0
 
     @property
     def bytes(self):
         return 4 * max(self.elements, 1)
+
+
+#: Elements between two windows' starts: WebGPU's default minStorageBufferOffsetAlignment, 256 bytes.
+WINDOW_ALIGNMENT = 64
 
 
 @dataclass(frozen=True)
@@ -96,8 +108,9 @@ class Program:
 
     @property
     def device_bytes(self):
-        """The device memory the program's buffers take together (its peak: buffers are never freed mid-run)."""
-        return sum(buffer.bytes for buffer in self.buffers)
+        """The device memory the program's buffers take together (its peak: buffers are never freed mid-run;
+        a window takes none of its own)."""
+        return sum(buffer.bytes for buffer in self.buffers if buffer.base is None)
 
 
 def scratch_peak(buffers, steps, scratch):

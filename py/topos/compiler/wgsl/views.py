@@ -87,12 +87,13 @@ class View:
 
     # New views of the same elements ------------------------------------------------
     def reshape(self, shape):
-        """The same elements in a new shape, or None when this view cannot be reshaped in place."""
+        """The same elements in a new shape, or None when this view cannot be reshaped in place (a strided
+        view can where numpy's reshape needs no copy: ``split_view``)."""
         shape = tuple(shape)
         if self.is_constant:
             return View.of_constant(self.constant, shape)
         if not self.is_contiguous:
-            return None
+            return split_view(self, shape)
         return View(self.buffer, self.offset, shape, contiguous_strides(shape))
 
     def broadcast(self, shape):
@@ -152,3 +153,34 @@ class View:
             tuple(s for _, s in merged),
             self.constant,
         )
+
+
+def split_view(view, shape):
+    """``view`` (strided) seen in ``shape``, the same elements in row-major order, without moving any;
+    None when its strides do not allow it (numpy's no-copy reshape)."""
+    shape = tuple(shape)
+    if view.is_constant or view.size == 0 or view.size != element_count(shape):
+        return None
+    old = [(e, s) for e, s in zip(view.shape, view.strides) if e != 1]
+    new = [e for e in shape if e != 1]
+    strides = []
+    oi = ni = 0
+    while ni < len(new):
+        oj, nj = oi + 1, ni + 1
+        old_count, new_count = old[oi][0], new[ni]
+        while old_count != new_count:
+            if new_count < old_count:
+                new_count *= new[nj]
+                nj += 1
+            else:
+                old_count *= old[oj][0]
+                oj += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(oi, oj - 1)):
+            return None
+        group = [old[oj - 1][1]]
+        for extent in reversed(new[ni + 1 : nj]):
+            group.insert(0, group[0] * extent)
+        strides.extend(group)
+        oi, ni = oj, nj
+    full = iter(strides)
+    return View(view.buffer, view.offset, shape, tuple(0 if e == 1 else next(full) for e in shape))
