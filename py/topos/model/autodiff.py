@@ -186,7 +186,8 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None)
     ``handles[i]`` is node i's forward value in the emitter's terms, ``needed``
     marks the nodes whose cotangents are wanted, and ``seed`` is the target's
     cotangent. Contributions of a value read several times are summed with
-    ``Add``. ``composites`` maps the root of a softmax, log-softmax or layer norm
+    ``Add``; those of slices that cut a value end to end are joined with one
+    ``Concatenate`` (``slice_tilings``). ``composites`` maps the root of a softmax, log-softmax or layer norm
     (``topos.model.composites``) to its group, whose closed-form rule then gives
     the cotangent of the group's source at once: the nodes inside get none.
     Returns a dict from node index to cotangent handle.
