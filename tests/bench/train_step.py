@@ -52,10 +52,15 @@ the ratio more than anything topos does: the scipy-openblas 0.3.31 of numpy
 Haswell, and its AVX2 kernels multiply at about half the speed of its AVX-512
 (SkylakeX) ones, which ``OPENBLAS_CORETYPE=SkylakeX`` (set before numpy loads)
 selects; torch's MKL takes AVX-512 there either way. Measured on that EPYC
-(2 cores, shared, 60 steps; ratio topos / torch):
+(2 cores, shared with other work, so each ratio moves by a few hundredths from
+run to run; 60 to 150 steps; ratio topos / torch):
 
-    default (OpenBLAS's Haswell kernels)   d 32 0.73-0.77, d 64 0.82-0.84, d 256 0.87, d 64 context 32 0.88-0.89
-    OPENBLAS_CORETYPE=SkylakeX             d 32 0.66,      d 64 0.69,      d 256 0.59, d 64 context 32 0.71
+    default (OpenBLAS's Haswell kernels)   d 32 0.73-0.74, d 64 0.80-0.84, d 256 0.85-0.87, d 64 context 32 0.86-0.88
+    OPENBLAS_CORETYPE=SkylakeX             d 32 0.66,      d 64 0.69,      d 256 0.59,      d 64 context 32 0.71
+
+At d 256 the products are three quarters of topos's step (cProfile), and
+numpy's at about 110 GFLOP/s on one core there; the rest (the optimizer's 2.5-3
+ms, GELU and its gradient, the layer norms) is under a quarter.
 
 Not part of the default test run.
 """
