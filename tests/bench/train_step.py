@@ -44,6 +44,24 @@ tables. ``--keep-freed-memory`` asks glibc to keep freed memory (``mallopt``)
 rather than hand it back to the kernel, to show what the remaining page
 faults cost.
 
+The first line says which BLAS each side multiplies with: numpy's library and,
+for OpenBLAS, the kernels it chose for this processor (its core name), and
+torch's. Most of a step at d 256 is matrix products, so that choice weighs on
+the ratio more than anything topos does: the scipy-openblas 0.3.31 of numpy
+2.4's wheel takes an AMD EPYC of the Zen 5 family (cpu family 26) for a
+Haswell, and its AVX2 kernels multiply at about half the speed of its AVX-512
+(SkylakeX) ones, which ``OPENBLAS_CORETYPE=SkylakeX`` (set before numpy loads)
+selects; torch's MKL takes AVX-512 there either way. Measured on that EPYC
+(2 cores, shared with other work, so each ratio moves by a few hundredths from
+run to run; 60 to 150 steps; ratio topos / torch):
+
+    default (OpenBLAS's Haswell kernels)   d 32 0.73-0.74, d 64 0.80-0.84, d 256 0.85-0.87, d 64 context 32 0.86-0.88
+    OPENBLAS_CORETYPE=SkylakeX             d 32 0.66,      d 64 0.69,      d 256 0.59,      d 64 context 32 0.71
+
+At d 256 the products are three quarters of topos's step (cProfile), and
+numpy's at about 110 GFLOP/s on one core there; the rest (the optimizer's 2.5-3
+ms, GELU and its gradient, the layer norms) is under a quarter.
+
 Not part of the default test run.
 """
 
@@ -315,6 +333,47 @@ def profile_summary(trainer, rng, config, steps, detail):
 
 SIZES = ("batch", "context", "embed", "heads", "layers")
 
+#: Where an OpenBLAS says which kernels it chose (its core name): scipy-openblas's names, then OpenBLAS's own.
+CORENAME_SYMBOLS = (
+    "scipy_openblas_get_corename64_",
+    "scipy_openblas_get_corename",
+    "openblas_get_corename64_",
+    "openblas_get_corename",
+)
+
+
+def openblas_core():
+    """The core name of the OpenBLAS numpy has loaded (its kernels: "Haswell", "SkylakeX", ...), or None."""
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            library = ctypes.CDLL(path)  # already loaded: the same handle
+        except OSError:
+            continue
+        for symbol in CORENAME_SYMBOLS:
+            function = getattr(library, symbol, None)
+            if function is not None:
+                function.restype = ctypes.c_char_p
+                return function().decode()
+    return None
+
+
+def blas_line():
+    """Which BLAS numpy and torch multiply with (see the module's notes)."""
+    blas = np.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
+    numpy_blas = f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()
+    core = openblas_core()
+    torch_blas = "MKL" if torch.backends.mkl.is_available() else "no MKL"
+    return (
+        f"numpy's BLAS: {numpy_blas}"
+        + (f", {core} kernels" if core else "")
+        + f"; torch's: {torch_blas}, {torch.backends.cpu.get_cpu_capability()}"
+    )
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -334,6 +393,7 @@ def main():
     if arguments.keep_freed_memory:
         keep_freed_memory()
 
+    print(blas_line())
     for embed in (int(width) for width in arguments.embeds.split(",")):
         sizes = {f: getattr(arguments, f) for f in SIZES if f != "embed"}
         config = dataclasses.replace(example.Config(), embed=embed, **sizes)

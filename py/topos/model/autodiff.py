@@ -186,13 +186,22 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None)
     ``handles[i]`` is node i's forward value in the emitter's terms, ``needed``
     marks the nodes whose cotangents are wanted, and ``seed`` is the target's
     cotangent. Contributions of a value read several times are summed with
-    ``Add``. ``composites`` maps the root of a softmax, log-softmax or layer norm
+    ``Add``; those of slices that cut a value end to end are joined with one
+    ``Concatenate`` (``slice_tilings``). ``composites`` maps the root of a softmax, log-softmax or layer norm
     (``topos.model.composites``) to its group, whose closed-form rule then gives
     the cotangent of the group's source at once: the nodes inside get none.
     Returns a dict from node index to cotangent handle.
     """
     cotangents = {target: seed}
+    tilings = slice_tilings(nodes, target, needed)
+    tile_of = {piece: value for value, (_, pieces) in tilings.items() for piece in pieces}
+    stashed = {}  # a tiling slice's index -> its cotangent, joined when the scan reaches the value it slices
     for index in range(target, -1, -1):
+        if index in tilings:
+            joined = join_tiles(nodes, index, tilings[index], stashed, emitter, handles)
+            if joined is not None:
+                previous = cotangents.get(index)
+                cotangents[index] = joined if previous is None else emitter.add(previous, joined)
         g = cotangents.get(index)
         if g is None:
             continue
@@ -206,6 +215,9 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None)
             source, grad = group.vjp(emitter, g, handles)
             previous = cotangents.get(source)
             cotangents[source] = grad if previous is None else emitter.add(previous, grad)
+            continue
+        if index in tile_of:
+            stashed[index] = g
             continue
         primitive = lookup(node.opcode)
         if not primitive.differentiable:
@@ -224,3 +236,66 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None)
             cotangents[operand] = grad if previous is None else emitter.add(previous, grad)
     emitter.wanted = None
     return cotangents
+
+
+def slice_tilings(nodes, target, needed):
+    """The values a backward joins rather than sums: value index -> ``(axis, slice indices in axis order)``.
+
+    A value read only by slices (step 1, each whole but along one axis, the same
+    axis for all) that cut it into pieces end to end, as attention cuts its
+    query-key-value product into three, has the pieces' cotangents side by side
+    as its own: one ``Concatenate`` of them, where each slice's rule pads its
+    cotangent to the value's shape and the pads are summed (three passes over the
+    whole value, two more for the adds). Only where every slice is on the path to
+    ``target`` (``needed``).
+    """
+    readers = {}
+    for node in nodes[: target + 1]:
+        for operand in node.operands:
+            readers.setdefault(operand, []).append(node)
+    tilings = {}
+    for value, reading in readers.items():
+        if len(reading) < 2 or not needed[value] or any(r.opcode != "Slice" or not needed[r.index] for r in reading):
+            continue
+        shape = nodes[value].shape
+        cuts = set()
+        pieces = []
+        for r in reading:
+            start, stop, step = r.attrs["start"], r.attrs["stop"], r.attrs["step"]
+            cut = [axis for axis, extent in enumerate(shape) if (start[axis], stop[axis]) != (0, extent)]
+            if any(st != 1 for st in step) or len(cut) != 1:
+                break
+            cuts.add(cut[0])
+            pieces.append((start[cut[0]], stop[cut[0]], r.index))
+        else:
+            if len(cuts) != 1:
+                continue
+            (axis,) = cuts
+            pieces.sort()
+            ends = [0] + [stop for _, stop, _ in pieces]
+            if all(low == end and low < high for (low, high, _), end in zip(pieces, ends)) and ends[-1] == shape[axis]:
+                tilings[value] = (axis, [index for _, _, index in pieces])
+    return tilings
+
+
+def join_tiles(nodes, value, tiling, stashed, emitter, handles):
+    """The cotangent of ``value`` from its tiling slices' (``slice_tilings``): their ``Concatenate`` when
+    each has one, else each padded by the slice's own rule and summed in the scan's order, as without
+    the tiling; None when none has one."""
+    axis, pieces = tiling
+    cotangents = [stashed.pop(piece, None) for piece in pieces]
+    if all(g is not None for g in cotangents):
+        emitter.at(nodes[pieces[0]])
+        return emitter.apply("Concatenate", cotangents, axis=axis)
+    total = None
+    rule = lookup("Slice")
+    for piece, g in sorted(zip(pieces, cotangents), reverse=True):
+        if g is None:
+            continue
+        node = nodes[piece]
+        emitter.at(node)
+        emitter.wanted = [True]
+        (padded,) = rule.vjp(emitter, g, [handles[value]], handles[piece], node.attrs)
+        total = padded if total is None else emitter.add(total, padded)
+    emitter.wanted = None
+    return total

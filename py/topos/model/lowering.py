@@ -12,7 +12,8 @@ The backward (the gradient reading):
 ``GraphEmitter`` is the emitter whose handles are node indices. It runs the very
 ``reverse_scan`` that ``Run.backward`` runs (``topos.model.autodiff``), so each
 derivative rule appends the primitives it would otherwise evaluate: the summing
-of several readers' contributions becomes ``Add`` nodes, un-broadcasting becomes
+of several readers' contributions becomes ``Add`` nodes (those of slices that cut
+a value end to end, one ``Concatenate``), un-broadcasting becomes
 ``Sum`` and ``Reshape`` nodes; a softmax, log-softmax or layer norm becomes one
 ``SoftmaxGrad``, ``LogSoftmaxGrad`` or ``LayerNormGrad`` node (``topos.model.composites``),
 as in the eager scan. Evaluated by the numpy interpreter, these nodes
