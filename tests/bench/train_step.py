@@ -51,7 +51,10 @@ the ratio more than anything topos does: the scipy-openblas 0.3.31 of numpy
 2.4's wheel takes an AMD EPYC of the Zen 5 family (cpu family 26) for a
 Haswell, and its AVX2 kernels multiply at about half the speed of its AVX-512
 (SkylakeX) ones, which ``OPENBLAS_CORETYPE=SkylakeX`` (set before numpy loads)
-selects; torch's MKL takes AVX-512 there either way. Measured on that EPYC
+selects; torch's MKL takes AVX-512 there either way. (OpenBLAS's run-time
+detection missed family 26: OpenMathLib/OpenBLAS issue 6029, mended by pull
+request 6033 after 0.3.31; numpy 2.4.6, the newest wheel, still carries 0.3.31.)
+The first line says so when it sees it. Measured on that EPYC
 (2 cores, shared with other work, so each ratio moves by a few hundredths from
 run to run; 60 to 150 steps; ratio topos / torch):
 
@@ -362,15 +365,28 @@ def openblas_core():
     return None
 
 
+def avx512_unused(core):
+    """Whether OpenBLAS chose AVX2 (Haswell or Zen) kernels on a processor that has AVX-512 (see the module's notes)."""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return core is not None and core.lower() in ("haswell", "zen") and {"avx512f", "avx512bw", "avx512vl"} <= set(flags)
+
+
 def blas_line():
     """Which BLAS numpy and torch multiply with (see the module's notes)."""
     blas = np.__config__.CONFIG.get("Build Dependencies", {}).get("blas", {})
     numpy_blas = f"{blas.get('name', 'unknown')} {blas.get('version', '')}".strip()
     core = openblas_core()
     torch_blas = "MKL" if torch.backends.mkl.is_available() else "no MKL"
+    kernels = f", {core} kernels" if core else ""
+    if avx512_unused(core):
+        kernels += " (AVX2) on a processor with AVX-512, which OPENBLAS_CORETYPE=SkylakeX would use"
     return (
         f"numpy's BLAS: {numpy_blas}"
-        + (f", {core} kernels" if core else "")
+        + kernels
         + f"; torch's: {torch_blas}, {torch.backends.cpu.get_cpu_capability()}"
     )
 
