@@ -385,9 +385,7 @@ def blas_line():
     if avx512_unused(core):
         kernels += " (AVX2) on a processor with AVX-512, which OPENBLAS_CORETYPE=SkylakeX would use"
     return (
-        f"numpy's BLAS: {numpy_blas}"
-        + kernels
-        + f"; torch's: {torch_blas}, {torch.backends.cpu.get_cpu_capability()}"
+        f"numpy's BLAS: {numpy_blas}" + kernels + f"; torch's: {torch_blas}, {torch.backends.cpu.get_cpu_capability()}"
     )
 
 
