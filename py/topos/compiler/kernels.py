@@ -42,6 +42,7 @@ from ..ops import Primitive, lookup
 from ..text import format_shape, plural
 from .kernel_rules import KernelRules
 from .wgsl import launch as build
+from .wgsl.concatenations import emit_concatenation, find_concatenations
 from .wgsl.fusion import find_chains
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from .wgsl.pad_sums import emit_pad_sum, find_pad_sums
@@ -262,6 +263,10 @@ class Selector(KernelRules):
         )
         self.absorbed = {i for chain in self.chains.values() for i in chain.nodes if i != chain.root}
         self.absorbed |= in_pad_sums - set(self.pad_sums)
+        # Concatenates of Reshapes only they read (a cut value's gradient): each source copied into its window.
+        claimed = self.covered | self.absorbed  # a chain's root or a pad sum's is no Concatenate and no Reshape
+        self.joins = find_concatenations(self.nodes, plan.schedule, plan.outputs, self.runs_on_device, claimed)
+        self.absorbed |= {i for join in self.joins.values() for i in join.reshapes}
 
     def decline_reason(self, node):
         """Why the device does not run ``node`` (a sentence), or None when it does."""
@@ -385,6 +390,8 @@ class Selector(KernelRules):
                 self.emit_group(self.groups[index])
             elif index in self.pad_sums:
                 self.views[index] = emit_pad_sum(self, self.pad_sums[index])
+            elif index in self.joins:
+                self.views[index] = emit_concatenation(self, self.joins[index])
             elif index in self.chains:
                 chain = self.chains[index]
                 self.views[index] = self.fused_elementwise(chain, [self.views[j] for j in chain.operands])

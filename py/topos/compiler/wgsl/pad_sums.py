@@ -49,17 +49,8 @@ class PadSum:
 
 def find_pad_sums(nodes, schedule, outputs, on_device, excluded=()):
     """{root: PadSum} for the plan's sums of disjoint paddings (on the device, none in ``excluded``)."""
-    readers = {}
-    for index in schedule:
-        for operand in nodes[index].operands:
-            readers[operand] = readers.get(operand, 0) + 1
-    outputs = set(outputs)
     claimed = set(excluded)
-
-    def alone(index):
-        """Read once, by one node, and no output: a node that may be absorbed."""
-        return index not in outputs and readers.get(index, 0) == 1 and index not in claimed and on_device(index)
-
+    alone = sole_reader(nodes, schedule, outputs, on_device, claimed)
     order = {index: position for position, index in enumerate(schedule)}
     found = {}
     for root in reversed(schedule):
@@ -82,6 +73,21 @@ def find_pad_sums(nodes, schedule, outputs, on_device, excluded=()):
         found[root] = PadSum(adds, tuple(sorted(pads, key=order.get)), reshapes, gaps)
         claimed.update(found[root].nodes)
     return found
+
+
+def sole_reader(nodes, schedule, outputs, on_device, claimed):
+    """``alone(index)``: whether node ``index`` is read once, by one node, is no output, runs on the device
+    and is not in ``claimed`` (a set the caller grows as it claims nodes): a node that may be absorbed."""
+    readers = {}
+    for index in schedule:
+        for operand in nodes[index].operands:
+            readers[operand] = readers.get(operand, 0) + 1
+    outputs = set(outputs)
+
+    def alone(index):
+        return index not in outputs and readers.get(index, 0) == 1 and index not in claimed and on_device(index)
+
+    return alone
 
 
 def _tree(nodes, root, alone):
@@ -144,23 +150,37 @@ def emit_pad_sum(k, pad_sum):
         operand = node.operands[0]
         step = tuple(inner + 1 for inner in node.attrs["interior"])
         target = out.slice(node.attrs["low"], step, nodes[operand].shape)
-        covers = (pad,)
-        source = k.views.get(operand)
-        if pad in pad_sum.reshapes:
-            reshape = nodes[pad_sum.reshapes[pad]]
-            inner = k.views[reshape.operands[0]]
-            covers = (reshape.index, pad)
-            source = inner.reshape(reshape.shape)
-            if source is None:
-                split = split_view(target, inner.shape)
-                if split is not None:
-                    source, target = inner, split
-                else:
-                    source = k.dense(inner, reshape).reshape(reshape.shape)
-        launches.append(
-            (build.fill(target, source.constant) if source.is_constant else build.copy(source, target), covers)
-        )
+        reshape = nodes[pad_sum.reshapes[pad]] if pad in pad_sum.reshapes else None
+        launch, covers = copy_into(k, operand, target, reshape)
+        launches.append((launch, covers + (pad,)))
     # The adds are covered by the first launch (the zeros, or the first part's copy).
     for position, (launch, covers) in enumerate(launches):
         k.launch(launch, (pad_sum.adds if position == 0 else ()) + covers, "Pad+Add")
     return out
+
+
+def copy_into(k, operand, target, reshape=None):
+    """The launch that writes node ``operand``'s value into ``target`` (a window of a new buffer), and the
+    nodes it covers besides its caller's.
+
+    ``reshape``: the Reshape node ``operand`` is, read by the caller alone and launched by nobody else.
+    Its source is read in place, in the new shape where its strides allow (``View.reshape``), else
+    straight from where it lies into the window seen in the source's shape (``split_view`` of the
+    window); only when neither can is the source first copied dense (the one launch the Reshape
+    itself would have made).
+    """
+    from . import launch as build
+
+    if reshape is None:
+        source, covers = k.views[operand], ()
+    else:
+        inner = k.views[reshape.operands[0]]
+        covers = (reshape.index,)
+        source = inner.reshape(reshape.shape)
+        if source is None:
+            split = split_view(target, inner.shape)
+            if split is not None:
+                source, target = inner, split
+            else:
+                source = k.dense(inner, reshape).reshape(reshape.shape)
+    return (build.fill(target, source.constant) if source.is_constant else build.copy(source, target)), covers
