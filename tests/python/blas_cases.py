@@ -200,3 +200,63 @@ def check_gelu(gelu, gelu_grad, reference_gelu, reference_grad, tolerance):
                 worst = float(np.max(error / (eps * scale[finite] + 1e-300)))
                 failures.append(f"{name} {np.dtype(dtype).name}: {worst:.2f} eps (1 + |x|), over {tolerance}")
     return failures
+
+
+def exp_inputs():
+    """float32 arguments for exp: normal draws, a sweep over [-110, 90] (past both ends of float32's
+    range: exp overflows above 88.72 and its results are denormal below -87.34 and 0 below -103.97),
+    and edges: zeros, tiny and denormal arguments, the ends of the range, the infinities and NaN."""
+    rng = np.random.default_rng(11)
+    edges = [0.0, -0.0, 1e-30, -1e-30, 1e-40, -1e-40, 1.4e-45, -1.4e-45, 88.7, 88.72, 88.73, 88.8, 89.0, 100.0, 1e4]
+    edges += [-87.3, -87.4, -88.7, -90.0, -100.0, -103.0, -103.9, -104.0, -110.0, -1e4, np.inf, -np.inf, np.nan]
+    return np.concatenate([rng.standard_normal(20000) * 10, np.linspace(-110, 90, 20001), edges]).astype(np.float32)
+
+
+def check_exp(exp, tolerance):
+    """``exp(x)`` and ``exp(x, out)`` against exp in float64: within ``tolerance`` = (relative eps, absolute),
+    inf and NaN where the float64 exp rounded to float32 has them; float32 and float64, at sizes
+    around the SIMD width (0 to 9, 1023), in place, strided, Fortran-ordered, broadcast. The failures, as text."""
+    failures = []
+    x = exp_inputs()
+    eps = float(np.finfo(np.float32).eps)
+
+    def compare(label, got, argument):
+        with np.errstate(all="ignore"):
+            want = np.exp(np.asarray(argument, np.float64))
+        if got.shape != np.shape(argument) or got.dtype != np.asarray(argument).dtype:
+            failures.append(
+                f"exp {label}: {got.dtype} {got.shape}, wanted {np.asarray(argument).dtype} {np.shape(argument)}"
+            )
+            return
+        rounded = want.astype(got.dtype)
+        if not np.array_equal(np.isnan(got), np.isnan(rounded)) or not np.array_equal(np.isinf(got), np.isinf(rounded)):
+            failures.append(f"exp {label}: NaN or inf where exp in float64 has none")
+            return
+        finite = np.isfinite(rounded)
+        error = np.abs(got[finite].astype(np.float64) - want[finite])
+        bound = tolerance[0] * eps * np.abs(want[finite]) + tolerance[1]
+        if got.dtype == np.float64:
+            bound = 4 * float(np.finfo(np.float64).eps) * np.abs(want[finite])
+        if not np.all(error <= bound):
+            worst = float(np.max(error / (eps * np.abs(want[finite]) + tolerance[1])))
+            failures.append(f"exp {label}: {worst:.2f} eps relatively, over {tolerance[0]}")
+
+    with np.errstate(all="ignore"):
+        compare("all inputs", exp(x), x)
+        for size in (*range(10), 1023):
+            compare(f"size {size}", exp(x[-size:] if size else x[:0]), x[-size:] if size else x[:0])
+        inplace = x.copy()
+        result = exp(inplace, inplace)
+        if result is not inplace:
+            failures.append("exp in place: the result is not out")
+        compare("in place", inplace, x)
+        compare("strided", exp(x[::3]), x[::3])
+        square = x[: 101 * 99].reshape(101, 99)
+        compare("Fortran-ordered", exp(np.asfortranarray(square)), square)
+        out = np.empty((99, 101), np.float32)
+        compare("into a transposed out", exp(square, out.T), square)
+        row = x[:13]
+        compare("broadcast", exp(np.broadcast_to(row, (5, 13))), np.broadcast_to(row, (5, 13)))
+        compare("float64", exp(x.astype(np.float64)), x.astype(np.float64))
+        compare("0-d", exp(np.float32(1.5)), np.float32(1.5))
+    return failures

@@ -196,7 +196,8 @@ def test_in_pyodide_with_the_served_openblas():
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["failures"] == []
     assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
-    assert report["gelu_kernels"] == ["gelu", "gelu_grad"]  # the ops' float32 GELU went through them
+    assert report["gelu_kernels"] == ["exp", "gelu", "gelu_grad"]  # the ops' float32 GELU and exp went through them
+    assert report["exp_row"]  # the Exp row's forward in Pyodide is pyodide_math.exp
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
 
 
@@ -259,5 +260,30 @@ def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
         assert failures == []
         size = blas_cases.gelu_inputs(np.float32)[0].size
         assert size % 4 and counts == [size - size % 4] * 2  # float32 only; float64 stays in numpy
+    finally:
+        pyodide_math.uninstall()
+
+
+def test_exp_kernel_contract_takes_whole_quads_and_numpy_the_tail():
+    # ops/wasm_exp.py's contract natively: the four arguments of the GELU kernels (x, unused, out,
+    # count), whole quads of contiguous float32; a fake applying np.exp stands in for the kernel.
+    from topos.ops import elementwise, pyodide_math
+
+    assert elementwise.Exp.numpy_function is np.exp  # natively the row is the ufunc itself
+    counts = []
+
+    def fake(arguments):
+        x, _, out, count = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+        assert count % 4 == 0
+        counts.append(count)
+        np.exp(_view(x, (count,), (4,), np.float32), out=_view(out, (count,), (4,), np.float32))
+
+    pyodide_math.install(None, None, fake)
+    try:
+        assert blas_cases.check_exp(pyodide_math.exp, pyodide_math.EXP_TOLERANCE) == []
+        # Contiguous float32 only: the sizes 1 to 9 and 1023 take their whole quads, all inputs all of theirs.
+        size = blas_cases.exp_inputs().size
+        quads = [n - n % 4 for n in (size, *range(1, 10), 1023) if n >= 4]
+        assert counts[: len(quads)] == quads
     finally:
         pyodide_math.uninstall()

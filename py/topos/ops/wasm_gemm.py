@@ -9,7 +9,9 @@ p = 0, 1, ... (a plain loop's order: the tolerance of ops/blas.py holds).
 The module imports the memory it works in (``env.memory``) and declares itself a dynamic
 library (a ``dylink.0`` section with no memory or table of its own), so that Pyodide's
 loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy arrays'
-data pointers are then addresses the kernel reads and writes directly.
+data pointers are then addresses the kernel reads and writes directly. The same module holds
+the float32 elementwise kernels ``gelu_f32``, ``gelu_grad_f32`` (ops/wasm_gelu.py) and
+``exp_f32`` (ops/wasm_exp.py).
 
     sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of eighteen int32 values,
     a, b, c, m, n, k, a_row, a_col, b_row, c_row,
@@ -24,7 +26,7 @@ multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies 
 of a product's rows and columns in numpy.
 """
 
-from . import wasm_gelu
+from . import wasm_exp, wasm_gelu
 from .wasm_assembler import I32, V128, Code, name, section, uleb, vector
 
 M_BLOCK = 4
@@ -149,6 +151,7 @@ def module_bytes():
     imports = vector([name("env") + name("memory") + bytes([0x02, 0x00]) + uleb(0)])
     bodies = [("sgemm", _body("float32")), ("dgemm", _body("float64"))]
     bodies += [("gelu_f32", wasm_gelu.body(grad=False)), ("gelu_grad_f32", wasm_gelu.body(grad=True))]
+    bodies += [("exp_f32", wasm_exp.body())]
     functions = vector([uleb(0)] * len(bodies))
     exports = vector([name(label) + bytes([0x00]) + uleb(index) for index, (label, _) in enumerate(bodies)])
     code = vector([body for _, body in bodies])
