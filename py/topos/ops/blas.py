@@ -229,6 +229,8 @@ def _address(array):
 _ARGUMENTS = np.zeros(len(wasm_gemm.ARGUMENTS), np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 _WRAP = 1 << (8 * _ARGUMENTS.itemsize - 1)
+# wasm_gemm.N_BLOCK by dtype: ``dtype.name`` is computed in Python by numpy (5 us a time in Pyodide).
+_N_BLOCK = {np.dtype(name): columns for name, columns in wasm_gemm.N_BLOCK.items()}
 
 
 def _int32(value):
@@ -243,7 +245,7 @@ def _kernel_into(kernel, a, b, out):
     m, k = a.shape
     n = b.shape[1]
     tile_rows = m - m % wasm_gemm.M_BLOCK
-    tile_columns = n - n % wasm_gemm.N_BLOCK[a.dtype.name]
+    tile_columns = n - n % _N_BLOCK[a.dtype]
     if b.strides[1] != size:
         b = np.ascontiguousarray(b)
     target = out if out.strides[1] == size else np.empty((m, n), a.dtype)
@@ -268,7 +270,7 @@ def _tiles_fit(a, b):
         a.ndim <= 4
         and a.dtype in _kernels
         and a.shape[-2] % wasm_gemm.M_BLOCK == 0
-        and b.shape[-1] % wasm_gemm.N_BLOCK[a.dtype.name] == 0
+        and b.shape[-1] % _N_BLOCK[a.dtype] == 0
     )
 
 
@@ -291,3 +293,8 @@ def _kernel_batched(kernel, a, b, out):
     if target is not out:
         out[...] = target
     return out
+
+
+# The product the numpy forwards outside MatMul call (ScatterAdd's one-hot matrix): ``np.matmul``
+# itself natively, ``matmul_into`` (the page's kernels) in Pyodide.
+MATMUL = matmul_into if sys.platform == "emscripten" else np.matmul
