@@ -196,8 +196,8 @@ def test_in_pyodide_with_the_served_openblas():
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["failures"] == []
     assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
-    assert report["gelu_kernels"] == ["exp", "gelu", "gelu_grad"]  # the ops' float32 GELU and exp went through them
-    assert report["exp_row"]  # the Exp row's forward in Pyodide is pyodide_math.exp
+    assert report["gelu_kernels"] == ["exp", "gelu", "gelu_grad", "tanh"]  # the ops' float32 GELU, exp, tanh
+    assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
 
 
@@ -264,26 +264,32 @@ def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
         pyodide_math.uninstall()
 
 
-def test_exp_kernel_contract_takes_whole_quads_and_numpy_the_tail():
+@pytest.mark.parametrize("name", ["exp", "tanh"])
+def test_exp_and_tanh_kernels_contract_takes_whole_quads_and_numpy_the_tail(name):
     # ops/wasm_exp.py's contract natively: the four arguments of the GELU kernels (x, unused, out,
-    # count), whole quads of contiguous float32; a fake applying np.exp stands in for the kernel.
+    # count), whole quads of contiguous float32; a fake applying the ufunc stands in for the kernel.
     from topos.ops import elementwise, pyodide_math
 
-    assert elementwise.Exp.numpy_function is np.exp  # natively the row is the ufunc itself
+    ufunc = getattr(np, name)
+    row = elementwise.Exp if name == "exp" else elementwise.Tanh
+    assert row.numpy_function is ufunc  # natively the row is the ufunc itself
     counts = []
 
     def fake(arguments):
         x, _, out, count = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
         assert count % 4 == 0
         counts.append(count)
-        np.exp(_view(x, (count,), (4,), np.float32), out=_view(out, (count,), (4,), np.float32))
+        ufunc(_view(x, (count,), (4,), np.float32), out=_view(out, (count,), (4,), np.float32))
 
-    pyodide_math.install(None, None, fake)
+    pyodide_math.install(None, None, **{name: fake})
     try:
-        assert blas_cases.check_exp(pyodide_math.exp, pyodide_math.EXP_TOLERANCE) == []
-        # Contiguous float32 only: the sizes 1 to 9 and 1023 take their whole quads, all inputs all of theirs.
-        size = blas_cases.exp_inputs().size
-        quads = [n - n % 4 for n in (size, *range(1, 10), 1023) if n >= 4]
+        check = blas_cases.check_exp if name == "exp" else blas_cases.check_tanh
+        tolerance = pyodide_math.EXP_TOLERANCE if name == "exp" else pyodide_math.TANH_TOLERANCE
+        assert check(getattr(pyodide_math, name), tolerance) == []
+        # Contiguous float32 of at least KERNEL_MIN elements only: the sizes from 1020 up take their whole quads.
+        inputs = blas_cases.exp_inputs() if name == "exp" else blas_cases.tanh_inputs()
+        sizes = [inputs.size, *range(10), *range(1020, 1034), 4099]
+        quads = [n - n % 4 for n in sizes if n >= pyodide_math.KERNEL_MIN[name]]
         assert counts[: len(quads)] == quads
     finally:
         pyodide_math.uninstall()

@@ -169,7 +169,8 @@ def tanh_vjp(e, g, x, out):
     return [e.mul(g, e.sub(e.like(out, 1.0), e.mul(out, out)))]
 
 
-Tanh = unary("Tanh", numpy=np.tanh, hlo="stablehlo.tanh", wgsl="safe_tanh(x)", vjp=tanh_vjp)
+# numpy=np.tanh natively; in Pyodide the SIMD tanh (pyodide_math.TANH).
+Tanh = unary("Tanh", numpy=pyodide_math.TANH, hlo="stablehlo.tanh", wgsl="safe_tanh(x)", vjp=tanh_vjp)
 
 
 # d cos(x) = -sin(x), d sin(x) = cos(x). WGSL promises its cos and sin to an absolute 2^-11 on
