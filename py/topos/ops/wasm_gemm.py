@@ -32,10 +32,10 @@ from .wasm_assembler import I32, V128, Code, name, section, uleb, vector
 M_BLOCK = 4
 # Columns a block: two vectors of 4 float32 or of 2 float64.
 N_BLOCK = {"float32": 8, "float64": 4}
-# Per dtype: element size, scalar load opcode and its alignment (log2), splat, add, mul.
+# Per dtype: element size, the load-and-splat opcode and its alignment (log2), add, mul.
 _KINDS = {
-    "float32": (4, 0x2A, 2, 0x13, 0xE4, 0xE6),
-    "float64": (8, 0x2B, 3, 0x14, 0xF0, 0xF2),
+    "float32": (4, 0x09, 2, 0xE4, 0xE6),
+    "float64": (8, 0x0A, 3, 0xF0, 0xF2),
 }
 
 
@@ -51,7 +51,7 @@ INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + 
 
 
 def _body(dtype):
-    size, load, align, splat, add, mul = _KINDS[dtype]
+    size, load_splat, align, add, mul = _KINDS[dtype]
     code = Code(INDEX)
     get, set_, op, simd = code.get, code.set, code.op, code.simd
     for index, argument in enumerate(ARGUMENTS):
@@ -106,8 +106,7 @@ def _body(dtype):
         get("pa")
         if offset:
             get(offset), op(0x6A)
-        op(load, align, 0)  # f32.load / f64.load
-        simd(splat)  # f32x4.splat / f64x2.splat
+        simd(load_splat, align, 0)  # v128.load32_splat / v128.load64_splat: A[i, p] in every lane
         set_("av")
         for half, operand in enumerate(("b0", "b1")):
             accumulator = f"acc{2 * row + half}"
