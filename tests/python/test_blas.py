@@ -293,3 +293,21 @@ def test_exp_and_tanh_kernels_contract_takes_whole_quads_and_numpy_the_tail(name
         assert counts[: len(quads)] == quads
     finally:
         pyodide_math.uninstall()
+
+
+def test_kernel_addresses_are_each_arrays_own_and_bounded():
+    # blas._address remembers addresses by id while holding the array: a new array never takes a
+    # remembered one's id, views get their own, and the table stays within _ADDRESSES_KEPT.
+    def true_address(array):
+        return array.__array_interface__["data"][0]
+
+    arrays = [np.zeros(4, np.float32) for _ in range(blas._ADDRESSES_KEPT + 10)]
+    for x in arrays * 2:
+        assert blas._address(x) == true_address(x)
+        assert len(blas._ADDRESSES) <= blas._ADDRESSES_KEPT
+    assert blas._address(arrays[-1][1:]) == true_address(arrays[-1]) + 4
+    for _ in range(200):  # fresh arrays, freed at once: ids come back, addresses must not
+        y = np.empty(int(np.random.default_rng().integers(1, 64)), np.float32)
+        assert blas._address(y) == true_address(y)
+        assert blas._address(y, keep=False) == true_address(y)
+        del y

@@ -220,8 +220,26 @@ def _gemm_into(gemm, a, b, out):
     return out
 
 
-def _address(array):
-    return array.__array_interface__["data"][0]
+# The data addresses of the arrays last passed to a kernel, by id, each entry holding its array (so
+# that no other array takes its id while it is here): ``__array_interface__`` builds a dict, about
+# 2 us in Pyodide, and two of three operands a training step passes are the same arrays (the
+# interpreter's kept buffers) step after step. An ndarray's data never moves while it is referenced.
+_ADDRESSES = {}
+_ADDRESSES_KEPT = 256
+
+
+def _address(array, keep=True):
+    """``array``'s data address; remembered unless ``keep`` is false (a copy made for this call)."""
+    if not keep:
+        return array.__array_interface__["data"][0]
+    entry = _ADDRESSES.get(id(array))
+    if entry is not None and entry[0] is array:
+        return entry[1]
+    address = array.__array_interface__["data"][0]
+    if len(_ADDRESSES) >= _ADDRESSES_KEPT:
+        _ADDRESSES.clear()
+    _ADDRESSES[id(array)] = (array, address)
+    return address
 
 
 # The kernels' ten arguments, written here and passed by address (ops/wasm_gemm.py): pointer-sized
@@ -246,12 +264,14 @@ def _kernel_into(kernel, a, b, out):
     n = b.shape[1]
     tile_rows = m - m % wasm_gemm.M_BLOCK
     tile_columns = n - n % _N_BLOCK[a.dtype]
-    if b.strides[1] != size:
+    copied = b.strides[1] != size
+    if copied:
         b = np.ascontiguousarray(b)
     target = out if out.strides[1] == size else np.empty((m, n), a.dtype)
     if tile_rows and tile_columns:
         _ARGUMENTS[:] = (
-            _int32(_address(a)), _int32(_address(b)), _int32(_address(target)), tile_rows, tile_columns, k,
+            _int32(_address(a)), _int32(_address(b, not copied)), _int32(_address(target, target is out)),
+            tile_rows, tile_columns, k,
             a.strides[0], a.strides[1], b.strides[0], target.strides[0], 1, 0, 0, 0, 1, 0, 0, 0,
         )  # fmt: skip
         kernel(_ARGUMENTS_ADDRESS)
@@ -277,7 +297,8 @@ def _tiles_fit(a, b):
 def _kernel_batched(kernel, a, b, out):
     """out[..., m, n] = a @ b over one or two batch axes, in one call of a SIMD kernel."""
     size = a.itemsize
-    if b.strides[-1] != size:
+    copied = b.strides[-1] != size
+    if copied:
         b = np.ascontiguousarray(b)
     target = out if out.strides[-1] == size else np.empty(out.shape, a.dtype)
     m, k = a.shape[-2:]
@@ -286,7 +307,8 @@ def _kernel_batched(kernel, a, b, out):
     else:
         batch = [(a.shape[axis], a.strides[axis], b.strides[axis], target.strides[axis]) for axis in (0, 1)]
     _ARGUMENTS[:] = (
-        _int32(_address(a)), _int32(_address(b)), _int32(_address(target)), m, b.shape[-1], k,
+        _int32(_address(a)), _int32(_address(b, not copied)), _int32(_address(target, target is out)),
+        m, b.shape[-1], k,
         a.strides[-2], a.strides[-1], b.strides[-2], target.strides[-2], *batch[0], *batch[1],
     )  # fmt: skip
     kernel(_ARGUMENTS_ADDRESS)
