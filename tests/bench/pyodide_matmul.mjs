@@ -4,7 +4,8 @@
 // (topos.ops.wasm_gemm), each through topos.ops.blas, float32 and float64, medians of
 // interleaved repeats, for 2-D products from tiny to the gallery transformer's and batched ones;
 // then GELU and its gradient per element: the tanh form (what natively runs), the exp form in
-// numpy (topos.ops.pyodide_math), the SIMD pass (topos.ops.wasm_gelu), beside np.tanh and np.exp.
+// numpy (topos.ops.pyodide_math), the SIMD pass (topos.ops.wasm_gelu), beside np.tanh and np.exp
+// and their SIMD passes (topos.ops.wasm_exp).
 // Not part of any test run.
 //
 // Usage: node tests/bench/pyodide_matmul.mjs
@@ -76,7 +77,8 @@ def numpy_form(function, *inputs):
 
 rows.append("")
 rows.append("float32 [256, 128], nanoseconds an element, medians of interleaved repeats")
-cases = [("np.tanh", lambda: np.tanh(x, out=o)), ("np.exp", lambda: np.exp(x, out=o)),
+cases = [("np.tanh", lambda: np.tanh(x, out=o)), ("tanh, SIMD pass", lambda: pyodide_math.tanh(x, o)),
+         ("np.exp", lambda: np.exp(x, out=o)), ("exp, SIMD pass", lambda: pyodide_math.exp(x, o)),
          ("GELU, tanh form", tanh_form("Gelu", x)), ("GELU, exp form (numpy)", numpy_form(pyodide_math.gelu_into, x)),
          ("GELU, SIMD pass", lambda: pyodide_math.gelu_into(x, o)),
          ("GELU grad, tanh form", tanh_form("GeluGrad", g, x)), ("GELU grad, exp form (numpy)", numpy_form(pyodide_math.gelu_grad_into, g, x)),

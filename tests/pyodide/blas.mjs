@@ -36,9 +36,17 @@ failures += blas_cases.check_gelu(
     lambda x: _REGISTRY["Gelu"].forward([x], {}),
     lambda g, x: _REGISTRY["GeluGrad"].forward([g, x], {}),
     tanh_form("Gelu"), tanh_form("GeluGrad"), pyodide_math.GELU_TOLERANCE)
+# exp and tanh: the Exp and Tanh rows' forwards themselves (the SIMD kernels where they fit) against
+# exp and tanh in float64, and with the kernels suspended (numpy's own) against the same bounds.
+exp_row, tanh_row = _REGISTRY["Exp"].numpy_function, _REGISTRY["Tanh"].numpy_function
+for suspend in ((), ("simd",)):
+    with blas.suspended(suspend):
+        failures += [f"{suspend}: {failure}" for failure in blas_cases.check_exp(exp_row, pyodide_math.EXP_TOLERANCE)]
+        failures += [f"{suspend}: {failure}" for failure in blas_cases.check_tanh(tanh_row, pyodide_math.TANH_TOLERANCE)]
 json.dumps({
     "installed": installed,
     "gelu_kernels": sorted(pyodide_math._kernels),
+    "exp_row": exp_row is pyodide_math.exp and tanh_row is pyodide_math.tanh,
     "failures": failures,
     "routes": sorted({case[-1] for case in blas_cases.cases()}),
     "counts": blas.counts(),

@@ -200,3 +200,84 @@ def check_gelu(gelu, gelu_grad, reference_gelu, reference_grad, tolerance):
                 worst = float(np.max(error / (eps * scale[finite] + 1e-300)))
                 failures.append(f"{name} {np.dtype(dtype).name}: {worst:.2f} eps (1 + |x|), over {tolerance}")
     return failures
+
+
+def exp_inputs():
+    """float32 arguments for exp: normal draws, a sweep over [-110, 90] (past both ends of float32's
+    range: exp overflows above 88.72 and its results are denormal below -87.34 and 0 below -103.97),
+    and edges: zeros, tiny and denormal arguments, the ends of the range, the infinities and NaN."""
+    rng = np.random.default_rng(11)
+    edges = [0.0, -0.0, 1e-30, -1e-30, 1e-40, -1e-40, 1.4e-45, -1.4e-45, 88.7, 88.72, 88.73, 88.8, 89.0, 100.0, 1e4]
+    edges += [-87.3, -87.4, -88.7, -90.0, -100.0, -103.0, -103.9, -104.0, -110.0, -1e4, np.inf, -np.inf, np.nan]
+    return np.concatenate([rng.standard_normal(20000) * 10, np.linspace(-110, 90, 20001), edges]).astype(np.float32)
+
+
+def tanh_inputs():
+    """float32 arguments for tanh: normal draws, a sweep over [-12, 12] (tanh rounds to 1 past about 9),
+    and edges: zeros, tiny and denormal arguments, either side of 0.625 (where the kernel's two forms
+    meet), large arguments, the infinities and NaN."""
+    rng = np.random.default_rng(13)
+    edges = [0.0, -0.0, 1e-30, -1e-30, 1e-40, -1e-40, 1.4e-45, -1.4e-45, 0.6249999, 0.625, 0.6250001, -0.6249999]
+    edges += [-0.625, -0.6250001, 9.0, -9.0, 10.0, -10.0, 44.5, -44.5, 100.0, -1e4, np.inf, -np.inf, np.nan]
+    return np.concatenate([rng.standard_normal(20000) * 3, np.linspace(-12, 12, 24001), edges]).astype(np.float32)
+
+
+def check_exp(exp, tolerance):
+    """``exp(x)`` and ``exp(x, out)`` against exp in float64 (``check_unary``). The failures, as text."""
+    return check_unary("exp", exp, np.exp, exp_inputs(), tolerance)
+
+
+def check_tanh(tanh, tolerance):
+    """``tanh(x)`` and ``tanh(x, out)`` against tanh in float64 (``check_unary``). The failures, as text."""
+    return check_unary("tanh", tanh, np.tanh, tanh_inputs(), tolerance)
+
+
+def check_unary(label, function, reference, x, tolerance):
+    """``function(x)`` and ``function(x, out)`` against ``reference`` in float64: within ``tolerance`` =
+    (relative eps, absolute), inf and NaN where the float64 result rounded to float32 has them; float32
+    and float64, at sizes around the SIMD width and the kernels' least size (0 to 9, 1020 to 1033,
+    4099), in place, strided, Fortran-ordered, into a transposed out, broadcast, 0-d. The failures, as text."""
+    failures = []
+    eps = float(np.finfo(np.float32).eps)
+
+    def compare(case, got, argument):
+        with np.errstate(all="ignore"):
+            want = reference(np.asarray(argument, np.float64))
+        if got.shape != np.shape(argument) or got.dtype != np.asarray(argument).dtype:
+            failures.append(
+                f"{label} {case}: {got.dtype} {got.shape}, wanted {np.asarray(argument).dtype} {np.shape(argument)}"
+            )
+            return
+        rounded = want.astype(got.dtype)
+        if not np.array_equal(np.isnan(got), np.isnan(rounded)) or not np.array_equal(np.isinf(got), np.isinf(rounded)):
+            failures.append(f"{label} {case}: NaN or inf where {label} in float64 has none")
+            return
+        finite = np.isfinite(rounded)
+        error = np.abs(got[finite].astype(np.float64) - want[finite])
+        bound = tolerance[0] * eps * np.abs(want[finite]) + tolerance[1]
+        if got.dtype == np.float64:
+            bound = 4 * float(np.finfo(np.float64).eps) * np.abs(want[finite])
+        if not np.all(error <= bound):
+            worst = float(np.max(error / (eps * np.abs(want[finite]) + tolerance[1])))
+            failures.append(f"{label} {case}: {worst:.2f} eps relatively, over {tolerance[0]}")
+
+    with np.errstate(all="ignore"):
+        compare("all inputs", function(x), x)
+        for size in (*range(10), *range(1020, 1034), 4099):
+            part = x[x.size - size :]
+            compare(f"size {size}", function(part), part)
+        inplace = x.copy()
+        result = function(inplace, inplace)
+        if result is not inplace:
+            failures.append(f"{label} in place: the result is not out")
+        compare("in place", inplace, x)
+        compare("strided", function(x[::3]), x[::3])
+        square = x[: 101 * 99].reshape(101, 99)
+        compare("Fortran-ordered", function(np.asfortranarray(square)), square)
+        out = np.empty((99, 101), np.float32)
+        compare("into a transposed out", function(square, out.T), square)
+        row = x[:13]
+        compare("broadcast", function(np.broadcast_to(row, (5, 13))), np.broadcast_to(row, (5, 13)))
+        compare("float64", function(x.astype(np.float64)), x.astype(np.float64))
+        compare("0-d", function(np.float32(1.5)), np.float32(1.5))
+    return failures

@@ -196,7 +196,8 @@ def test_in_pyodide_with_the_served_openblas():
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["failures"] == []
     assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
-    assert report["gelu_kernels"] == ["gelu", "gelu_grad"]  # the ops' float32 GELU went through them
+    assert report["gelu_kernels"] == ["exp", "gelu", "gelu_grad", "tanh"]  # the ops' float32 GELU, exp, tanh
+    assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
 
 
@@ -261,3 +262,52 @@ def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
         assert size % 4 and counts == [size - size % 4] * 2  # float32 only; float64 stays in numpy
     finally:
         pyodide_math.uninstall()
+
+
+@pytest.mark.parametrize("name", ["exp", "tanh"])
+def test_exp_and_tanh_kernels_contract_takes_whole_quads_and_numpy_the_tail(name):
+    # ops/wasm_exp.py's contract natively: the four arguments of the GELU kernels (x, unused, out,
+    # count), whole quads of contiguous float32; a fake applying the ufunc stands in for the kernel.
+    from topos.ops import elementwise, pyodide_math
+
+    ufunc = getattr(np, name)
+    row = elementwise.Exp if name == "exp" else elementwise.Tanh
+    assert row.numpy_function is ufunc  # natively the row is the ufunc itself
+    counts = []
+
+    def fake(arguments):
+        x, _, out, count = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+        assert count % 4 == 0
+        counts.append(count)
+        ufunc(_view(x, (count,), (4,), np.float32), out=_view(out, (count,), (4,), np.float32))
+
+    pyodide_math.install(None, None, **{name: fake})
+    try:
+        check = blas_cases.check_exp if name == "exp" else blas_cases.check_tanh
+        tolerance = pyodide_math.EXP_TOLERANCE if name == "exp" else pyodide_math.TANH_TOLERANCE
+        assert check(getattr(pyodide_math, name), tolerance) == []
+        # Contiguous float32 of at least KERNEL_MIN elements only: the sizes from 1020 up take their whole quads.
+        inputs = blas_cases.exp_inputs() if name == "exp" else blas_cases.tanh_inputs()
+        sizes = [inputs.size, *range(10), *range(1020, 1034), 4099]
+        quads = [n - n % 4 for n in sizes if n >= pyodide_math.KERNEL_MIN[name]]
+        assert counts[: len(quads)] == quads
+    finally:
+        pyodide_math.uninstall()
+
+
+def test_kernel_addresses_are_each_arrays_own_and_bounded():
+    # blas._address remembers addresses by id while holding the array: a new array never takes a
+    # remembered one's id, views get their own, and the table stays within _ADDRESSES_KEPT.
+    def true_address(array):
+        return array.__array_interface__["data"][0]
+
+    arrays = [np.zeros(4, np.float32) for _ in range(blas._ADDRESSES_KEPT + 10)]
+    for x in arrays * 2:
+        assert blas._address(x) == true_address(x)
+        assert len(blas._ADDRESSES) <= blas._ADDRESSES_KEPT
+    assert blas._address(arrays[-1][1:]) == true_address(arrays[-1]) + 4
+    for _ in range(200):  # fresh arrays, freed at once: ids come back, addresses must not
+        y = np.empty(int(np.random.default_rng().integers(1, 64)), np.float32)
+        assert blas._address(y) == true_address(y)
+        assert blas._address(y, keep=False) == true_address(y)
+        del y

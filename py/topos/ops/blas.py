@@ -63,15 +63,17 @@ def install(module):
     _routines[np.dtype(np.float64)] = module.dgemm
 
 
-def install_kernels(sgemm, dgemm, gelu=None, gelu_grad=None):
+def install_kernels(sgemm, dgemm, gelu=None, gelu_grad=None, exp=None, tanh=None):
     """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py: callables that
-    take the address of its ten int32 arguments (addresses in the memory numpy's arrays live
-    in, sizes, byte strides); ``gelu`` and ``gelu_grad``, the module's float32 GELU kernels."""
+    take the address of its eighteen int32 arguments (addresses in the memory numpy's arrays live
+    in, sizes, byte strides); ``gelu``, ``gelu_grad``, ``exp`` and ``tanh``, the module's
+    float32 elementwise kernels."""
     _kernels.clear()
     _kernels[np.dtype(np.float32)] = sgemm
     _kernels[np.dtype(np.float64)] = dgemm
     if gelu is not None:
-        pyodide_math.install(gelu, gelu_grad)  # the same module's GELU kernels (ops/wasm_gelu.py)
+        # the same module's GELU, exp and tanh kernels (ops/wasm_gelu.py, ops/wasm_exp.py)
+        pyodide_math.install(gelu, gelu_grad, exp, tanh)
 
 
 def uninstall():
@@ -218,8 +220,26 @@ def _gemm_into(gemm, a, b, out):
     return out
 
 
-def _address(array):
-    return array.__array_interface__["data"][0]
+# The data addresses of the arrays last passed to a kernel, by id, each entry holding its array (so
+# that no other array takes its id while it is here): ``__array_interface__`` builds a dict, about
+# 2 us in Pyodide, and two of three operands a training step passes are the same arrays (the
+# interpreter's kept buffers) step after step. An ndarray's data never moves while it is referenced.
+_ADDRESSES = {}
+_ADDRESSES_KEPT = 256
+
+
+def _address(array, keep=True):
+    """``array``'s data address; remembered unless ``keep`` is false (a copy made for this call)."""
+    if not keep:
+        return array.__array_interface__["data"][0]
+    entry = _ADDRESSES.get(id(array))
+    if entry is not None and entry[0] is array:
+        return entry[1]
+    address = array.__array_interface__["data"][0]
+    if len(_ADDRESSES) >= _ADDRESSES_KEPT:
+        _ADDRESSES.clear()
+    _ADDRESSES[id(array)] = (array, address)
+    return address
 
 
 # The kernels' ten arguments, written here and passed by address (ops/wasm_gemm.py): pointer-sized
@@ -227,6 +247,8 @@ def _address(array):
 _ARGUMENTS = np.zeros(len(wasm_gemm.ARGUMENTS), np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 _WRAP = 1 << (8 * _ARGUMENTS.itemsize - 1)
+# wasm_gemm.N_BLOCK by dtype: ``dtype.name`` is computed in Python by numpy (5 us a time in Pyodide).
+_N_BLOCK = {np.dtype(name): columns for name, columns in wasm_gemm.N_BLOCK.items()}
 
 
 def _int32(value):
@@ -241,13 +263,15 @@ def _kernel_into(kernel, a, b, out):
     m, k = a.shape
     n = b.shape[1]
     tile_rows = m - m % wasm_gemm.M_BLOCK
-    tile_columns = n - n % wasm_gemm.N_BLOCK[a.dtype.name]
-    if b.strides[1] != size:
+    tile_columns = n - n % _N_BLOCK[a.dtype]
+    copied = b.strides[1] != size
+    if copied:
         b = np.ascontiguousarray(b)
     target = out if out.strides[1] == size else np.empty((m, n), a.dtype)
     if tile_rows and tile_columns:
         _ARGUMENTS[:] = (
-            _int32(_address(a)), _int32(_address(b)), _int32(_address(target)), tile_rows, tile_columns, k,
+            _int32(_address(a)), _int32(_address(b, not copied)), _int32(_address(target, target is out)),
+            tile_rows, tile_columns, k,
             a.strides[0], a.strides[1], b.strides[0], target.strides[0], 1, 0, 0, 0, 1, 0, 0, 0,
         )  # fmt: skip
         kernel(_ARGUMENTS_ADDRESS)
@@ -266,14 +290,15 @@ def _tiles_fit(a, b):
         a.ndim <= 4
         and a.dtype in _kernels
         and a.shape[-2] % wasm_gemm.M_BLOCK == 0
-        and b.shape[-1] % wasm_gemm.N_BLOCK[a.dtype.name] == 0
+        and b.shape[-1] % _N_BLOCK[a.dtype] == 0
     )
 
 
 def _kernel_batched(kernel, a, b, out):
     """out[..., m, n] = a @ b over one or two batch axes, in one call of a SIMD kernel."""
     size = a.itemsize
-    if b.strides[-1] != size:
+    copied = b.strides[-1] != size
+    if copied:
         b = np.ascontiguousarray(b)
     target = out if out.strides[-1] == size else np.empty(out.shape, a.dtype)
     m, k = a.shape[-2:]
@@ -282,10 +307,16 @@ def _kernel_batched(kernel, a, b, out):
     else:
         batch = [(a.shape[axis], a.strides[axis], b.strides[axis], target.strides[axis]) for axis in (0, 1)]
     _ARGUMENTS[:] = (
-        _int32(_address(a)), _int32(_address(b)), _int32(_address(target)), m, b.shape[-1], k,
+        _int32(_address(a)), _int32(_address(b, not copied)), _int32(_address(target, target is out)),
+        m, b.shape[-1], k,
         a.strides[-2], a.strides[-1], b.strides[-2], target.strides[-2], *batch[0], *batch[1],
     )  # fmt: skip
     kernel(_ARGUMENTS_ADDRESS)
     if target is not out:
         out[...] = target
     return out
+
+
+# The product the numpy forwards outside MatMul call (ScatterAdd's one-hot matrix): ``np.matmul``
+# itself natively, ``matmul_into`` (the page's kernels) in Pyodide.
+MATMUL = matmul_into if sys.platform == "emscripten" else np.matmul

@@ -18,6 +18,7 @@ the tanh form's does: exp(-2u) = inf gives gelu -0.0 and gelu' 0 for very negati
 """
 
 import math
+import sys
 
 import numpy as np
 
@@ -26,15 +27,27 @@ GELU_K = 0.044715
 # The documented bound, in units of the dtype's eps (see the module's docstring).
 GELU_TOLERANCE = 16
 
+# The SIMD exp's documented bound (ops/wasm_exp.py): |exp_f32(x) - exp(x)| <= EXP_TOLERANCE[0] eps |exp(x)|
+# + EXP_TOLERANCE[1], exp(x) in float64, eps float32's (and the smallest denormal absolutely).
+EXP_TOLERANCE = (2, 2.0**-149)
+# The SIMD tanh's (ops/wasm_exp.py), alike: |tanh_f32(x) - tanh(x)| <= TANH_TOLERANCE[0] eps |tanh(x)| + TANH_TOLERANCE[1].
+TANH_TOLERANCE = (3, 2.0**-149)
+# The fewest elements a kernel takes: below, numpy's own loop costs less than the call from Python
+# (about 8 us in Pyodide 0.27.7 under Node; np.exp 7-15 ns an element, np.tanh 18-41, the kernels 1-2).
+KERNEL_MIN = {"exp": 1024, "tanh": 512}
+
 # The WebAssembly SIMD forms of both (ops/wasm_gelu.py, float32), where the page installed them.
 _kernels = {}
 _ARGUMENTS = np.zeros(4, np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 
 
-def install(gelu, gelu_grad):
+def install(gelu, gelu_grad, exp=None, tanh=None):
     """Use the SIMD kernels (callables taking the address of their four arguments) for float32."""
     _kernels["gelu"], _kernels["gelu_grad"] = gelu, gelu_grad
+    for name, kernel in (("exp", exp), ("tanh", tanh)):
+        if kernel is not None:
+            _kernels[name] = kernel
 
 
 def uninstall():
@@ -58,6 +71,46 @@ def _address(array):
 
 def _kernel_fits(out, *arrays):
     return bool(_kernels) and all(a.dtype == np.float32 and a.flags.c_contiguous for a in (out, *arrays))
+
+
+def exp(x, out=None):
+    """``np.exp(x, out=out)``; contiguous float32 through the SIMD kernel where installed (ops/wasm_exp.py).
+
+    The Exp row's forward in Pyodide (ops/elementwise.py). Within ``EXP_TOLERANCE`` of exp in
+    float64 and raising no floating-point warning; anything else (other dtypes, strided or
+    broadcast operands, fewer than ``KERNEL_MIN["exp"]`` elements, no kernel) is ``np.exp`` itself.
+    """
+    return _unary("exp", np.exp, x, out)
+
+
+def tanh(x, out=None):
+    """``np.tanh(x, out=out)``, as ``exp`` is ``np.exp``: the Tanh row's forward in Pyodide, within ``TANH_TOLERANCE``."""
+    return _unary("tanh", np.tanh, x, out)
+
+
+def _unary(name, ufunc, x, out):
+    if (
+        name in _kernels
+        and type(x) is np.ndarray
+        and x.dtype == np.float32
+        and x.size >= KERNEL_MIN[name]
+        and x.flags.c_contiguous
+    ):
+        if out is None:
+            out = np.empty(x.shape, np.float32)
+        if out.dtype == np.float32 and out.shape == x.shape and out.flags.c_contiguous:
+            done = _through_kernel(name, x, x, out)
+            if done < x.size:
+                ufunc(x.reshape(-1)[done:], out=out.reshape(-1)[done:])
+            return out
+    return ufunc(x) if out is None else ufunc(x, out=out)
+
+
+# The exp and tanh the numpy forwards call (the Exp and Tanh rows, LogSoftmaxGrad): the ufuncs
+# themselves natively, which the interpreter calls straight (natively nothing changes), ``exp``
+# and ``tanh`` above in Pyodide.
+EXP = exp if sys.platform == "emscripten" else np.exp
+TANH = tanh if sys.platform == "emscripten" else np.tanh
 
 
 def _sigmoid_2u(x, x2, scratch):

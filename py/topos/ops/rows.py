@@ -21,6 +21,7 @@ workgroup per row (``kernels/softmax.wgsl``, ``kernels/layer_norm.wgsl``).
 import numpy as np
 
 from ..text import format_shape
+from . import pyodide_math
 from .reduce import ones_of
 from .registry import Meta, Primitive, register, require_float, same_shape
 
@@ -133,7 +134,7 @@ class LogSoftmaxGrad(RowGrad):
     def forward_into(self, inputs, attrs, out):
         g, y = inputs
         total = row_sums(g)
-        np.exp(y, out=out)
+        pyodide_math.EXP(y, out=out)  # np.exp natively
         out *= total
         np.subtract(g, out, out=out)
         return out

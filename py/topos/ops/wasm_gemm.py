@@ -9,7 +9,9 @@ p = 0, 1, ... (a plain loop's order: the tolerance of ops/blas.py holds).
 The module imports the memory it works in (``env.memory``) and declares itself a dynamic
 library (a ``dylink.0`` section with no memory or table of its own), so that Pyodide's
 loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy arrays'
-data pointers are then addresses the kernel reads and writes directly.
+data pointers are then addresses the kernel reads and writes directly. The same module holds
+the float32 elementwise kernels ``gelu_f32``, ``gelu_grad_f32`` (ops/wasm_gelu.py) and
+``exp_f32``, ``tanh_f32`` (ops/wasm_exp.py).
 
     sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of eighteen int32 values,
     a, b, c, m, n, k, a_row, a_col, b_row, c_row,
@@ -24,16 +26,16 @@ multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies 
 of a product's rows and columns in numpy.
 """
 
-from . import wasm_gelu
+from . import wasm_exp, wasm_gelu
 from .wasm_assembler import I32, V128, Code, name, section, uleb, vector
 
 M_BLOCK = 4
 # Columns a block: two vectors of 4 float32 or of 2 float64.
 N_BLOCK = {"float32": 8, "float64": 4}
-# Per dtype: element size, scalar load opcode and its alignment (log2), splat, add, mul.
+# Per dtype: element size, the load-and-splat opcode and its alignment (log2), add, mul.
 _KINDS = {
-    "float32": (4, 0x2A, 2, 0x13, 0xE4, 0xE6),
-    "float64": (8, 0x2B, 3, 0x14, 0xF0, 0xF2),
+    "float32": (4, 0x09, 2, 0xE4, 0xE6),
+    "float64": (8, 0x0A, 3, 0xF0, 0xF2),
 }
 
 
@@ -49,7 +51,7 @@ INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + 
 
 
 def _body(dtype):
-    size, load, align, splat, add, mul = _KINDS[dtype]
+    size, load_splat, align, add, mul = _KINDS[dtype]
     code = Code(INDEX)
     get, set_, op, simd = code.get, code.set, code.op, code.simd
     for index, argument in enumerate(ARGUMENTS):
@@ -104,8 +106,7 @@ def _body(dtype):
         get("pa")
         if offset:
             get(offset), op(0x6A)
-        op(load, align, 0)  # f32.load / f64.load
-        simd(splat)  # f32x4.splat / f64x2.splat
+        simd(load_splat, align, 0)  # v128.load32_splat / v128.load64_splat: A[i, p] in every lane
         set_("av")
         for half, operand in enumerate(("b0", "b1")):
             accumulator = f"acc{2 * row + half}"
@@ -149,6 +150,7 @@ def module_bytes():
     imports = vector([name("env") + name("memory") + bytes([0x02, 0x00]) + uleb(0)])
     bodies = [("sgemm", _body("float32")), ("dgemm", _body("float64"))]
     bodies += [("gelu_f32", wasm_gelu.body(grad=False)), ("gelu_grad_f32", wasm_gelu.body(grad=True))]
+    bodies += [("exp_f32", wasm_exp.body()), ("tanh_f32", wasm_exp.body(tanh=True))]
     functions = vector([uleb(0)] * len(bodies))
     exports = vector([name(label) + bytes([0x00]) + uleb(index) for index, (label, _) in enumerate(bodies)])
     code = vector([body for _, body in bodies])
