@@ -296,8 +296,9 @@ def test_exp_and_tanh_kernels_contract_takes_whole_quads_and_numpy_the_tail(name
 
 
 def test_kernel_addresses_are_each_arrays_own_and_bounded():
-    # blas._address remembers addresses by id while holding the array: a new array never takes a
-    # remembered one's id, views get their own, and the table stays within _ADDRESSES_KEPT.
+    # blas._address remembers addresses by id with a weak reference: an array that took a dead
+    # one's id is not taken for it, views get their own, the table stays within _ADDRESSES_KEPT,
+    # and it keeps nothing alive (a kept block or donated state is reused only when nothing holds it).
     def true_address(array):
         return array.__array_interface__["data"][0]
 
@@ -310,4 +311,7 @@ def test_kernel_addresses_are_each_arrays_own_and_bounded():
         y = np.empty(int(np.random.default_rng().integers(1, 64)), np.float32)
         assert blas._address(y) == true_address(y)
         assert blas._address(y, keep=False) == true_address(y)
+        before = sys.getrefcount(y)
+        blas._address(y)
+        assert sys.getrefcount(y) == before
         del y

@@ -36,6 +36,7 @@ tests/browser/cpu-path.test.mjs) hold every routing decision to that.
 
 import contextlib
 import sys
+import weakref
 
 import numpy as np
 
@@ -220,10 +221,12 @@ def _gemm_into(gemm, a, b, out):
     return out
 
 
-# The data addresses of the arrays last passed to a kernel, by id, each entry holding its array (so
-# that no other array takes its id while it is here): ``__array_interface__`` builds a dict, about
-# 2 us in Pyodide, and two of three operands a training step passes are the same arrays (the
-# interpreter's kept buffers) step after step. An ndarray's data never moves while it is referenced.
+# The data addresses of the arrays last passed to a kernel, by id, each entry with a weak reference
+# to its array (an id is only the same array while that array lives; a dead entry's reference
+# answers None): ``__array_interface__`` builds a dict, about 2 us in Pyodide, and two of three
+# operands a training step passes are the same arrays (the interpreter's kept buffers) step after
+# step. The references are weak so that the cache keeps nothing alive: a kept block or a donated
+# optimizer state is reused only once nothing else refers to it. An ndarray's data never moves.
 _ADDRESSES = {}
 _ADDRESSES_KEPT = 256
 
@@ -233,12 +236,12 @@ def _address(array, keep=True):
     if not keep:
         return array.__array_interface__["data"][0]
     entry = _ADDRESSES.get(id(array))
-    if entry is not None and entry[0] is array:
+    if entry is not None and entry[0]() is array:
         return entry[1]
     address = array.__array_interface__["data"][0]
     if len(_ADDRESSES) >= _ADDRESSES_KEPT:
         _ADDRESSES.clear()
-    _ADDRESSES[id(array)] = (array, address)
+    _ADDRESSES[id(array)] = (weakref.ref(array), address)
     return address
 
 
