@@ -32,6 +32,9 @@ GELU_TOLERANCE = 16
 EXP_TOLERANCE = (2, 2.0**-149)
 # The SIMD tanh's (ops/wasm_exp.py), alike: |tanh_f32(x) - tanh(x)| <= TANH_TOLERANCE[0] eps |tanh(x)| + TANH_TOLERANCE[1].
 TANH_TOLERANCE = (3, 2.0**-149)
+# The SIMD sums' bound (ops/wasm_sum.py), n terms a sum: |sum_f32(x) - sum(x)| <= SUM_TOLERANCE n eps sum |x|,
+# sum(x) in float64, eps float32's (a sum in any order of n float32 additions: (n - 1) u sum |x| to first order).
+SUM_TOLERANCE = 1
 # The fewest elements a kernel takes: below, numpy's own loop costs less than the call from Python
 # (about 8 us in Pyodide 0.27.7 under Node; np.exp 7-15 ns an element, np.tanh 18-41, the kernels 1-2).
 KERNEL_MIN = {"exp": 1024, "tanh": 512}
@@ -42,10 +45,10 @@ _ARGUMENTS = np.zeros(4, np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 
 
-def install(gelu, gelu_grad, exp=None, tanh=None):
+def install(gelu, gelu_grad, exp=None, tanh=None, colsum=None, rowsum=None):
     """Use the SIMD kernels (callables taking the address of their four arguments) for float32."""
     _kernels["gelu"], _kernels["gelu_grad"] = gelu, gelu_grad
-    for name, kernel in (("exp", exp), ("tanh", tanh)):
+    for name, kernel in (("exp", exp), ("tanh", tanh), ("colsum", colsum), ("rowsum", rowsum)):
         if kernel is not None:
             _kernels[name] = kernel
 
@@ -111,6 +114,29 @@ def _unary(name, ufunc, x, out):
 # and ``tanh`` above in Pyodide.
 EXP = exp if sys.platform == "emscripten" else np.exp
 TANH = tanh if sys.platform == "emscripten" else np.tanh
+
+
+def sum_matrix(matrix, along_rows, out):
+    """Whether the SIMD sums wrote ``matrix``'s row sums (``along_rows``) or column sums into ``out``.
+
+    ``Sum``'s forward in Pyodide (ops/reduce.py) calls this where it would multiply ``matrix``
+    (C-contiguous) by a vector of ones; it does where it returns False. Float32 only (``out``
+    contiguous float32 of the sums' count), within ``SUM_TOLERANCE``.
+    """
+    name = "rowsum" if along_rows else "colsum"
+    if name not in _kernels or matrix.dtype != np.float32 or out.dtype != np.float32 or not out.flags.c_contiguous:
+        return False
+    rows, cols = matrix.shape
+    if not matrix.flags.c_contiguous or out.size != (rows if along_rows else cols) or not rows or not cols:
+        return False
+    _ARGUMENTS[:] = (_address(matrix), _address(out), rows, cols)
+    _kernels[name](_ARGUMENTS_ADDRESS)
+    return True
+
+
+# What ``Sum`` tries before its ones product (ops/reduce.py): nothing natively (the product
+# itself, unchanged), ``sum_matrix`` above in Pyodide.
+SUM_MATRIX = sum_matrix if sys.platform == "emscripten" else None
 
 
 def _sigmoid_2u(x, x2, scratch):

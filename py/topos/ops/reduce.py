@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import attributes as kinds
+from . import pyodide_math
 from .registry import Meta, Primitive, bytes_moved, normalize_axes, register, require_float
 
 
@@ -75,6 +76,8 @@ class Sum(Reduction):
         if product is not None and out.flags.c_contiguous:
             matrix, ones, along_rows = product
             flat = out.reshape(-1)  # a view: the result's elements in order, whatever axes it keeps
+            if SUM_MATRIX is not None and SUM_MATRIX(matrix, along_rows, flat):
+                return out  # in Pyodide, float32: the SIMD sums (ops/wasm_sum.py)
             if along_rows:
                 np.matmul(matrix, ones, out=flat)
             else:
@@ -88,6 +91,9 @@ class Sum(Reduction):
     def stablehlo(self, ctx, node):
         return ctx.reduce(node, "stablehlo.add", 0.0)
 
+
+#: None natively; in Pyodide the SIMD sums, where they fit (pyodide_math.sum_matrix).
+SUM_MATRIX = pyodide_math.SUM_MATRIX
 
 #: The most terms a ``Sum`` adds as a product with a vector of ones (BLAS) rather than with numpy's
 #: reduction: numpy reduces short rows one at a time (16 us for a layer norm's 256 rows of 32 where
