@@ -19,6 +19,7 @@ the tanh form's does: exp(-2u) = inf gives gelu -0.0 and gelu' 0 for very negati
 
 import math
 import sys
+import weakref
 
 import numpy as np
 
@@ -116,22 +117,39 @@ EXP = exp if sys.platform == "emscripten" else np.exp
 TANH = tanh if sys.platform == "emscripten" else np.tanh
 
 
-def sum_matrix(matrix, along_rows, out):
-    """Whether the SIMD sums wrote ``matrix``'s row sums (``along_rows``) or column sums into ``out``.
+def sum_matrix(x, out, shape, along_rows):
+    """Whether the SIMD sums wrote the row sums (``along_rows``) or column sums of ``x`` seen as a
+    matrix of ``shape`` into ``out``.
 
-    ``Sum``'s forward in Pyodide (ops/reduce.py) calls this where it would multiply ``matrix``
-    (C-contiguous) by a vector of ones; it does where it returns False. Float32 only (``out``
-    contiguous float32 of the sums' count), within ``SUM_TOLERANCE``.
+    ``Sum``'s forward in Pyodide (ops/reduce.py) calls this where it would multiply that matrix by
+    a vector of ones, ``x`` and ``out`` C-contiguous and ``out`` of the sums' count; it does where
+    this returns False. Float32 only, within ``SUM_TOLERANCE``.
     """
-    name = "rowsum" if along_rows else "colsum"
-    if name not in _kernels or matrix.dtype != np.float32 or out.dtype != np.float32 or not out.flags.c_contiguous:
+    kernel = _kernels.get("rowsum" if along_rows else "colsum")
+    if kernel is None or x.dtype is not _FLOAT32 or out.dtype is not _FLOAT32:
         return False
-    rows, cols = matrix.shape
-    if not matrix.flags.c_contiguous or out.size != (rows if along_rows else cols) or not rows or not cols:
-        return False
-    _ARGUMENTS[:] = (_address(matrix), _address(out), rows, cols)
-    _kernels[name](_ARGUMENTS_ADDRESS)
+    _ARGUMENTS[:] = (_kept_address(x), _kept_address(out), *shape)
+    kernel(_ARGUMENTS_ADDRESS)
     return True
+
+
+_FLOAT32 = np.dtype(np.float32)
+# Addresses by id, with a weak reference to the array, as ops/blas.py's ``_address`` keeps them:
+# ``__array_interface__`` costs about 2 us in Pyodide, and a Sum's operand and result are the
+# interpreter's kept buffers step after step. Weak: the table keeps nothing alive.
+_ADDRESSES = {}
+_ADDRESSES_KEPT = 256
+
+
+def _kept_address(array):
+    entry = _ADDRESSES.get(id(array))
+    if entry is not None and entry[0]() is array:
+        return entry[1]
+    address = _address(array)
+    if len(_ADDRESSES) >= _ADDRESSES_KEPT:
+        _ADDRESSES.clear()
+    _ADDRESSES[id(array)] = (weakref.ref(array), address)
+    return address
 
 
 # What ``Sum`` tries before its ones product (ops/reduce.py): nothing natively (the product

@@ -75,9 +75,9 @@ class Sum(Reduction):
         product = ones_product(x, attrs["axes"])
         if product is not None and out.flags.c_contiguous:
             matrix, ones, along_rows = product
-            flat = out.reshape(-1)  # a view: the result's elements in order, whatever axes it keeps
-            if SUM_MATRIX is not None and SUM_MATRIX(matrix, along_rows, flat):
+            if SUM_MATRIX is not None and SUM_MATRIX(x, out, matrix.shape, along_rows):
                 return out  # in Pyodide, float32: the SIMD sums (ops/wasm_sum.py)
+            flat = out.reshape(-1)  # a view: the result's elements in order, whatever axes it keeps
             if along_rows:
                 np.matmul(matrix, ones, out=flat)
             else:

@@ -9,8 +9,9 @@ float32; any rows >= 1, cols >= 1, no multiple of 4 needed):
     colsum_f32(arguments)  out[j] = sum over i of x[i, j]  (cols elements: a Sum over leading axes)
     rowsum_f32(arguments)  out[i] = sum over j of x[i, j]  (rows elements: a Sum over trailing axes)
 
-``colsum_f32`` adds four columns at a time (f32x4), the rows in order i = 0, 1, ... (the order
-of the ones product it replaces), the last cols % 4 columns one at a time in the same order.
+``colsum_f32`` adds sixteen columns at a time (four f32x4 sums, independent), then four, the rows
+in order i = 0, 1, ... (the order of the ones product it replaces), the last cols % 4 columns
+one at a time in the same order.
 ``rowsum_f32`` adds a row's elements j = 4q + l into lane l in order q = 0, 1, ..., then the
 lanes as (l0 + l1) + (l2 + l3), then the last cols % 4 elements in order. Either is a sum in
 some order of float32 additions: ``pyodide_math.SUM_TOLERANCE`` bounds it (n terms:
@@ -21,9 +22,9 @@ from .wasm_assembler import I32, V128, Code, uleb, vector
 
 F32 = 0x7D
 ARGUMENTS = ("x", "out", "rows", "cols")
-I32_LOCALS = ARGUMENTS + ("i", "j", "p", "vector_bytes", "col_bytes")
+I32_LOCALS = ARGUMENTS + ("i", "j", "p", "vector_bytes", "wide_bytes", "col_bytes")
 F32_LOCALS = ("s",)
-V128_LOCALS = ("acc",)
+V128_LOCALS = ("acc", "acc0", "acc1", "acc2", "acc3")
 INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + F32_LOCALS + V128_LOCALS)}
 
 # Opcodes: SIMD ones after the 0xFD prefix, the rest plain.
@@ -51,9 +52,9 @@ def _prologue(code):
     get("col_bytes"), code.const(-16), op(I32_AND), set_("vector_bytes")  # its whole vectors
 
 
-def _zero(code):
+def _zero(code, accumulator="acc"):
     code.simd(0x0C, *bytes(16))
-    code.set("acc")
+    code.set(accumulator)
 
 
 def _finish(code):
@@ -69,34 +70,45 @@ def _finish(code):
     return uleb(len(payload)) + payload
 
 
-def _column_pass(code, load, add, store, accumulator, step):
-    """For each column block at byte j (until ``vector_bytes`` or ``col_bytes``): accumulate down the rows."""
-    get, set_, op = code.get, code.set, code.op
-    _loop_until(code, "j", "vector_bytes" if step == 16 else "col_bytes")
-    if step == 16:
-        _zero(code)
-    else:
-        op(F32_CONST, 0, 0, 0, 0), set_(accumulator)
+def _column_pass(code, width, limit):
+    """For each block of columns from byte j until ``limit``: accumulate down the rows, in order.
+
+    ``width`` 4: four vectors (16 columns, four independent sums to hide the add's latency),
+    1: one vector, 0: one column (f32)."""
+    get, set_, op, simd = code.get, code.set, code.op, code.simd
+    accumulators = [f"acc{index}" for index in range(width)] or ["s"]
+    _loop_until(code, "j", limit)
+    for accumulator in accumulators:
+        _zero(code, accumulator) if width else (op(F32_CONST, 0, 0, 0, 0), set_(accumulator))
     get("x"), get("j"), op(I32_ADD), set_("p")
     get("rows"), set_("i")
     op(0x02, 0x40, 0x03, 0x40)
     get("i"), op(I32_EQZ), op(0x0D, 1)
-    get(accumulator), get("p"), load(), add(), set_(accumulator)
+    for index, accumulator in enumerate(accumulators):
+        get(accumulator), get("p")
+        if width:
+            simd(LOAD, 0, *uleb(16 * index)), simd(ADD)
+        else:
+            op(F32_LOAD, 2, 0), op(F32_ADD)
+        set_(accumulator)
     code.add_into("p", "p", "col_bytes")
     get("i"), code.const(1), op(I32_SUB), set_("i")
     _end_loop(code)
-    get("out"), get("j"), op(I32_ADD), get(accumulator), store()
-    code.add_into("j", "j", step)
+    for index, accumulator in enumerate(accumulators):
+        get("out"), get("j"), op(I32_ADD), get(accumulator)
+        simd(STORE, 0, *uleb(16 * index)) if width else op(F32_STORE, 2, 0)
+    code.add_into("j", "j", 16 * width or 4)
     _end_loop(code)
 
 
 def colsum_body():
     code = Code(INDEX)
     _prologue(code)
-    simd, op = code.simd, code.op
+    code.get("col_bytes"), code.const(-64), code.op(I32_AND), code.set("wide_bytes")
     code.const(0), code.set("j")
-    _column_pass(code, lambda: simd(LOAD, 0, 0), lambda: simd(ADD), lambda: simd(STORE, 0, 0), "acc", 16)
-    _column_pass(code, lambda: op(F32_LOAD, 2, 0), lambda: op(F32_ADD), lambda: op(F32_STORE, 2, 0), "s", 4)
+    _column_pass(code, 4, "wide_bytes")
+    _column_pass(code, 1, "vector_bytes")
+    _column_pass(code, 0, "col_bytes")
     return _finish(code)
 
 
