@@ -9,7 +9,7 @@ float32; any rows >= 1, cols >= 1, no multiple of 4 needed):
     colsum_f32(arguments)  out[j] = sum over i of x[i, j]  (cols elements: a Sum over leading axes)
     rowsum_f32(arguments)  out[i] = sum over j of x[i, j]  (rows elements: a Sum over trailing axes)
 
-``colsum_f32`` adds sixteen columns at a time (four f32x4 sums, independent), then four, the rows
+``colsum_f32`` adds 32 columns at a time (eight f32x4 sums, independent), then 16, then 4, the rows
 in order i = 0, 1, ... (the order of the ones product it replaces), the last cols % 4 columns
 one at a time in the same order.
 ``rowsum_f32`` adds a row's elements j = 4q + l into lane l in order q = 0, 1, ..., then the
@@ -22,9 +22,9 @@ from .wasm_assembler import I32, V128, Code, uleb, vector
 
 F32 = 0x7D
 ARGUMENTS = ("x", "out", "rows", "cols")
-I32_LOCALS = ARGUMENTS + ("i", "j", "p", "vector_bytes", "wide_bytes", "col_bytes")
+I32_LOCALS = ARGUMENTS + ("i", "j", "p", "vector_bytes", "wide8_bytes", "wide4_bytes", "col_bytes")
 F32_LOCALS = ("s",)
-V128_LOCALS = ("acc", "acc0", "acc1", "acc2", "acc3")
+V128_LOCALS = ("acc", *(f"acc{index}" for index in range(8)))
 INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + F32_LOCALS + V128_LOCALS)}
 
 # Opcodes: SIMD ones after the 0xFD prefix, the rest plain.
@@ -73,8 +73,8 @@ def _finish(code):
 def _column_pass(code, width, limit):
     """For each block of columns from byte j until ``limit``: accumulate down the rows, in order.
 
-    ``width`` 4: four vectors (16 columns, four independent sums to hide the add's latency),
-    1: one vector, 0: one column (f32)."""
+    ``width`` 8 or 4: that many vectors (32 or 16 columns: independent sums, to hide the add's
+    latency, a row's loads together), 1: one vector, 0: one column (f32)."""
     get, set_, op, simd = code.get, code.set, code.op, code.simd
     accumulators = [f"acc{index}" for index in range(width)] or ["s"]
     _loop_until(code, "j", limit)
@@ -104,9 +104,11 @@ def _column_pass(code, width, limit):
 def colsum_body():
     code = Code(INDEX)
     _prologue(code)
-    code.get("col_bytes"), code.const(-64), code.op(I32_AND), code.set("wide_bytes")
+    for limit, mask in (("wide8_bytes", -128), ("wide4_bytes", -64)):
+        code.get("col_bytes"), code.const(mask), code.op(I32_AND), code.set(limit)
     code.const(0), code.set("j")
-    _column_pass(code, 4, "wide_bytes")
+    _column_pass(code, 8, "wide8_bytes")
+    _column_pass(code, 4, "wide4_bytes")
     _column_pass(code, 1, "vector_bytes")
     _column_pass(code, 0, "col_bytes")
     return _finish(code)
