@@ -382,3 +382,50 @@ def check_sum(registry, calls):
     if calls() != before or not np.array_equal(out, np.full((3, 7), 5.0, np.float32)):
         failures.append("Sum into a transposed out: not numpy's own reduction")
     return failures
+
+
+def check_max(registry, calls):
+    """The Max primitive's forward against ``np.max``: equal (NaN where numpy has it; the sign of a zero
+    maximum may differ), shape and dtype numpy's; ``calls()`` counts the SIMD maxima's calls: C-contiguous
+    float32 over the last axis takes them, anything else numpy. The failures, as text."""
+    rng = np.random.default_rng(11)
+    primitive = registry["Max"]
+    special = rng.standard_normal((6, 9)).astype(np.float32)
+    special[1, 3], special[2, 8], special[3, :], special[4, 0], special[5, 7] = np.nan, np.inf, -np.inf, -np.inf, np.nan
+    special[0, :4] = -0.0
+    cases = [
+        (f"{shape}", rng.standard_normal(shape).astype(np.float32), (len(shape) - 1,), True)
+        for shape in ((16, 4, 16, 16), (16, 16, 40), (5, 3), (7, 1), (1, 7), (3, 13), (4, 1023), (9,), (2, 4), (3, 70))
+    ]
+    cases += [
+        ("NaN, inf, -0", special, (1,), True),
+        ("strided", rng.standard_normal((6, 40)).astype(np.float32)[:, ::3], (1,), False),
+        ("float64", rng.standard_normal((6, 9)), (1,), False),
+        ("the first axis", rng.standard_normal((6, 9)).astype(np.float32), (0,), False),
+        ("both axes", rng.standard_normal((6, 9)).astype(np.float32), (0, 1), False),
+        ("empty rows", np.zeros((3, 0), np.float32), (1,), False),
+        ("no rows", np.zeros((0, 3), np.float32), (1,), False),
+    ]
+    failures = []
+    for label, x, axes, kernel in cases:
+        for keepdims in (False, True):
+            case = f"Max {label} over {axes}, keepdims {keepdims}"
+            want = np.max(x, axis=axes, keepdims=keepdims, initial=-np.inf) if x.size else None
+            if want is None:
+                want = np.full(
+                    tuple(1 if a in axes else n for a, n in enumerate(x.shape))
+                    if keepdims
+                    else tuple(n for a, n in enumerate(x.shape) if a not in axes),
+                    -np.inf,
+                    x.dtype,
+                )
+            before = calls()
+            got = primitive.forward([x], {"axes": axes, "keepdims": keepdims})
+            took = calls() - before
+            if took != (1 if kernel else 0):
+                failures.append(f"{case}: {took} kernel calls, wanted {1 if kernel else 0}")
+            if got.shape != want.shape or got.dtype != x.dtype:
+                failures.append(f"{case}: {got.dtype} {got.shape}, wanted {x.dtype} {want.shape}")
+            elif not np.array_equal(got, want, equal_nan=True):
+                failures.append(f"{case}: not np.max's values")
+    return failures

@@ -196,15 +196,10 @@ def test_in_pyodide_with_the_served_openblas():
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["failures"] == []
     assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
-    assert report["gelu_kernels"] == [
-        "colsum",
-        "exp",
-        "gelu",
-        "gelu_grad",
-        "rowsum",
-        "tanh",
-    ]  # float32 GELU, exp, tanh, sums
-    assert report["sum_kernels"] == ["colsum", "rowsum"]  # the Sum row takes the SIMD sums in Pyodide (check_sum)
+    # float32 GELU, exp, tanh, sums and maxima; the Sum and Max rows take theirs in Pyodide (check_sum, check_max)
+    kernels = ["colsum", "exp", "gelu", "gelu_grad", "rowmax", "rowsum", "tanh"]
+    assert report["gelu_kernels"] == kernels
+    assert report["sum_kernels"] == ["colsum", "rowmax", "rowsum"]
     assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
 
@@ -358,5 +353,30 @@ def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
             count = len(calls)
             assert [f for f in blas_cases.check_sum(_REGISTRY, lambda: len(calls)) if "kernel calls" not in f] == []
             assert len(calls) == count
+    finally:
+        pyodide_math.uninstall()
+
+
+def test_max_kernel_contract_and_the_max_rows_routing(monkeypatch):
+    # rowmax_f32's contract natively (ops/wasm_sum.py: x, out, rows, cols; x C-contiguous float32):
+    # a fake taking np.maximum.reduce stands in for it, the Max row routed as in Pyodide.
+    from topos.ops import pyodide_math, reduce
+    from topos.ops.registry import _REGISTRY
+
+    assert reduce.MAX_LAST is None  # natively the Max row is numpy's, unchanged
+    calls = []
+
+    def fake(arguments):
+        x, out, rows, cols = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+        assert rows >= 1 and cols >= 1
+        calls.append((rows, cols))
+        matrix = _view(x, (rows, cols), (4 * cols, 4), np.float32)
+        np.maximum.reduce(matrix, axis=1, out=_view(out, (rows,), (4,), np.float32))
+
+    monkeypatch.setattr(reduce, "MAX_LAST", pyodide_math.max_last)
+    pyodide_math.install(None, None, rowmax=fake)
+    try:
+        assert blas_cases.check_max(_REGISTRY, lambda: len(calls)) == []
+        assert (16 * 4 * 16, 16) in calls
     finally:
         pyodide_math.uninstall()

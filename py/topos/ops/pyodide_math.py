@@ -46,12 +46,28 @@ _ARGUMENTS = np.zeros(4, np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 
 
-def install(gelu, gelu_grad, exp=None, tanh=None, colsum=None, rowsum=None):
+def install(gelu, gelu_grad, exp=None, tanh=None, colsum=None, rowsum=None, rowmax=None):
     """Use the SIMD kernels (callables taking the address of their four arguments) for float32."""
     _kernels["gelu"], _kernels["gelu_grad"] = gelu, gelu_grad
-    for name, kernel in (("exp", exp), ("tanh", tanh), ("colsum", colsum), ("rowsum", rowsum)):
+    for name, kernel in (("exp", exp), ("tanh", tanh), ("colsum", colsum), ("rowsum", rowsum), ("rowmax", rowmax)):
         if kernel is not None:
             _kernels[name] = kernel
+
+
+def warm_up(calls=16):
+    """Run the sum and maximum kernels ``calls`` times over a [256, 256] matrix of zeros (about a ms).
+
+    V8 first runs WebAssembly through its baseline compiler and optimizes a function once it has
+    run enough; the training step calls these kernels a few dozen times on small matrices, so
+    without this they would stay unoptimized (about three times slower) for the first hundreds of
+    steps. ``blas.install_kernels`` calls it once."""
+    x = np.zeros((256, 256), np.float32)
+    out = np.empty(256, np.float32)
+    for name in ("colsum", "rowsum", "rowmax"):
+        if name in _kernels:
+            _ARGUMENTS[:] = (_address(x), _address(out), 256, 256)
+            for _ in range(calls):
+                _kernels[name](_ARGUMENTS_ADDRESS)
 
 
 def uninstall():
@@ -132,6 +148,25 @@ def sum_matrix(x, out, shape, along_rows):
     kernel(_ARGUMENTS_ADDRESS)
     return True
 
+
+def max_last(x, keepdims):
+    """The largest element of each row of ``x``'s last axis through the SIMD kernel (ops/wasm_sum.py),
+    ``x`` float32, C-contiguous and not empty; None (the caller's numpy) otherwise.
+
+    ``Max``'s forward in Pyodide (ops/reduce.py) over the last axis: exact, NaN where numpy has it.
+    """
+    kernel = _kernels.get("rowmax")
+    if kernel is None or type(x) is not np.ndarray or x.dtype is not _FLOAT32 or not x.size or not x.flags.c_contiguous:
+        return None
+    shape = x.shape[:-1] + ((1,) if keepdims else ())
+    out = np.empty(shape, np.float32)
+    _ARGUMENTS[:] = (_kept_address(x), _address(out), x.size // x.shape[-1], x.shape[-1])
+    kernel(_ARGUMENTS_ADDRESS)
+    return out
+
+
+# What ``Max`` over the last axis tries first (ops/reduce.py): nothing natively, ``max_last`` in Pyodide.
+MAX_LAST = max_last if sys.platform == "emscripten" else None
 
 _FLOAT32 = np.dtype(np.float32)
 # Addresses by id, with a weak reference to the array, as ops/blas.py's ``_address`` keeps them:

@@ -150,6 +150,9 @@ def ones_of(count, dtype):
     return ones
 
 
+#: None natively; in Pyodide the SIMD maxima of the last axis, where they fit (pyodide_math.max_last).
+MAX_LAST = pyodide_math.MAX_LAST
+
 #: Last axes up to this length take ``Max``'s moved-axis path.
 SHORT_AXIS = 64
 
@@ -167,6 +170,10 @@ class Max(Reduction):
         if x.size == 0:
             # The maximum of no elements is -inf, the identity the StableHLO reduce starts from.
             return np.maximum.reduce(x, axis=axes, keepdims=attrs["keepdims"], initial=x.dtype.type(-np.inf))
+        if MAX_LAST is not None and x.ndim and axes == (x.ndim - 1,):
+            result = MAX_LAST(x, attrs["keepdims"])  # in Pyodide, float32: the SIMD maxima (ops/wasm_sum.py)
+            if result is not None:
+                return result
         if x.ndim >= 2 and axes == (x.ndim - 1,) and 1 < x.shape[-1] <= SHORT_AXIS:
             # numpy reduces a short last axis row by row, slowly (50 us for a softmax's rows); with
             # that axis moved first and made contiguous, the reduction runs across whole rows

@@ -12,7 +12,7 @@ loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy
 data pointers are then addresses the kernel reads and writes directly. The same module holds
 the float32 elementwise kernels ``gelu_f32``, ``gelu_grad_f32`` (ops/wasm_gelu.py) and
 ``exp_f32``, ``tanh_f32`` (ops/wasm_exp.py) and the float32 sums ``colsum_f32``,
-``rowsum_f32`` (ops/wasm_sum.py).
+``rowsum_f32`` and maxima ``rowmax_f32`` (ops/wasm_sum.py).
 
     sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of eighteen int32 values,
     a, b, c, m, n, k, a_row, a_col, b_row, c_row,
@@ -153,6 +153,7 @@ def module_bytes():
     bodies += [("gelu_f32", wasm_gelu.body(grad=False)), ("gelu_grad_f32", wasm_gelu.body(grad=True))]
     bodies += [("exp_f32", wasm_exp.body()), ("tanh_f32", wasm_exp.body(tanh=True))]
     bodies += [("colsum_f32", wasm_sum.colsum_body()), ("rowsum_f32", wasm_sum.rowsum_body())]
+    bodies += [("rowmax_f32", wasm_sum.rowsum_body(maximum=True))]
     functions = vector([uleb(0)] * len(bodies))
     exports = vector([name(label) + bytes([0x00]) + uleb(index) for index, (label, _) in enumerate(bodies)])
     code = vector([body for _, body in bodies])

@@ -1,4 +1,4 @@
-"""Sums of a float32 matrix's columns or rows in WebAssembly SIMD, for numpy in Pyodide.
+"""Sums of a float32 matrix's columns or rows, and its rows' maxima, in WebAssembly SIMD, for numpy in Pyodide.
 
 numpy in Pyodide reduces a small matrix slowly (a ``Sum``'s ones product there, 15 us for the
 bias gradient of [256, 32]; natively 1-3): the training step's Sum row was 9 times native numpy.
@@ -8,6 +8,7 @@ float32; any rows >= 1, cols >= 1, no multiple of 4 needed):
 
     colsum_f32(arguments)  out[j] = sum over i of x[i, j]  (cols elements: a Sum over leading axes)
     rowsum_f32(arguments)  out[i] = sum over j of x[i, j]  (rows elements: a Sum over trailing axes)
+    rowmax_f32(arguments)  out[i] = max over j of x[i, j]  (rows elements: a Max over the last axis)
 
 ``colsum_f32`` adds 32 columns at a time (eight f32x4 sums, independent), then 16, then 4, the rows
 in order i = 0, 1, ... (the order of the ones product it replaces), the last cols % 4 columns
@@ -16,7 +17,14 @@ one at a time in the same order.
 lanes as (l0 + l1) + (l2 + l3), then the last cols % 4 elements in order. Either is a sum in
 some order of float32 additions: ``pyodide_math.SUM_TOLERANCE`` bounds it (n terms:
 n eps sum |x|). NaN and the infinities propagate as in any sum.
+
+``rowmax_f32`` (the same arguments) is ``rowsum_f32`` with f32x4.max and f32.max from -inf:
+out[i] = the largest x[i, j], exact, NaN where any term is NaN (as ``np.maximum`` has it; of
++0 and -0 it takes +0, where numpy takes the first: equal values, the sign of a zero may differ).
 """
+
+import math
+import struct
 
 from .wasm_assembler import I32, V128, Code, uleb, vector
 
@@ -28,8 +36,8 @@ V128_LOCALS = ("acc", *(f"acc{index}" for index in range(8)))
 INDEX = {name: index for index, name in enumerate(("arguments",) + I32_LOCALS + F32_LOCALS + V128_LOCALS)}
 
 # Opcodes: SIMD ones after the 0xFD prefix, the rest plain.
-LOAD, STORE, ADD, EXTRACT = 0x00, 0x0B, 0xE4, 0x1F
-F32_LOAD, F32_STORE, F32_ADD, F32_CONST = 0x2A, 0x38, 0x92, 0x43
+LOAD, STORE, ADD, MAX, EXTRACT = 0x00, 0x0B, 0xE4, 0xE9, 0x1F
+F32_LOAD, F32_STORE, F32_ADD, F32_MAX, F32_CONST = 0x2A, 0x38, 0x92, 0x97, 0x43
 I32_ADD, I32_SUB, I32_MUL, I32_AND, I32_GE_U, I32_EQZ = 0x6A, 0x6B, 0x6C, 0x71, 0x4F, 0x45
 
 
@@ -114,24 +122,29 @@ def colsum_body():
     return _finish(code)
 
 
-def rowsum_body():
+def rowsum_body(maximum=False):
+    """rowsum_f32 (``maximum``: rowmax_f32, the same with f32x4.max and f32.max from -inf)."""
     code = Code(INDEX)
     _prologue(code)
     get, set_, op, simd = code.get, code.set, code.op, code.simd
+    vector_op, scalar_op = (MAX, F32_MAX) if maximum else (ADD, F32_ADD)
     code.const(0), set_("i")
     _loop_until(code, "i", "rows")
     get("x"), get("i"), get("col_bytes"), op(I32_MUL), op(I32_ADD), set_("p")
-    _zero(code)
+    if maximum:
+        simd(0x0C, *struct.pack("<4f", *(-math.inf,) * 4)), set_("acc")
+    else:
+        _zero(code)
     code.const(0), set_("j")
     _loop_until(code, "j", "vector_bytes")
-    get("acc"), get("p"), get("j"), op(I32_ADD), simd(LOAD, 0, 0), simd(ADD), set_("acc")
+    get("acc"), get("p"), get("j"), op(I32_ADD), simd(LOAD, 0, 0), simd(vector_op), set_("acc")
     code.add_into("j", "j", 16)
     _end_loop(code)
     # (l0 + l1) + (l2 + l3)
-    get("acc"), simd(EXTRACT, 0), get("acc"), simd(EXTRACT, 1), op(F32_ADD)
-    get("acc"), simd(EXTRACT, 2), get("acc"), simd(EXTRACT, 3), op(F32_ADD), op(F32_ADD), set_("s")
+    get("acc"), simd(EXTRACT, 0), get("acc"), simd(EXTRACT, 1), op(scalar_op)
+    get("acc"), simd(EXTRACT, 2), get("acc"), simd(EXTRACT, 3), op(scalar_op), op(scalar_op), set_("s")
     _loop_until(code, "j", "col_bytes")
-    get("s"), get("p"), get("j"), op(I32_ADD), op(F32_LOAD, 2, 0), op(F32_ADD), set_("s")
+    get("s"), get("p"), get("j"), op(I32_ADD), op(F32_LOAD, 2, 0), op(scalar_op), set_("s")
     code.add_into("j", "j", 4)
     _end_loop(code)
     get("out"), get("i"), code.const(4), op(I32_MUL), op(I32_ADD), get("s"), op(F32_STORE, 2, 0)
