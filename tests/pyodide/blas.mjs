@@ -43,7 +43,20 @@ for suspend in ((), ("simd",)):
     with blas.suspended(suspend):
         failures += [f"{suspend}: {failure}" for failure in blas_cases.check_exp(exp_row, pyodide_math.EXP_TOLERANCE)]
         failures += [f"{suspend}: {failure}" for failure in blas_cases.check_tanh(tanh_row, pyodide_math.TANH_TOLERANCE)]
+# The Sum row: the SIMD sums where they fit, counted, against the sum in float64; suspended, none.
+from topos.ops import reduce
+sum_calls = []
+for name in ("colsum", "rowsum", "rowmax"):
+    pyodide_math._kernels[name] = (lambda kernel, name: lambda a: (sum_calls.append(name), kernel(a)))(pyodide_math._kernels[name], name)
+failures += blas_cases.check_sum(_REGISTRY, lambda: len(sum_calls))
+with blas.suspended(("simd",)):
+    failures += [f"suspended: {f}" for f in blas_cases.check_sum(_REGISTRY, lambda: len(sum_calls)) if "kernel calls" not in f]
+max_calls = lambda: sum_calls.count("rowmax")
+failures += blas_cases.check_max(_REGISTRY, max_calls)
+with blas.suspended(("simd",)):
+    failures += [f"suspended: {f}" for f in blas_cases.check_max(_REGISTRY, max_calls) if "kernel calls" not in f]
 json.dumps({
+    "sum_kernels": sorted(set(sum_calls)) if reduce.SUM_MATRIX is pyodide_math.sum_matrix and reduce.MAX_LAST is pyodide_math.max_last else None,
     "installed": installed,
     "gelu_kernels": sorted(pyodide_math._kernels),
     "exp_row": exp_row is pyodide_math.exp and tanh_row is pyodide_math.tanh,

@@ -281,3 +281,151 @@ def check_unary(label, function, reference, x, tolerance):
         compare("float64", function(x.astype(np.float64)), x.astype(np.float64))
         compare("0-d", function(np.float32(1.5)), np.float32(1.5))
     return failures
+
+
+def sum_cases():
+    """``(label, x, axes, keepdims, kernel)`` for ``check_sum``: ``kernel`` where the SIMD sums should take it
+    (C-contiguous float32, leading or trailing axes, 2 to ONES_TERMS terms a sum, out contiguous)."""
+    rng = np.random.default_rng(7)
+
+    def x(*shape, dtype=np.float32):  # a wide range of magnitudes, both signs
+        return (rng.standard_normal(shape) * 10.0 ** rng.uniform(-3, 3, shape)).astype(dtype)
+
+    cases = []
+    for shape, axes in (
+        ((256, 32), (0,)), ((256, 32), (1,)), ((256, 128), (0,)), ((256, 96), (0,)),
+        ((16, 4, 16, 16), (3,)), ((16, 16, 40), (2,)), ((16, 16, 32), (0,)), ((16, 16), (0, 1)),
+        ((1, 7), (1,)), ((7, 1), (0,)), ((2, 1), (0,)), ((1, 2), (1,)), ((5, 3), (0,)), ((5, 3), (1,)),
+        ((3, 13), (0,)), ((3, 13), (1,)), ((13, 5), (0,)), ((13, 6), (1,)), ((9, 7), (0,)), ((9, 7), (1,)),
+        ((1024, 9), (0,)), ((4, 1023), (1,)), ((300, 1000), (1,)), ((300, 1001), (0,)), ((6, 5, 4), (0, 1)),
+        ((6, 5, 4), (1, 2)), ((5, 21), (0,)), ((5, 38), (0,)), ((5, 38), (1,)), ((3, 59), (0,)), ((3, 77), (0,)),
+    ):  # fmt: skip
+        for keepdims in (False, True):
+            cases.append((f"{shape} over {axes}", x(*shape), axes, keepdims, True))
+    exact = rng.integers(-8, 9, (37, 23)).astype(np.float32)  # integer sums: exact in any order
+    cases += [("integers over (0,)", exact, (0,), False, True), ("integers over (1,)", exact, (1,), False, True)]
+    special = x(12, 11)
+    special[3, 4], special[5, 0], special[7, 10], special[7, 9], special[0, 1] = (
+        np.nan,
+        np.inf,
+        -np.inf,
+        np.inf,
+        -np.inf,
+    )
+    cases += [
+        ("NaN and inf over (0,)", special, (0,), False, True),
+        ("NaN and inf over (1,)", special, (1,), True, True),
+    ]
+    wide = x(6, 40)
+    cases += [
+        ("empty over (0,)", x(0, 5), (0,), False, False),
+        ("empty over (1,)", x(0, 5), (1,), True, False),
+        ("one term", x(1, 9), (0,), False, False),
+        ("strided", wide[:, ::2], (0,), False, False),
+        ("strided rows", wide[:, ::3], (1,), False, False),
+        ("transposed", wide.T, (0,), False, False),
+        ("a middle axis", x(4, 5, 6), (1,), False, False),
+        ("float64 over (0,)", x(33, 7, dtype=np.float64), (0,), False, False),
+        ("float64 over (1,)", x(7, 33, dtype=np.float64), (1,), True, False),
+        ("over ONES_TERMS terms", x(2000, 3), (0,), False, False),
+    ]
+    return cases
+
+
+def check_sum(registry, calls):
+    """The Sum primitive's forward and forward_into against the sum in float64, within
+    ``pyodide_math.SUM_TOLERANCE`` n eps sum |x| (n terms), NaN and inf where the float64 sum has them,
+    shape and dtype numpy's; ``calls()`` counts the SIMD sums' calls: each case takes them or not as
+    ``sum_cases`` says. The failures, as text."""
+    from topos.ops import pyodide_math
+
+    primitive = registry["Sum"]
+    failures = []
+    eps = float(np.finfo(np.float32).eps)
+    for label, x, axes, keepdims, kernel in sum_cases():
+        attrs = {"axes": axes, "keepdims": keepdims}
+        with np.errstate(invalid="ignore"):  # inf - inf
+            want = np.sum(x.astype(np.float64), axis=axes, keepdims=keepdims)
+        magnitude = np.sum(np.abs(x.astype(np.float64)), axis=axes, keepdims=keepdims)
+        terms = x.size // max(want.size, 1) if x.size else 0
+        for way in ("forward", "forward_into"):
+            before = calls()
+            with np.errstate(all="ignore"):
+                if way == "forward":
+                    got = primitive.forward([x], attrs)
+                else:
+                    got = primitive.forward_into([x], attrs, np.empty(want.shape, x.dtype))
+            took = calls() - before
+            case = f"Sum {label}, keepdims {keepdims}, {way}"
+            if took != (1 if kernel else 0):
+                failures.append(f"{case}: {took} kernel calls, wanted {1 if kernel else 0}")
+            if got.shape != want.shape or got.dtype != x.dtype:
+                failures.append(f"{case}: {got.dtype} {got.shape}, wanted {x.dtype} {want.shape}")
+                continue
+            if label.startswith("integers") and not np.array_equal(got, want):
+                failures.append(f"{case}: integer sums not exact")
+            if not np.array_equal(np.isnan(got), np.isnan(want)) or not np.array_equal(np.isinf(got), np.isinf(want)):
+                failures.append(f"{case}: NaN or inf where the sum in float64 has none")
+                continue
+            finite = np.isfinite(want)
+            error = np.abs(np.asarray(got, np.float64)[finite] - want[finite])
+            unit = eps if x.dtype == np.float32 else float(np.finfo(np.float64).eps)
+            bound = pyodide_math.SUM_TOLERANCE * max(terms, 1) * unit * magnitude[finite]
+            if not np.all(error <= bound):
+                worst = float(np.max(error / np.maximum(max(terms, 1) * unit * magnitude[finite], 1e-300)))
+                failures.append(f"{case}: {worst:.2f} n eps sum |x|, over {pyodide_math.SUM_TOLERANCE}")
+    # Into an out that is not contiguous: numpy's own reduction.
+    x = np.ones((5, 3, 7), np.float32)
+    out = np.empty((7, 3), np.float32).T
+    before = calls()
+    primitive.forward_into([x], {"axes": (0,), "keepdims": False}, out)
+    if calls() != before or not np.array_equal(out, np.full((3, 7), 5.0, np.float32)):
+        failures.append("Sum into a transposed out: not numpy's own reduction")
+    return failures
+
+
+def check_max(registry, calls):
+    """The Max primitive's forward against ``np.max``: equal (NaN where numpy has it; the sign of a zero
+    maximum may differ), shape and dtype numpy's; ``calls()`` counts the SIMD maxima's calls: C-contiguous
+    float32 over the last axis takes them, anything else numpy. The failures, as text."""
+    rng = np.random.default_rng(11)
+    primitive = registry["Max"]
+    special = rng.standard_normal((6, 9)).astype(np.float32)
+    special[1, 3], special[2, 8], special[3, :], special[4, 0], special[5, 7] = np.nan, np.inf, -np.inf, -np.inf, np.nan
+    special[0, :4] = -0.0
+    cases = [
+        (f"{shape}", rng.standard_normal(shape).astype(np.float32), (len(shape) - 1,), True)
+        for shape in ((16, 4, 16, 16), (16, 16, 40), (5, 3), (7, 1), (1, 7), (3, 13), (4, 1023), (9,), (2, 4), (3, 70))
+    ]
+    cases += [
+        ("NaN, inf, -0", special, (1,), True),
+        ("strided", rng.standard_normal((6, 40)).astype(np.float32)[:, ::3], (1,), False),
+        ("float64", rng.standard_normal((6, 9)), (1,), False),
+        ("the first axis", rng.standard_normal((6, 9)).astype(np.float32), (0,), False),
+        ("both axes", rng.standard_normal((6, 9)).astype(np.float32), (0, 1), False),
+        ("empty rows", np.zeros((3, 0), np.float32), (1,), False),
+        ("no rows", np.zeros((0, 3), np.float32), (1,), False),
+    ]
+    failures = []
+    for label, x, axes, kernel in cases:
+        for keepdims in (False, True):
+            case = f"Max {label} over {axes}, keepdims {keepdims}"
+            want = np.max(x, axis=axes, keepdims=keepdims, initial=-np.inf) if x.size else None
+            if want is None:
+                want = np.full(
+                    tuple(1 if a in axes else n for a, n in enumerate(x.shape))
+                    if keepdims
+                    else tuple(n for a, n in enumerate(x.shape) if a not in axes),
+                    -np.inf,
+                    x.dtype,
+                )
+            before = calls()
+            got = primitive.forward([x], {"axes": axes, "keepdims": keepdims})
+            took = calls() - before
+            if took != (1 if kernel else 0):
+                failures.append(f"{case}: {took} kernel calls, wanted {1 if kernel else 0}")
+            if got.shape != want.shape or got.dtype != x.dtype:
+                failures.append(f"{case}: {got.dtype} {got.shape}, wanted {x.dtype} {want.shape}")
+            elif not np.array_equal(got, want, equal_nan=True):
+                failures.append(f"{case}: not np.max's values")
+    return failures

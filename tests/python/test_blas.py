@@ -196,7 +196,10 @@ def test_in_pyodide_with_the_served_openblas():
     report = json.loads(completed.stdout.strip().splitlines()[-1])
     assert report["failures"] == []
     assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
-    assert report["gelu_kernels"] == ["exp", "gelu", "gelu_grad", "tanh"]  # the ops' float32 GELU, exp, tanh
+    # float32 GELU, exp, tanh, sums and maxima; the Sum and Max rows take theirs in Pyodide (check_sum, check_max)
+    kernels = ["colsum", "exp", "gelu", "gelu_grad", "rowmax", "rowsum", "tanh"]
+    assert report["gelu_kernels"] == kernels
+    assert report["sum_kernels"] == ["colsum", "rowmax", "rowsum"]
     assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
 
@@ -315,3 +318,65 @@ def test_kernel_addresses_are_each_arrays_own_and_bounded():
         blas._address(y)
         assert sys.getrefcount(y) == before
         del y
+
+
+def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
+    # ops/wasm_sum.py's contract natively: four pointer-sized arguments (x, out, rows, cols), x a
+    # C-contiguous float32 [rows, cols], out contiguous; a fake summing in numpy stands in for the
+    # kernels, the Sum row routed as in Pyodide (reduce.SUM_MATRIX, None natively).
+    from topos.ops import pyodide_math, reduce
+    from topos.ops.registry import _REGISTRY
+
+    assert reduce.SUM_MATRIX is None  # natively the Sum row is the ones product or np.add.reduce, unchanged
+    calls = []
+
+    def fake(name):
+        def kernel(arguments):
+            x, out, rows, cols = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+            assert rows >= 1 and cols >= 1
+            calls.append(name)
+            matrix = _view(x, (rows, cols), (4 * cols, 4), np.float32)
+            np.add.reduce(
+                matrix,
+                axis=1 if name == "rowsum" else 0,
+                out=_view(out, (rows if name == "rowsum" else cols,), (4,), np.float32),
+            )
+
+        return kernel
+
+    monkeypatch.setattr(reduce, "SUM_MATRIX", pyodide_math.sum_matrix)
+    pyodide_math.install(None, None, colsum=fake("colsum"), rowsum=fake("rowsum"))
+    try:
+        assert blas_cases.check_sum(_REGISTRY, lambda: len(calls)) == []
+        assert {"colsum", "rowsum"} <= set(calls)
+        with blas.suspended(("simd",)):  # no kernels: the ones product, no call
+            count = len(calls)
+            assert [f for f in blas_cases.check_sum(_REGISTRY, lambda: len(calls)) if "kernel calls" not in f] == []
+            assert len(calls) == count
+    finally:
+        pyodide_math.uninstall()
+
+
+def test_max_kernel_contract_and_the_max_rows_routing(monkeypatch):
+    # rowmax_f32's contract natively (ops/wasm_sum.py: x, out, rows, cols; x C-contiguous float32):
+    # a fake taking np.maximum.reduce stands in for it, the Max row routed as in Pyodide.
+    from topos.ops import pyodide_math, reduce
+    from topos.ops.registry import _REGISTRY
+
+    assert reduce.MAX_LAST is None  # natively the Max row is numpy's, unchanged
+    calls = []
+
+    def fake(arguments):
+        x, out, rows, cols = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+        assert rows >= 1 and cols >= 1
+        calls.append((rows, cols))
+        matrix = _view(x, (rows, cols), (4 * cols, 4), np.float32)
+        np.maximum.reduce(matrix, axis=1, out=_view(out, (rows,), (4,), np.float32))
+
+    monkeypatch.setattr(reduce, "MAX_LAST", pyodide_math.max_last)
+    pyodide_math.install(None, None, rowmax=fake)
+    try:
+        assert blas_cases.check_max(_REGISTRY, lambda: len(calls)) == []
+        assert (16 * 4 * 16, 16) in calls
+    finally:
+        pyodide_math.uninstall()

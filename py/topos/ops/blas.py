@@ -64,17 +64,20 @@ def install(module):
     _routines[np.dtype(np.float64)] = module.dgemm
 
 
-def install_kernels(sgemm, dgemm, gelu=None, gelu_grad=None, exp=None, tanh=None):
+def install_kernels(
+    sgemm, dgemm, gelu=None, gelu_grad=None, exp=None, tanh=None, colsum=None, rowsum=None, rowmax=None
+):
     """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py: callables that
     take the address of its eighteen int32 arguments (addresses in the memory numpy's arrays live
     in, sizes, byte strides); ``gelu``, ``gelu_grad``, ``exp`` and ``tanh``, the module's
-    float32 elementwise kernels."""
+    float32 elementwise kernels, ``colsum``, ``rowsum`` and ``rowmax`` its float32 sums and maxima (ops/wasm_sum.py)."""
     _kernels.clear()
     _kernels[np.dtype(np.float32)] = sgemm
     _kernels[np.dtype(np.float64)] = dgemm
     if gelu is not None:
-        # the same module's GELU, exp and tanh kernels (ops/wasm_gelu.py, ops/wasm_exp.py)
-        pyodide_math.install(gelu, gelu_grad, exp, tanh)
+        # the same module's GELU, exp, tanh and sum kernels (ops/wasm_gelu.py, ops/wasm_exp.py, ops/wasm_sum.py)
+        pyodide_math.install(gelu, gelu_grad, exp, tanh, colsum, rowsum, rowmax)
+        pyodide_math.warm_up()
 
 
 def uninstall():

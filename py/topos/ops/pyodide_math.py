@@ -19,6 +19,7 @@ the tanh form's does: exp(-2u) = inf gives gelu -0.0 and gelu' 0 for very negati
 
 import math
 import sys
+import weakref
 
 import numpy as np
 
@@ -32,6 +33,9 @@ GELU_TOLERANCE = 16
 EXP_TOLERANCE = (2, 2.0**-149)
 # The SIMD tanh's (ops/wasm_exp.py), alike: |tanh_f32(x) - tanh(x)| <= TANH_TOLERANCE[0] eps |tanh(x)| + TANH_TOLERANCE[1].
 TANH_TOLERANCE = (3, 2.0**-149)
+# The SIMD sums' bound (ops/wasm_sum.py), n terms a sum: |sum_f32(x) - sum(x)| <= SUM_TOLERANCE n eps sum |x|,
+# sum(x) in float64, eps float32's (a sum in any order of n float32 additions: (n - 1) u sum |x| to first order).
+SUM_TOLERANCE = 1
 # The fewest elements a kernel takes: below, numpy's own loop costs less than the call from Python
 # (about 8 us in Pyodide 0.27.7 under Node; np.exp 7-15 ns an element, np.tanh 18-41, the kernels 1-2).
 KERNEL_MIN = {"exp": 1024, "tanh": 512}
@@ -42,12 +46,28 @@ _ARGUMENTS = np.zeros(4, np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 
 
-def install(gelu, gelu_grad, exp=None, tanh=None):
+def install(gelu, gelu_grad, exp=None, tanh=None, colsum=None, rowsum=None, rowmax=None):
     """Use the SIMD kernels (callables taking the address of their four arguments) for float32."""
     _kernels["gelu"], _kernels["gelu_grad"] = gelu, gelu_grad
-    for name, kernel in (("exp", exp), ("tanh", tanh)):
+    for name, kernel in (("exp", exp), ("tanh", tanh), ("colsum", colsum), ("rowsum", rowsum), ("rowmax", rowmax)):
         if kernel is not None:
             _kernels[name] = kernel
+
+
+def warm_up(calls=16):
+    """Run the sum and maximum kernels ``calls`` times over a [256, 256] matrix of zeros (about a ms).
+
+    V8 first runs WebAssembly through its baseline compiler and optimizes a function once it has
+    run enough; the training step calls these kernels a few dozen times on small matrices, so
+    without this they would stay unoptimized (the column sums 2.4 times slower, measured) for the first hundreds of
+    steps. ``blas.install_kernels`` calls it once."""
+    x = np.zeros((256, 256), np.float32)
+    out = np.empty(256, np.float32)
+    for name in ("colsum", "rowsum", "rowmax"):
+        if name in _kernels:
+            _ARGUMENTS[:] = (_address(x), _address(out), 256, 256)
+            for _ in range(calls):
+                _kernels[name](_ARGUMENTS_ADDRESS)
 
 
 def uninstall():
@@ -111,6 +131,65 @@ def _unary(name, ufunc, x, out):
 # and ``tanh`` above in Pyodide.
 EXP = exp if sys.platform == "emscripten" else np.exp
 TANH = tanh if sys.platform == "emscripten" else np.tanh
+
+
+def sum_matrix(x, out, shape, along_rows):
+    """Whether the SIMD sums wrote the row sums (``along_rows``) or column sums of ``x`` seen as a
+    matrix of ``shape`` into ``out``.
+
+    ``Sum``'s forward in Pyodide (ops/reduce.py) calls this where it would multiply that matrix by
+    a vector of ones, ``x`` and ``out`` C-contiguous and ``out`` of the sums' count; it does where
+    this returns False. Float32 only, within ``SUM_TOLERANCE``.
+    """
+    kernel = _kernels.get("rowsum" if along_rows else "colsum")
+    if kernel is None or x.dtype is not _FLOAT32 or out.dtype is not _FLOAT32:
+        return False
+    _ARGUMENTS[:] = (_kept_address(x), _kept_address(out), *shape)
+    kernel(_ARGUMENTS_ADDRESS)
+    return True
+
+
+def max_last(x, keepdims):
+    """The largest element of each row of ``x``'s last axis through the SIMD kernel (ops/wasm_sum.py),
+    ``x`` float32, C-contiguous and not empty; None (the caller's numpy) otherwise.
+
+    ``Max``'s forward in Pyodide (ops/reduce.py) over the last axis: exact, NaN where numpy has it.
+    """
+    kernel = _kernels.get("rowmax")
+    if kernel is None or type(x) is not np.ndarray or x.dtype is not _FLOAT32 or not x.size or not x.flags.c_contiguous:
+        return None
+    shape = x.shape[:-1] + ((1,) if keepdims else ())
+    out = np.empty(shape, np.float32)
+    _ARGUMENTS[:] = (_kept_address(x), _address(out), x.size // x.shape[-1], x.shape[-1])
+    kernel(_ARGUMENTS_ADDRESS)
+    return out
+
+
+# What ``Max`` over the last axis tries first (ops/reduce.py): nothing natively, ``max_last`` in Pyodide.
+MAX_LAST = max_last if sys.platform == "emscripten" else None
+
+_FLOAT32 = np.dtype(np.float32)
+# Addresses by id, with a weak reference to the array, as ops/blas.py's ``_address`` keeps them:
+# ``__array_interface__`` costs about 2 us in Pyodide, and a Sum's operand and result are the
+# interpreter's kept buffers step after step. Weak: the table keeps nothing alive.
+_ADDRESSES = {}
+_ADDRESSES_KEPT = 256
+
+
+def _kept_address(array):
+    entry = _ADDRESSES.get(id(array))
+    if entry is not None and entry[0]() is array:
+        return entry[1]
+    address = _address(array)
+    if len(_ADDRESSES) >= _ADDRESSES_KEPT:
+        _ADDRESSES.clear()
+    _ADDRESSES[id(array)] = (weakref.ref(array), address)
+    return address
+
+
+# What ``Sum`` tries before its ones product (ops/reduce.py): nothing natively (the product
+# itself, unchanged), ``sum_matrix`` above in Pyodide.
+SUM_MATRIX = sum_matrix if sys.platform == "emscripten" else None
 
 
 def _sigmoid_2u(x, x2, scratch):

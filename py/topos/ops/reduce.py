@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import attributes as kinds
+from . import pyodide_math
 from .registry import Meta, Primitive, bytes_moved, normalize_axes, register, require_float
 
 
@@ -74,6 +75,8 @@ class Sum(Reduction):
         product = ones_product(x, attrs["axes"])
         if product is not None and out.flags.c_contiguous:
             matrix, ones, along_rows = product
+            if SUM_MATRIX is not None and SUM_MATRIX(x, out, matrix.shape, along_rows):
+                return out  # in Pyodide, float32: the SIMD sums (ops/wasm_sum.py)
             flat = out.reshape(-1)  # a view: the result's elements in order, whatever axes it keeps
             if along_rows:
                 np.matmul(matrix, ones, out=flat)
@@ -88,6 +91,9 @@ class Sum(Reduction):
     def stablehlo(self, ctx, node):
         return ctx.reduce(node, "stablehlo.add", 0.0)
 
+
+#: None natively; in Pyodide the SIMD sums, where they fit (pyodide_math.sum_matrix).
+SUM_MATRIX = pyodide_math.SUM_MATRIX
 
 #: The most terms a ``Sum`` adds as a product with a vector of ones (BLAS) rather than with numpy's
 #: reduction: numpy reduces short rows one at a time (16 us for a layer norm's 256 rows of 32 where
@@ -144,6 +150,9 @@ def ones_of(count, dtype):
     return ones
 
 
+#: None natively; in Pyodide the SIMD maxima of the last axis, where they fit (pyodide_math.max_last).
+MAX_LAST = pyodide_math.MAX_LAST
+
 #: Last axes up to this length take ``Max``'s moved-axis path.
 SHORT_AXIS = 64
 
@@ -161,6 +170,10 @@ class Max(Reduction):
         if x.size == 0:
             # The maximum of no elements is -inf, the identity the StableHLO reduce starts from.
             return np.maximum.reduce(x, axis=axes, keepdims=attrs["keepdims"], initial=x.dtype.type(-np.inf))
+        if MAX_LAST is not None and x.ndim and axes == (x.ndim - 1,):
+            result = MAX_LAST(x, attrs["keepdims"])  # in Pyodide, float32: the SIMD maxima (ops/wasm_sum.py)
+            if result is not None:
+                return result
         if x.ndim >= 2 and axes == (x.ndim - 1,) and 1 < x.shape[-1] <= SHORT_AXIS:
             # numpy reduces a short last axis row by row, slowly (50 us for a softmax's rows); with
             # that axis moved first and made contiguous, the reduction runs across whole rows

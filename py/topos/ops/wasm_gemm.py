@@ -11,7 +11,8 @@ library (a ``dylink.0`` section with no memory or table of its own), so that Pyo
 loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy arrays'
 data pointers are then addresses the kernel reads and writes directly. The same module holds
 the float32 elementwise kernels ``gelu_f32``, ``gelu_grad_f32`` (ops/wasm_gelu.py) and
-``exp_f32``, ``tanh_f32`` (ops/wasm_exp.py).
+``exp_f32``, ``tanh_f32`` (ops/wasm_exp.py) and the float32 sums ``colsum_f32``,
+``rowsum_f32`` and maxima ``rowmax_f32`` (ops/wasm_sum.py).
 
     sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of eighteen int32 values,
     a, b, c, m, n, k, a_row, a_col, b_row, c_row,
@@ -26,7 +27,7 @@ multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies 
 of a product's rows and columns in numpy.
 """
 
-from . import wasm_exp, wasm_gelu
+from . import wasm_exp, wasm_gelu, wasm_sum
 from .wasm_assembler import I32, V128, Code, name, section, uleb, vector
 
 M_BLOCK = 4
@@ -151,6 +152,8 @@ def module_bytes():
     bodies = [("sgemm", _body("float32")), ("dgemm", _body("float64"))]
     bodies += [("gelu_f32", wasm_gelu.body(grad=False)), ("gelu_grad_f32", wasm_gelu.body(grad=True))]
     bodies += [("exp_f32", wasm_exp.body()), ("tanh_f32", wasm_exp.body(tanh=True))]
+    bodies += [("colsum_f32", wasm_sum.colsum_body()), ("rowsum_f32", wasm_sum.rowsum_body())]
+    bodies += [("rowmax_f32", wasm_sum.rowsum_body(maximum=True))]
     functions = vector([uleb(0)] * len(bodies))
     exports = vector([name(label) + bytes([0x00]) + uleb(index) for index, (label, _) in enumerate(bodies)])
     code = vector([body for _, body in bodies])
