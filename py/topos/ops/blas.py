@@ -36,7 +36,6 @@ tests/browser/cpu-path.test.mjs) hold every routing decision to that.
 
 import contextlib
 import sys
-import weakref
 
 import numpy as np
 
@@ -224,28 +223,12 @@ def _gemm_into(gemm, a, b, out):
     return out
 
 
-# The data addresses of the arrays last passed to a kernel, by id, each entry with a weak reference
-# to its array (an id is only the same array while that array lives; a dead entry's reference
-# answers None): ``__array_interface__`` builds a dict, about 2 us in Pyodide, and two of three
-# operands a training step passes are the same arrays (the interpreter's kept buffers) step after
-# step. The references are weak so that the cache keeps nothing alive: a kept block or a donated
-# optimizer state is reused only once nothing else refers to it. An ndarray's data never moves.
-_ADDRESSES = {}
-_ADDRESSES_KEPT = 256
-
-
 def _address(array, keep=True):
-    """``array``'s data address; remembered unless ``keep`` is false (a copy made for this call)."""
+    """``array``'s data address; remembered (``pyodide_math.remembered_address``) unless ``keep`` is
+    false (a copy made for this call, which no later call passes)."""
     if not keep:
         return array.__array_interface__["data"][0]
-    entry = _ADDRESSES.get(id(array))
-    if entry is not None and entry[0]() is array:
-        return entry[1]
-    address = array.__array_interface__["data"][0]
-    if len(_ADDRESSES) >= _ADDRESSES_KEPT:
-        _ADDRESSES.clear()
-    _ADDRESSES[id(array)] = (weakref.ref(array), address)
-    return address
+    return pyodide_math.remembered_address(array)
 
 
 # The kernels' ten arguments, written here and passed by address (ops/wasm_gemm.py): pointer-sized

@@ -84,7 +84,11 @@ def _through_kernel(name, g, x, out):
 
 
 def _address(array):
-    address = array.__array_interface__["data"][0]
+    return _wrapped(array.__array_interface__["data"][0])
+
+
+def _wrapped(address):
+    """An address as the kernels' signed pointer-sized argument (in wasm32, past 2 GiB wraps as i32 does)."""
     wrap = 1 << (8 * _ARGUMENTS.itemsize - 1)
     return address - 2 * wrap if address >= wrap else address
 
@@ -169,22 +173,31 @@ def max_last(x, keepdims):
 MAX_LAST = max_last if sys.platform == "emscripten" else None
 
 _FLOAT32 = np.dtype(np.float32)
-# Addresses by id, with a weak reference to the array, as ops/blas.py's ``_address`` keeps them:
-# ``__array_interface__`` costs about 2 us in Pyodide, and a Sum's operand and result are the
-# interpreter's kept buffers step after step. Weak: the table keeps nothing alive.
+# Data addresses by id, each entry with a weak reference to its array (an id is only the same
+# array while that array lives; a dead entry's reference answers None): ``__array_interface__``
+# builds a dict, about 2 us in Pyodide, and most operands the kernels are passed (here and in
+# ops/blas.py) are the interpreter's kept buffers, step after step. The references are weak so
+# that the table keeps nothing alive: a kept block or a donated optimizer state is reused only
+# once nothing else refers to it. An ndarray's data never moves.
 _ADDRESSES = {}
 _ADDRESSES_KEPT = 256
 
 
-def _kept_address(array):
+def remembered_address(array):
+    """``array``'s data address (as ``__array_interface__`` gives it), remembered by id (see above)."""
     entry = _ADDRESSES.get(id(array))
     if entry is not None and entry[0]() is array:
         return entry[1]
-    address = _address(array)
+    address = array.__array_interface__["data"][0]
     if len(_ADDRESSES) >= _ADDRESSES_KEPT:
         _ADDRESSES.clear()
     _ADDRESSES[id(array)] = (weakref.ref(array), address)
     return address
+
+
+def _kept_address(array):
+    """``_address`` through the remembered addresses."""
+    return _wrapped(remembered_address(array))
 
 
 # What ``Sum`` tries before its ones product (ops/reduce.py): nothing natively (the product
