@@ -65,9 +65,24 @@ class Code:
     def simd(self, opcode, *rest):
         self.out += b"\xfd" + uleb(opcode) + bytes(rest)
 
+    def next_vector_and_loop(self, offset="offset"):
+        """``offset`` += 16 bytes, back to the loop's start; then end the loop, its block and the function."""
+        self.add_into(offset, offset, 16)
+        self.op(0x0C, 0)
+        self.op(0x0B, 0x0B)
+        self.op(0x0B)
+
     def add_into(self, name, *operands):
         """name = operand0 + operand1 (i32), operands given as local names or ints."""
         for operand in operands:
             self.get(operand) if isinstance(operand, str) else self.const(operand)
         self.op(0x6A)
         self.set(name)
+
+
+def function_body(code, *locals_by_type):
+    """A code section's entry for ``code``: its locals, declared as ``(names, type)`` groups in
+    the order of their indices, then its instructions, the whole prefixed by its size."""
+    declared = vector([uleb(len(names)) + bytes([value_type]) for names, value_type in locals_by_type])
+    payload = declared + bytes(code.out)
+    return uleb(len(payload)) + payload

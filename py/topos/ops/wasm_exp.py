@@ -24,7 +24,7 @@ element. ``pyodide_math.TANH_TOLERANCE`` bounds it against tanh in float64 (chec
 
 import struct
 
-from .wasm_assembler import I32, V128, Code, uleb, vector
+from .wasm_assembler import I32, V128, Code, function_body, uleb
 
 # Cephes expf: exp(y) = 2^n exp(r), n = round(y log2 e), r = y - n (C1 + C2).
 LOG2E = 1.44269504088896341
@@ -117,10 +117,5 @@ def body(tanh=False):
     get("x"), get("offset"), op(0x6A), simd(LOAD, 4, 0), set_("vx" if tanh else "vy")
     emit_tanh(code) if tanh else emit_exp(code)
     get("out"), get("offset"), op(0x6A), get("vq"), simd(STORE, 4, 0)
-    code.add_into("offset", "offset", 16)
-    op(0x0C, 0)
-    op(0x0B, 0x0B)
-    op(0x0B)
-    locals_ = vector([uleb(len(I32_LOCALS)) + bytes([I32]), uleb(len(V128_LOCALS)) + bytes([V128])])
-    payload = locals_ + bytes(code.out)
-    return uleb(len(payload)) + payload
+    code.next_vector_and_loop()
+    return function_body(code, (I32_LOCALS, I32), (V128_LOCALS, V128))

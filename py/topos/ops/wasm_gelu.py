@@ -16,7 +16,7 @@ NaN and the infinities come out as the tanh form's do.
 
 import struct
 
-from .wasm_assembler import I32, V128, Code, uleb, vector
+from .wasm_assembler import I32, V128, Code, function_body, uleb
 from .wasm_exp import emit_exp
 
 GELU_C = 0.7978845608028654
@@ -77,10 +77,5 @@ def body(grad):
         )
         get("out"), get("offset"), op(0x6A)
         get("vslope"), get("g"), get("offset"), op(0x6A), simd(LOAD, 4, 0), simd(MUL), simd(STORE, 4, 0)
-    code.add_into("offset", "offset", 16)
-    op(0x0C, 0)
-    op(0x0B, 0x0B)
-    op(0x0B)
-    locals_ = vector([uleb(len(I32_LOCALS)) + bytes([I32]), uleb(len(V128_LOCALS)) + bytes([V128])])
-    payload = locals_ + bytes(code.out)
-    return uleb(len(payload)) + payload
+    code.next_vector_and_loop()
+    return function_body(code, (I32_LOCALS, I32), (V128_LOCALS, V128))

@@ -28,7 +28,7 @@ of a product's rows and columns in numpy.
 """
 
 from . import wasm_exp, wasm_gelu, wasm_sum
-from .wasm_assembler import I32, V128, Code, name, section, uleb, vector
+from .wasm_assembler import I32, V128, Code, function_body, name, section, uleb, vector
 
 M_BLOCK = 4
 # Columns a block: two vectors of 4 float32 or of 2 float64.
@@ -137,9 +137,7 @@ def _body(dtype):
     op(0x0C, 0)
     op(0x0B, 0x0B)
     op(0x0B)  # end of the function
-    locals_ = vector([uleb(len(I32_LOCALS)) + bytes([I32]), uleb(len(V128_LOCALS)) + bytes([V128])])
-    body = locals_ + bytes(code.out)
-    return uleb(len(body)) + body
+    return function_body(code, (I32_LOCALS, I32), (V128_LOCALS, V128))
 
 
 def module_bytes():

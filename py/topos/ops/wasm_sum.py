@@ -26,7 +26,7 @@ out[i] = the largest x[i, j], exact, NaN where any term is NaN (as ``np.maximum`
 import math
 import struct
 
-from .wasm_assembler import I32, V128, Code, uleb, vector
+from .wasm_assembler import I32, V128, Code, function_body, uleb
 
 F32 = 0x7D
 ARGUMENTS = ("x", "out", "rows", "cols")
@@ -67,15 +67,7 @@ def _zero(code, accumulator="acc"):
 
 def _finish(code):
     code.op(0x0B)
-    locals_ = vector(
-        [
-            uleb(len(I32_LOCALS)) + bytes([I32]),
-            uleb(len(F32_LOCALS)) + bytes([F32]),
-            uleb(len(V128_LOCALS)) + bytes([V128]),
-        ]
-    )
-    payload = locals_ + bytes(code.out)
-    return uleb(len(payload)) + payload
+    return function_body(code, (I32_LOCALS, I32), (F32_LOCALS, F32), (V128_LOCALS, V128))
 
 
 def _column_pass(code, width, limit):
