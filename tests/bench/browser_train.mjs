@@ -12,19 +12,28 @@
 // Usage: node tests/bench/browser_train.mjs   (builds the site with the benchmark's pages into a
 // folder of its own and serves it itself), or with PLAYGROUND_URL=http://127.0.0.1:5173/ to use a
 // server that is already running a build made with TOPOS_BENCH_PAGES=1.
-// STEPS (default 10) and WARMUP (default 2) size the page's run; NATIVE_STEPS (default 30) the native one.
-// BACKENDS (default numpy,webgpu) names the page's sides: numpy (with the page's SIMD kernels),
-// numpy-openblas (OpenBLAS instead), numpy-no-blas (products in numpy alone), webgpu; natively
-// numpy runs, and webgpu if the page runs it.
+// STEPS (default 10) and WARMUP (default 2, or 10 when no side is webgpu) size the page's run;
+// NATIVE_STEPS (default 30) the native one. BACKENDS (default numpy,webgpu) names the page's sides:
+// numpy (with the page's SIMD kernels), numpy-openblas (OpenBLAS instead), numpy-no-blas (products
+// in numpy alone), webgpu; natively numpy runs, and webgpu if the page runs it.
+// ROUNDS (default 1): how many times the whole comparison runs (native, page, native again); each
+// round's page/native ratio is printed and their median is the figure. The page and the native
+// process cannot be interleaved step for step, and on a shared machine one round's ratio can be
+// off by a third, so rounds are the way to a steady figure: ROUNDS=3 BACKENDS=numpy STEPS=40.
+//
+// The warm-up matters for numpy in the page: V8 runs a WebAssembly function in its baseline tier
+// until it has run a while, and the first few steps are slower than the hundreds a user trains
+// for; with WebGPU in the run (SwiftShader: seconds a step) the short warm-up is kept.
 
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { serveBenchSite } from "./bench-site.mjs";
 
 const STEPS = Number(process.env.STEPS ?? 10);
-const WARMUP = Number(process.env.WARMUP ?? 2);
-const NATIVE_STEPS = Number(process.env.NATIVE_STEPS ?? 30);
 const BACKENDS = (process.env.BACKENDS ?? "numpy,webgpu").split(",");
+const WARMUP = Number(process.env.WARMUP ?? (BACKENDS.includes("webgpu") ? 2 : 10));
+const NATIVE_STEPS = Number(process.env.NATIVE_STEPS ?? 30);
+const ROUNDS = Number(process.env.ROUNDS ?? 1);
 const root = new URL("../..", import.meta.url).pathname;
 
 const serve = serveBenchSite;
@@ -67,20 +76,26 @@ function rows(report, where) {
 }
 
 // Native numpy before and after the page's run (the machine may be busier during one than the
-// other): the ratios are to the mean of the two medians.
-const native = nativeReport();
+// other): the ratios are to the mean of the two medians. The first round's reports are printed in
+// full; each further round adds its ratios.
 const server = await serve();
 process.env.PLAYGROUND_URL = server.url;
 const harness = await import("../browser/harness.mjs");
-let inPage;
+const rounds = [];
 try {
-  inPage = await pageReport(harness);
+  for (let round = 0; round < ROUNDS; round++) {
+    const before = nativeReport();
+    const page = await pageReport(harness);
+    const after = nativeReport();
+    rounds.push({ before: before.backends.numpy.median_ms, after: after.backends.numpy.median_ms, native: before, page });
+  }
 } finally {
   await server.stop();
 }
-const nativeAfter = nativeReport();
-const nativeBefore = native.backends.numpy.median_ms;
-native.backends.numpy.median_ms = (nativeBefore + nativeAfter.backends.numpy.median_ms) / 2;
+const { native, page: inPage } = rounds[0];
+const nativeBefore = rounds[0].before;
+const nativeAfter = { backends: { numpy: { median_ms: rounds[0].after } } };
+for (const round of rounds) round.native.backends.numpy.median_ms = (round.before + round.after) / 2;
 
 const all = [...rows(native, "natively"), ...rows(inPage, "in the page")];
 const baseline = all[0].median;
@@ -108,9 +123,12 @@ for (const [where, report] of [["natively", native], ["in the page", inPage]]) {
 if (native.backends.webgpu && inPage.backends.webgpu) {
   console.log(`  page WebGPU / native wgpu-py: ${(inPage.backends.webgpu.median_ms / native.backends.webgpu.median_ms).toFixed(2)}`);
 }
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 for (const [backend, label] of [["numpy", "SIMD kernels"], ["numpy-openblas", "OpenBLAS"], ["numpy-no-blas", "no kernel"]]) {
   if (inPage.backends[backend]) {
-    console.log(`  page numpy (${label}) / native numpy: ${(inPage.backends[backend].median_ms / native.backends.numpy.median_ms).toFixed(2)}`);
+    const ratios = rounds.map((round) => round.page.backends[backend].median_ms / round.native.backends.numpy.median_ms);
+    const each = rounds.length > 1 ? ` (median of ${rounds.length} rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")})` : "";
+    console.log(`  page numpy (${label}) / native numpy: ${median(ratios).toFixed(2)}${each}`);
   }
 }
 if (inPage.blas) console.log(`  the page's kernels: ${inPage.blas.installed} (OpenBLAS ${inPage.blas.loaded}); products ${JSON.stringify(inPage.blas.counts)}`);
