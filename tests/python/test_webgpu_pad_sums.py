@@ -84,7 +84,7 @@ def test_overlapping_parts_are_no_pad_sum_and_their_gradient_adds_up():
 
 
 def test_split_view_sees_a_strided_view_in_another_shape_where_numpy_can_without_a_copy():
-    base = np.arange(4096, dtype=np.float32)
+    base = np.arange(1 << 15, dtype=np.float32)  # every case's elements lie inside it (asserted below)
     cases = [
         ((256, 32), (96, 1), 64, (16, 16, 4, 8)),
         ((16, 16, 4, 8), (512, 8, 128, 1), 0, (256, 32)),
@@ -94,6 +94,7 @@ def test_split_view_sees_a_strided_view_in_another_shape_where_numpy_can_without
         ((3, 4), (4, 1), 0, (12, 1)),
     ]
     for shape, strides, offset, new in cases:
+        assert offset + sum((extent - 1) * stride for extent, stride in zip(shape, strides)) < base.size
         array = np.lib.stride_tricks.as_strided(base[offset:], shape, tuple(4 * s for s in strides))
         view = View(0, offset, shape, strides)
         seen = split_view(view, new)
