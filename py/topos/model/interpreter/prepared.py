@@ -32,7 +32,7 @@ import sys
 import numpy as np
 
 from ...errors import ShapeError, located
-from ...ops import lookup
+from ...ops import lookup, pyodide_binary
 from ...ops.elementwise import TableRow
 from .arena import ALIGNMENT, Arena
 
@@ -352,6 +352,10 @@ def ufunc_step(ufunc, index, operands):
 
         def step(values):
             ufunc(values[a], out=values[index])
+
+    elif len(operands) == 2 and pyodide_binary.UFUNC_STEP is not None and ufunc in pyodide_binary.UFUNCS:
+        # In Pyodide: float32 Add, Sub, Mul and Div through the SIMD kernels where they fit (ops/pyodide_binary.py).
+        step = pyodide_binary.UFUNC_STEP(ufunc, *operands, index)
 
     elif len(operands) == 2:
         a, b = operands
