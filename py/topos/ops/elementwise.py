@@ -52,8 +52,6 @@ class TableRow(Primitive):
         return self.numpy_function(*inputs)
 
     def forward_into(self, inputs, attrs, out):
-        if pyodide_binary.IN_PYODIDE and self.numpy_function in pyodide_binary.UFUNCS:
-            return pyodide_binary.into(self.numpy_function, *inputs, out)  # float32: the SIMD kernels where they fit
         return self.numpy_function(*inputs, out=out)
 
     def vjp(self, e, g, operands, out, attrs):
