@@ -103,15 +103,21 @@ def check_binary(pyodide_binary, where_forward, calls):
                         if (calls() - before == 1) != kernel:
                             failures.append(f"{case}: {calls() - before} kernel calls")
         # The interpreter's step: its remembered call again for the same arrays, a new one for others.
-        x, y = np.ones((64, 32), np.float32), np.broadcast_to(np.arange(32, dtype=np.float32), (64, 32))
-        values = [x, y, np.empty((64, 32), np.float32)]
+        row = np.broadcast_to(np.arange(32, dtype=np.float32), (64, 32))
+        values = [np.ones((64, 32), np.float32), row, np.empty((64, 32), np.float32)]
         run = pyodide_binary.step(np.subtract, 0, 1, 2)
-        for turn, replace in enumerate((None, None, 0, 2, None)):
-            if replace is not None:
+        # turns: the same arrays; a new x, then a new out (same layouts); a y of another layout; float64
+        for turn, replace in enumerate((None, None, 0, 2, None, 1, None, 3)):
+            if replace == 1:
+                values[1] = np.full((64, 32), 0.5, np.float32)
+            elif replace == 3:
+                values[:] = [v.astype(np.float64) for v in values]
+            elif replace is not None:
                 values[replace] = np.full((64, 32), float(turn), np.float32)
             before = calls()
             run(values)
-            if not _same(values[2], values[0] - y) or calls() - before != 1:
+            kernel = values[0].dtype == np.float32
+            if not _same(values[2], values[0] - values[1]) or (calls() - before == 1) != kernel:
                 failures.append(f"step, turn {turn}: not numpy's result, or {calls() - before} kernel calls")
         for label, c, x, y, kernel in where_cases():
             want = np.where(c != 0, x, y)
