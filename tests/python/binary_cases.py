@@ -119,6 +119,21 @@ def check_binary(pyodide_binary, where_forward, calls):
             kernel = values[0].dtype == np.float32
             if not _same(values[2], values[0] - values[1]) or (calls() - before == 1) != kernel:
                 failures.append(f"step, turn {turn}: not numpy's result, or {calls() - before} kernel calls")
+        # Where's step: twice the same arrays, then a new condition of the same layout, then float64.
+        c = (np.arange(64 * 32).reshape(64, 32) % 3 == 0).astype(np.float32)
+        values = [c, np.ones((64, 32), np.float32), row, np.empty((64, 32), np.float32)]
+        run = pyodide_binary.where_step(0, 1, 2, 3, lambda values: where_forward(*values))
+        for turn in range(4):
+            if turn == 2:
+                values[0] = np.ascontiguousarray(c[::-1])
+            if turn == 3:
+                values[:] = [v.astype(np.float64) for v in values]
+            before = calls()
+            run(values)
+            kernel = turn < 3
+            want = np.where(values[0] != 0, values[1], values[2])
+            if not _same(values[3], want) or (calls() - before == 1) != kernel:
+                failures.append(f"Where's step, turn {turn}: not numpy's result, or {calls() - before} kernel calls")
         for label, c, x, y, kernel in where_cases():
             want = np.where(c != 0, x, y)
             out = np.empty(want.shape, want.dtype)

@@ -104,8 +104,8 @@ def _run(name, out, operands):
 
 
 class _Call:
-    """A step's last kernel call: the kernel, its own arguments, and for out, x and y (argument
-    positions 3, 7, 11) a weak reference (it keeps none alive), shape and strides."""
+    """A step's last kernel call: the kernel, its own arguments, and for out and each operand
+    (argument positions 3, 7, 11, ...) a weak reference (it keeps none alive), shape and strides."""
 
     __slots__ = ("kernel", "arguments", "address", "references", "layouts")
 
@@ -128,32 +128,73 @@ class _Call:
 
 
 def step(ufunc, a, b, index):
-    """The interpreter's step for ``values[index] = ufunc(values[a], values[b])`` (``into``),
-    remembering its last call (``_Call``): the same arrays, or new ones of the same layouts (their
-    addresses written in), and the same kernel call it again, about 2 us from Python."""
-    name = _NAMES[ufunc]
+    """The interpreter's step for ``values[index] = ufunc(values[a], values[b])`` (``into``; see ``_step``)."""
+
+    def fallback(values):
+        ufunc(values[a], values[b], out=values[index])
+
+    return _step(_NAMES[ufunc], (a, b), index, fallback)
+
+
+def where_step(c, x, y, index, fallback):
+    """The interpreter's step for Where (``values[index] = values[c] != 0 ? values[x] : values[y]``),
+    ``fallback(values)`` where the kernel does not take it (see ``_step``)."""
+    return _step("where", (x, y, c), index, fallback)
+
+
+def _step(name, operands, index, fallback):
+    """A step calling kernel ``name`` over ``values[j] for j in operands`` into ``values[index]``
+    (``fallback(values)`` where it does not fit), remembering its last call (``_Call``): the same
+    arrays, or new ones of the same layouts (their addresses written in), and the same kernel call
+    it again, about 2 us from Python."""
     last = [None]
 
-    def run(values):
-        out, x, y = values[index], values[a], values[b]
-        call = last[0]
-        if call is not None and _KERNELS.get(name) is call.kernel:
-            references = call.references
-            if (
-                (references[0]() is out or call.takes(0, out))
-                and (references[1]() is x or call.takes(1, x))
-                and (references[2]() is y or call.takes(2, y))
-            ):
-                call.kernel(call.address)
-                return
-        found = _arguments(name, out, (x, y))
+    def miss(values, arrays):
+        found = _arguments(name, arrays[0], arrays[1:])
         if found is None:
             last[0] = None
-            ufunc(x, y, out=out)
+            fallback(values)
             return
         kernel, arguments = found
-        last[0] = call = _Call(kernel, arguments.copy(), (out, x, y))
+        last[0] = call = _Call(kernel, arguments.copy(), arrays)
         kernel(call.address)
+
+    # Written out for two operands and for three: this is the per-call path (a Python loop over
+    # the arrays measured slower).
+    if len(operands) == 2:
+        a, b = operands
+
+        def run(values):
+            out, x, y = values[index], values[a], values[b]
+            call = last[0]
+            if call is not None and _KERNELS.get(name) is call.kernel:
+                seen = call.references
+                if (
+                    (seen[0]() is out or call.takes(0, out))
+                    and (seen[1]() is x or call.takes(1, x))
+                    and (seen[2]() is y or call.takes(2, y))
+                ):
+                    call.kernel(call.address)
+                    return
+            miss(values, (out, x, y))
+
+    else:
+        a, b, c = operands
+
+        def run(values):
+            out, x, y, z = values[index], values[a], values[b], values[c]
+            call = last[0]
+            if call is not None and _KERNELS.get(name) is call.kernel:
+                seen = call.references
+                if (
+                    (seen[0]() is out or call.takes(0, out))
+                    and (seen[1]() is x or call.takes(1, x))
+                    and (seen[2]() is y or call.takes(2, y))
+                    and (seen[3]() is z or call.takes(3, z))
+                ):
+                    call.kernel(call.address)
+                    return
+            miss(values, (out, x, y, z))
 
     return run
 
@@ -190,5 +231,6 @@ def warm_up(calls=200):
 UFUNCS = tuple(_NAMES)
 IN_PYODIDE = sys.platform == "emscripten"
 UFUNC_STEP = step if IN_PYODIDE else None
+WHERE_STEP = where_step if IN_PYODIDE else None
 WHERE_INTO = where_into if IN_PYODIDE else None
 assert set(_NAMES.values()) | {"where"} == set(wasm_binary.KERNELS)

@@ -114,6 +114,9 @@ class PreparedPlan:
                     step = ufunc_step(ufunc, index, node.operands)
                 else:
                     step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
+                    if node.opcode == "Where" and pyodide_binary.WHERE_STEP is not None:
+                        # In Pyodide: float32 Where through the SIMD kernel where it fits (ops/pyodide_binary.py).
+                        step = pyodide_binary.WHERE_STEP(*node.operands, index, step)
             if step is not None:
                 self._steps.append(step)
                 self._step_nodes.append(node)
