@@ -2,16 +2,18 @@
 
 numpy in Pyodide runs small float32 binary ops 3-5 times slower than natively (its loops are
 scalar wasm) and the training step's operands are mostly broadcast views: a bias row (strides
-(0, 4)), a per-row scalar ((4, 0)), a [16, 16] mask over attention's [16, 4, 16, 16]. ``into``
+(0, 4)), a per-row scalar ((4, 0)), a [16, 16] mask over attention's [16, 4, 16, 16]. ``plan``
 views the op's operands as at most three axes (outer, rows, cols: the axes of extent 1 dropped,
 neighbours merged where every operand's strides allow) and calls the kernel where each
 operand's last stride is 0 or one element and out's is one element; every other case (another
 dtype, operands of other shapes than out's, fewer than ``MIN_ELEMENTS``, no kernel) is numpy's
-own call, unchanged. The decision is remembered by shapes and strides (``_PLANS``): the step's
-operands have the same ones every run. The results are numpy's bit for bit (one IEEE single
-operation an element), NaN payloads aside.
+own call, unchanged. The decision is remembered by shapes and strides (``_PLANS``), and the
+interpreter's nodes (``step``, ``where_step``) remember their last call: the step's operands have
+the same layouts every run. The results are numpy's bit for bit (one IEEE single operation an
+element), NaN payloads aside.
 
-Natively the hooks are None and the interpreter calls the ufuncs themselves (``UFUNC_INTO``).
+Natively the hooks (``UFUNC_STEP``, ``WHERE_STEP``, ``WHERE_INTO``) are None and nothing changes:
+the interpreter calls the ufuncs themselves.
 """
 
 import sys
@@ -34,7 +36,7 @@ _NO = object()
 
 def plan(shape, out_strides, *operand_strides):
     """The kernel's arguments for ``shape`` and the strides (out's, then the operands'), their
-    addresses left 0 (at 3, 7, 11, ...), as a list; None where the kernel does not take them."""
+    addresses left 0 (at 3, 7, 11, ...), as an intp array; None where the kernel does not take them."""
     size = 1
     for extent in shape:
         size *= extent
@@ -227,7 +229,8 @@ def warm_up(calls=200):
 
 
 # The ufuncs that ``UFUNC_STEP`` takes, and it: in Pyodide ``step``, natively None (the
-# interpreter calls the ufuncs themselves). ``WHERE_INTO`` alike for Where's forward.
+# interpreter calls the ufuncs themselves). ``WHERE_STEP`` alike for Where's node, ``WHERE_INTO``
+# for its forward_into called elsewhere.
 UFUNCS = tuple(_NAMES)
 IN_PYODIDE = sys.platform == "emscripten"
 UFUNC_STEP = step if IN_PYODIDE else None
