@@ -148,7 +148,8 @@ def _step(name, operands, index, fallback):
     """A step calling kernel ``name`` over ``values[j] for j in operands`` into ``values[index]``
     (``fallback(values)`` where it does not fit), remembering its last call (``_Call``): the same
     arrays, or new ones of the same layouts (their addresses written in), and the same kernel call
-    it again, about 2 us from Python."""
+    it again, about 2 us from Python. Pyodide runs the interpreter in one thread: nothing guards
+    the remembered call (natively these steps are not made)."""
     last = [None]
 
     def miss(values, arrays):
