@@ -1,6 +1,7 @@
 // Where the gallery transformer's training step goes in Pyodide 0.27.7 under Node, with the
 // page's kernels installed (tests/pyodide/load.mjs): wall time a step by primitive (each op's
-// forward_into timed, MatMul split by topos.ops.blas's route), and the rest (the interpreter's
+// forward_into timed, MatMul split by topos.ops.blas's route; Add, Sub, Mul, Div and Where
+// their steps, topos.ops.pyodide_binary's), and the rest (the interpreter's
 // and autodiff's Python). Wall clock: on a loaded machine read the shares, not the figures.
 // Not part of any test run.
 //
@@ -21,9 +22,24 @@ def wrap(cls):
         if name == "MatMul": name += ":" + blas.route(*inputs)
         t = time.perf_counter(); r = _fi(self, inputs, attrs, out); tot[name] += time.perf_counter() - t; cnt[name] += 1; return r
     cls.forward_into = f
+# Add, Sub, Mul, Div and Where run as the interpreter's own steps in Pyodide (ops/pyodide_binary.py,
+# the SIMD kernels where they fit, numpy's ufunc elsewhere): those steps are timed instead.
+from topos.ops import pyodide_binary
+def timed(make, label):
+    def made(*args):
+        inner = make(*args)
+        name = label(args)
+        def run(values, _inner=inner):
+            t = time.perf_counter(); _inner(values); tot[name] += time.perf_counter() - t; cnt[name] += 1
+        return run
+    return made
+binary_names = {np.add: "Add", np.subtract: "Sub", np.multiply: "Mul", np.divide: "Div"}
+pyodide_binary.UFUNC_STEP = timed(pyodide_binary.step, lambda args: binary_names[args[0]])
+pyodide_binary.WHERE_STEP = timed(pyodide_binary.where_step, lambda args: "Where")
 seen=set()
 for name, prim in list(registry._REGISTRY.items()):
     cls = type(prim)
+    if getattr(prim, "numpy_function", None) in pyodide_binary.UFUNCS or name == "Where": continue
     if cls not in seen and "forward_into" in dir(cls): seen.add(cls); wrap(cls)
 example = train_webgpu.load_example(open("/checkout/docs/examples/06_char_transformer.py").read())
 run = train_webgpu.step_runner(example)  # the profiled forwards are in place before it records

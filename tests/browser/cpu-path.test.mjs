@@ -47,7 +47,7 @@ test("the readings worker multiplies through its SIMD kernels, downloading nothi
     assert.match(text, /products through them: True/);
     assert.match(text, /within tolerance: True/);
     assert.match(text, /gelu exp form: True/);
-    assert.match(text, /elementwise kernels: \['colsum', 'exp', 'gelu', 'gelu_grad', 'rowmax', 'rowsum', 'tanh'\]/);
+    assert.match(text, /elementwise kernels: \['add', 'colsum', 'div', 'exp', 'gelu', 'gelu_grad', 'mul', 'rowmax', 'rowsum', 'sub', 'tanh', 'where'\]/);
     assert.match(text, /exp and tanh within tolerance: True True/);
     assert.deepEqual(requested.filter((url) => /openblas|_fblas|blas\.json/.test(url)), []);
     assert.deepEqual(browser.foreign, []);

@@ -55,7 +55,19 @@ max_calls = lambda: sum_calls.count("rowmax")
 failures += blas_cases.check_max(_REGISTRY, max_calls)
 with blas.suspended(("simd",)):
     failures += [f"suspended: {f}" for f in blas_cases.check_max(_REGISTRY, max_calls) if "kernel calls" not in f]
+# Add, Sub, Mul, Div and Where: the SIMD kernels where they fit, counted, bit for bit numpy's own
+# (the same machine, the same IEEE operations); suspended, numpy's, with no kernel calls.
+import binary_cases
+from topos.ops import pyodide_binary
+binary_calls = []
+for name in ("add", "sub", "mul", "div", "where"):
+    pyodide_math._kernels[name] = (lambda kernel, name: lambda a: (binary_calls.append(name), kernel(a)))(pyodide_math._kernels[name], name)
+where_forward = lambda c, x, y, out: _REGISTRY["Where"].forward_into([c, x, y], {}, out)
+failures += binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(binary_calls))
+with blas.suspended(("simd",)):
+    failures += [f"suspended: {f}" for f in binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(binary_calls)) if "kernel calls" not in f]
 json.dumps({
+    "binary_kernels": sorted(set(binary_calls)) if pyodide_binary.UFUNC_STEP is pyodide_binary.step else None,
     "sum_kernels": sorted(set(sum_calls)) if reduce.SUM_MATRIX is pyodide_math.sum_matrix and reduce.MAX_LAST is pyodide_math.max_last else None,
     "installed": installed,
     "gelu_kernels": sorted(pyodide_math._kernels),

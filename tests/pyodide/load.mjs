@@ -39,7 +39,7 @@ export async function pyodideWithBlas({ blas = true, kernels = true } = {}) {
     if (!WebAssembly.validate(bytes)) throw new Error("topos.ops.wasm_gemm's module does not validate");
     const exports = pyodide._module.loadWebAssemblyModule(bytes, { loadAsync: false, nodelete: true, allowUndefined: true }, "topos-wasm-gemm.so", {}, 0);
     const module = pyodide.pyimport("topos.ops.blas");
-    module.install_kernels(exports.sgemm, exports.dgemm, exports.gelu_f32, exports.gelu_grad_f32, exports.exp_f32, exports.tanh_f32, exports.colsum_f32, exports.rowsum_f32, exports.rowmax_f32);
+    module.install_kernels(new Map(Object.entries(exports)));
     module.destroy();
   }
   let blasMs = null;

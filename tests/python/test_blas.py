@@ -22,6 +22,7 @@ import topos
 from topos.ops import blas, pyodide_math
 
 sys.path.insert(0, str(Path(__file__).parent))
+import binary_cases  # noqa: E402
 import blas_cases  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,7 +110,7 @@ class FakeKernels:
 
 def test_every_routing_decision_through_the_simd_kernels_contract():
     fake = FakeKernels()
-    blas.install_kernels(fake.sgemm, fake.dgemm)
+    blas.install_kernels({"sgemm": fake.sgemm, "dgemm": fake.dgemm})
     try:
         assert blas.installed() == "simd"
         assert blas_cases.check(blas) == []
@@ -197,8 +198,9 @@ def test_in_pyodide_with_the_served_openblas():
     assert report["failures"] == []
     assert report["installed"] == "simd+openblas" and report["counts"]["blas"] > 0
     # float32 GELU, exp, tanh, sums and maxima; the Sum and Max rows take theirs in Pyodide (check_sum, check_max)
-    kernels = ["colsum", "exp", "gelu", "gelu_grad", "rowmax", "rowsum", "tanh"]
+    kernels = ["add", "colsum", "div", "exp", "gelu", "gelu_grad", "mul", "rowmax", "rowsum", "sub", "tanh", "where"]
     assert report["gelu_kernels"] == kernels
+    assert report["binary_kernels"] == ["add", "div", "mul", "sub", "where"]  # bit for bit numpy's (check_binary)
     assert report["sum_kernels"] == ["colsum", "rowmax", "rowsum"]
     assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
@@ -251,7 +253,7 @@ def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
 
         return kernel
 
-    pyodide_math.install(fake("gelu"), fake("gelu_grad"))
+    pyodide_math.install({"gelu": fake("gelu"), "gelu_grad": fake("gelu_grad")})
     try:
         failures = blas_cases.check_gelu(
             lambda x: pyodide_math.gelu_into(x, np.empty_like(x)),
@@ -284,7 +286,7 @@ def test_exp_and_tanh_kernels_contract_takes_whole_quads_and_numpy_the_tail(name
         counts.append(count)
         ufunc(_view(x, (count,), (4,), np.float32), out=_view(out, (count,), (4,), np.float32))
 
-    pyodide_math.install(None, None, **{name: fake})
+    pyodide_math.install({name: fake})
     try:
         check = blas_cases.check_exp if name == "exp" else blas_cases.check_tanh
         tolerance = pyodide_math.EXP_TOLERANCE if name == "exp" else pyodide_math.TANH_TOLERANCE
@@ -345,7 +347,7 @@ def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
         return kernel
 
     monkeypatch.setattr(reduce, "SUM_MATRIX", pyodide_math.sum_matrix)
-    pyodide_math.install(None, None, colsum=fake("colsum"), rowsum=fake("rowsum"))
+    pyodide_math.install({"colsum": fake("colsum"), "rowsum": fake("rowsum")})
     try:
         assert blas_cases.check_sum(_REGISTRY, lambda: len(calls)) == []
         assert {"colsum", "rowsum"} <= set(calls)
@@ -374,9 +376,51 @@ def test_max_kernel_contract_and_the_max_rows_routing(monkeypatch):
         np.maximum.reduce(matrix, axis=1, out=_view(out, (rows,), (4,), np.float32))
 
     monkeypatch.setattr(reduce, "MAX_LAST", pyodide_math.max_last)
-    pyodide_math.install(None, None, rowmax=fake)
+    pyodide_math.install({"rowmax": fake})
     try:
         assert blas_cases.check_max(_REGISTRY, lambda: len(calls)) == []
         assert (16 * 4 * 16, 16) in calls
+    finally:
+        pyodide_math.uninstall()
+
+
+def test_binary_kernels_contract_and_routing():
+    # ops/wasm_binary.py's contract natively: a fake reading the arguments (outer, rows, cols, then
+    # address and outer, row, col byte strides for out and each operand) does the op in numpy.
+    from topos.ops import pyodide_binary, pyodide_math
+    from topos.ops.registry import _REGISTRY
+
+    assert pyodide_binary.UFUNC_STEP is None and pyodide_binary.WHERE_INTO is None  # natively: numpy's own
+    calls = []
+
+    def fake(name, count):
+        def kernel(arguments):
+            values = [int(v) for v in _view(arguments, (3 + 4 * count,), (8,), np.intp)]
+            shape = tuple(values[:3])
+            calls.append(name)
+            if 0 in shape:
+                return
+            views = [
+                _view(values[3 + 4 * k], shape, tuple(values[4 + 4 * k : 7 + 4 * k]), np.float32) for k in range(count)
+            ]
+            assert views[0].strides[2] == 4 or shape[2] == 1
+            if name == "where":
+                np.copyto(views[0], np.where(views[3] != 0, views[1], views[2]))
+            else:
+                with np.errstate(all="ignore"):
+                    getattr(np, name)(views[1], views[2], out=views[0])
+
+        return kernel
+
+    names = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
+    pyodide_math.install({short: fake(name, 3) for short, name in names.items()} | {"where": fake("where", 4)})
+
+    def where_forward(c, x, y, out):
+        if not pyodide_binary.where_into(c, x, y, out):
+            _REGISTRY["Where"].forward_into([c, x, y], {}, out)
+
+    try:
+        assert binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(calls)) == []
+        assert set(calls) == {"add", "subtract", "multiply", "divide", "where"}
     finally:
         pyodide_math.uninstall()

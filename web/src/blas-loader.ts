@@ -96,7 +96,8 @@ export function installKernels(pyodide: PyodideInterface): string {
     // Pyodide's Emscripten module: its loader gives a dynamic library the memory Python lives in.
     const module = (pyodide as unknown as { _module: EmscriptenLoader })._module;
     const exports = module.loadWebAssemblyModule(bytes, { loadAsync: false, nodelete: true, allowUndefined: true }, "topos-wasm-gemm.so", {}, 0);
-    blas.install_kernels(exports.sgemm, exports.dgemm, exports.gelu_f32, exports.gelu_grad_f32, exports.exp_f32, exports.tanh_f32, exports.colsum_f32, exports.rowsum_f32, exports.rowmax_f32);
+    // By export name (a Map: Python reads it as a mapping); install_kernels takes the ones it knows.
+    blas.install_kernels(new Map(Object.entries(exports)));
     return "WebAssembly SIMD kernels";
   } finally {
     wasm.destroy();

@@ -39,7 +39,7 @@ import sys
 
 import numpy as np
 
-from . import pyodide_math, wasm_gemm
+from . import pyodide_binary, pyodide_math, wasm_binary, wasm_gemm
 
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): at 32^3 multiply-adds
 # numpy's own loop is faster than a kernel called from Python (OpenBLAS 1.3x, SIMD 1.6x its
@@ -49,6 +49,9 @@ MIN_2D_WORK = 65536
 # matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
 MIN_BATCHED_WORK = 65536
 
+# Every export of ops/wasm_gemm.py's module that ``install_kernels`` takes.
+KERNEL_EXPORTS = ("sgemm", "dgemm", "gelu_f32", "gelu_grad_f32", "exp_f32", "tanh_f32", "colsum_f32", "rowsum_f32")
+KERNEL_EXPORTS += ("rowmax_f32", *wasm_binary.KERNELS.values())
 _routines = {}  # numpy dtype -> the f2py ?gemm wrapper (OpenBLAS)
 _kernels = {}  # numpy dtype -> the WebAssembly SIMD kernel (ops/wasm_gemm.py), preferred where installed
 _counts = {"blas": 0, "numpy": 0, "wanted": 0}
@@ -63,20 +66,22 @@ def install(module):
     _routines[np.dtype(np.float64)] = module.dgemm
 
 
-def install_kernels(
-    sgemm, dgemm, gelu=None, gelu_grad=None, exp=None, tanh=None, colsum=None, rowsum=None, rowmax=None
-):
-    """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py: callables that
-    take the address of its eighteen int32 arguments (addresses in the memory numpy's arrays live
-    in, sizes, byte strides); ``gelu``, ``gelu_grad``, ``exp`` and ``tanh``, the module's
-    float32 elementwise kernels, ``colsum``, ``rowsum`` and ``rowmax`` its float32 sums and maxima (ops/wasm_sum.py)."""
+def install_kernels(kernels):
+    """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py: ``kernels`` maps
+    the module's export names to callables taking the address of their int32 arguments
+    (addresses in the memory numpy's arrays live in, sizes, byte strides). ``sgemm`` and
+    ``dgemm`` take the products; the float32 kernels named ``*_f32`` (GELU, exp, tanh, the sums
+    and maxima, the binary ops: ops/wasm_gelu.py, wasm_exp.py, wasm_sum.py, wasm_binary.py) go to
+    ``pyodide_math`` under their names less "_f32". Names it does not know are ignored."""
+    kernels = {name: kernels[name] for name in KERNEL_EXPORTS if name in kernels}
     _kernels.clear()
-    _kernels[np.dtype(np.float32)] = sgemm
-    _kernels[np.dtype(np.float64)] = dgemm
-    if gelu is not None:
-        # the same module's GELU, exp, tanh and sum kernels (ops/wasm_gelu.py, ops/wasm_exp.py, ops/wasm_sum.py)
-        pyodide_math.install(gelu, gelu_grad, exp, tanh, colsum, rowsum, rowmax)
+    _kernels[np.dtype(np.float32)] = kernels["sgemm"]
+    _kernels[np.dtype(np.float64)] = kernels["dgemm"]
+    elementwise = {name.removesuffix("_f32"): kernel for name, kernel in kernels.items() if name.endswith("_f32")}
+    if elementwise:
+        pyodide_math.install(elementwise)
         pyodide_math.warm_up()
+        pyodide_binary.warm_up()
 
 
 def uninstall():

@@ -13,7 +13,7 @@ rules are written with the emitter ``e`` so the same rule runs eagerly
 
 import numpy as np
 
-from . import pyodide_math
+from . import pyodide_binary, pyodide_math
 from .registry import Primitive, register, require_float, same_shape
 
 
@@ -418,6 +418,8 @@ class Where(Primitive):
 
     def forward_into(self, inputs, attrs, out):
         c, a, b = inputs
+        if pyodide_binary.WHERE_INTO is not None and pyodide_binary.WHERE_INTO(c, a, b, out):
+            return out  # float32 in Pyodide: the SIMD kernel (ops/pyodide_binary.py)
         np.copyto(out, b)
         np.copyto(out, a, where=compact(c) != 0)  # the mask broadcasts as the condition did
         return out

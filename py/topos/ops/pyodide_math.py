@@ -46,12 +46,10 @@ _ARGUMENTS = np.zeros(4, np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 
 
-def install(gelu, gelu_grad, exp=None, tanh=None, colsum=None, rowsum=None, rowmax=None):
-    """Use the SIMD kernels (callables taking the address of their four arguments) for float32."""
-    _kernels["gelu"], _kernels["gelu_grad"] = gelu, gelu_grad
-    for name, kernel in (("exp", exp), ("tanh", tanh), ("colsum", colsum), ("rowsum", rowsum), ("rowmax", rowmax)):
-        if kernel is not None:
-            _kernels[name] = kernel
+def install(kernels):
+    """Use the SIMD kernels for float32: ``kernels`` maps names ("gelu", "exp", "colsum", "add",
+    ...: the module's exports less "_f32") to callables taking the address of their arguments."""
+    _kernels.update({name: kernel for name, kernel in kernels.items() if kernel is not None})
 
 
 def warm_up(calls=16):

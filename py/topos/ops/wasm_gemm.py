@@ -12,7 +12,9 @@ loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy
 data pointers are then addresses the kernel reads and writes directly. The same module holds
 the float32 elementwise kernels ``gelu_f32``, ``gelu_grad_f32`` (ops/wasm_gelu.py) and
 ``exp_f32``, ``tanh_f32`` (ops/wasm_exp.py) and the float32 sums ``colsum_f32``,
-``rowsum_f32`` and maxima ``rowmax_f32`` (ops/wasm_sum.py).
+``rowsum_f32`` and maxima ``rowmax_f32`` (ops/wasm_sum.py), and the float32 binary ops
+``add_f32``, ``sub_f32``, ``mul_f32``, ``div_f32`` and ``where_f32`` over broadcast operands
+(ops/wasm_binary.py).
 
     sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of eighteen int32 values,
     a, b, c, m, n, k, a_row, a_col, b_row, c_row,
@@ -27,7 +29,7 @@ multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies 
 of a product's rows and columns in numpy.
 """
 
-from . import wasm_exp, wasm_gelu, wasm_sum
+from . import wasm_binary, wasm_exp, wasm_gelu, wasm_sum
 from .wasm_assembler import I32, V128, Code, function_body, name, section, uleb, vector
 
 M_BLOCK = 4
@@ -152,6 +154,7 @@ def module_bytes():
     bodies += [("exp_f32", wasm_exp.body()), ("tanh_f32", wasm_exp.body(tanh=True))]
     bodies += [("colsum_f32", wasm_sum.colsum_body()), ("rowsum_f32", wasm_sum.rowsum_body())]
     bodies += [("rowmax_f32", wasm_sum.rowsum_body(maximum=True))]
+    bodies += [(label, wasm_binary.body(op)) for op, label in wasm_binary.KERNELS.items()]
     functions = vector([uleb(0)] * len(bodies))
     exports = vector([name(label) + bytes([0x00]) + uleb(index) for index, (label, _) in enumerate(bodies)])
     code = vector([body for _, body in bodies])

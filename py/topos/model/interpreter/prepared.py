@@ -32,7 +32,7 @@ import sys
 import numpy as np
 
 from ...errors import ShapeError, located
-from ...ops import lookup
+from ...ops import lookup, pyodide_binary
 from ...ops.elementwise import TableRow
 from .arena import ALIGNMENT, Arena
 
@@ -114,6 +114,9 @@ class PreparedPlan:
                     step = ufunc_step(ufunc, index, node.operands)
                 else:
                     step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
+                    if node.opcode == "Where" and pyodide_binary.WHERE_STEP is not None:
+                        # In Pyodide: float32 Where through the SIMD kernel where it fits (ops/pyodide_binary.py).
+                        step = pyodide_binary.WHERE_STEP(*node.operands, index, step)
             if step is not None:
                 self._steps.append(step)
                 self._step_nodes.append(node)
@@ -352,6 +355,10 @@ def ufunc_step(ufunc, index, operands):
 
         def step(values):
             ufunc(values[a], out=values[index])
+
+    elif len(operands) == 2 and pyodide_binary.UFUNC_STEP is not None and ufunc in pyodide_binary.UFUNCS:
+        # In Pyodide: float32 Add, Sub, Mul and Div through the SIMD kernels where they fit (ops/pyodide_binary.py).
+        step = pyodide_binary.UFUNC_STEP(ufunc, *operands, index)
 
     elif len(operands) == 2:
         a, b = operands
