@@ -39,7 +39,7 @@ import sys
 
 import numpy as np
 
-from . import pyodide_math, wasm_gemm
+from . import pyodide_math, wasm_gemm, wasm_heap
 
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): at 32^3 multiply-adds
 # numpy's own loop is faster than a kernel called from Python (OpenBLAS 1.3x, SIMD 1.6x its
@@ -227,7 +227,8 @@ def _address(array, keep=True):
     """``array``'s data address; remembered (``pyodide_math.remembered_address``) unless ``keep`` is
     false (a copy made for this call, which no later call passes)."""
     if not keep:
-        return array.__array_interface__["data"][0]
+        address = wasm_heap.address(array)
+        return array.__array_interface__["data"][0] if address is None else address
     return pyodide_math.remembered_address(array)
 
 
