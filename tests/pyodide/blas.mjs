@@ -20,6 +20,8 @@ from topos.ops import activations, pyodide_math
 from topos.ops.registry import _REGISTRY
 installed = blas.installed()
 failures = blas_cases.check(blas)  # the SIMD kernels take every routed product
+from topos.ops import blas_plans
+plans = sorted({plan if isinstance(plan, str) else "kernel" for plan in blas_plans.PLANS.values()})
 with blas.suspended(("simd",)):
     failures += [f"OpenBLAS: {failure}" for failure in blas_cases.check(blas)]
 # In Pyodide the ops themselves take the exp form; the reference is its tanh form, in float64
@@ -68,6 +70,7 @@ for x in (np.zeros((5, 7), np.float32), np.ones((3, 4, 6)), big, np.arange(10, d
 del big
 json.dumps({
     "heap_read": wasm_heap._HEAP is not None,
+    "plans": plans,
     "heap_mismatches": heap_mismatches,
     "sum_kernels": sorted(set(sum_calls)) if reduce.SUM_MATRIX is pyodide_math.sum_matrix and reduce.MAX_LAST is pyodide_math.max_last else None,
     "installed": installed,

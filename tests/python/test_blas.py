@@ -204,6 +204,7 @@ def test_in_pyodide_with_the_served_openblas():
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
     # kernel arguments' data addresses read from the arrays' structs, as __array_interface__ gives them
     assert report["heap_read"] and report["heap_mismatches"] == []
+    assert report["plans"] == ["general", "kernel", "numpy"]  # ops/blas_plans.py's three kinds, each made
 
 
 def reference_gelu(x):

@@ -21,6 +21,9 @@ matrix broadcast over the batch (zero batch strides), folded into one 2-D produc
 ``MIN_BATCHED_WORK`` multiply-adds (one call a matrix); and, with the SIMD kernels, a
 batch of whole tiles over at most two batch axes in one call (attention's products).
 Everything else stays in numpy: a call from Python costs more than a small product.
+With the SIMD kernels each layout's route and kernel arguments are worked out once
+(ops/blas_plans.py): a product of a layout seen before costs a lookup, three addresses
+written and the kernel call.
 
 Transposed operands cost nothing (``?gemm`` is told to transpose a Fortran-ordered matrix;
 the SIMD kernel reads the left operand at any strides). Other strided right operands are
@@ -39,7 +42,7 @@ import sys
 
 import numpy as np
 
-from . import pyodide_math, wasm_gemm, wasm_heap
+from . import blas_plans, pyodide_math, wasm_gemm, wasm_heap
 
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): at 32^3 multiply-adds
 # numpy's own loop is faster than a kernel called from Python (OpenBLAS 1.3x, SIMD 1.6x its
@@ -83,6 +86,7 @@ def uninstall():
     """Back to numpy alone (the benchmark's BLAS-off side, and the tests)."""
     _routines.clear()
     _kernels.clear()
+    blas_plans.clear()
     pyodide_math.uninstall()
 
 
@@ -151,6 +155,20 @@ def matmul_into(a, b, out=None):
         if _COUNTING and route(a, b) != "numpy":
             _counts["wanted"] += a.size // a.shape[-1] * b.shape[-1] * a.shape[-1]
         return np.matmul(a, b, out=out)
+    kernel = _kernels.get(a.dtype)
+    if kernel is not None:
+        # The SIMD kernels: one plan a layout (ops/blas_plans.py), made the first time it is seen.
+        layout = None if out is None else (out.shape, out.strides)
+        key = (id(kernel), a.dtype, a.shape, a.strides, b.dtype, b.shape, b.strides, layout)
+        plan = blas_plans.PLANS.get(key)
+        if plan is None:
+            plan = blas_plans.make(key, kernel, a, b, out, route(a, b))
+        if plan is blas_plans.NUMPY:
+            _counts["numpy"] += 1
+            return np.matmul(a, b, out=out)
+        if plan is not blas_plans.GENERAL:
+            _counts["blas"] += 1
+            return blas_plans.run(plan, a, b, out)
     way = route(a, b)
     # The SIMD kernel where there is one for the dtype, else OpenBLAS's ?gemm.
     routine = _kernels.get(a.dtype) if way != "numpy" else None
