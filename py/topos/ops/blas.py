@@ -51,6 +51,7 @@ MIN_2D_WORK = 65536
 # A batched product goes through one call a matrix only when each is this large (one call a
 # matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
 MIN_BATCHED_WORK = 65536
+# (The plans of ops/blas_plans.py keep the decisions made under these: after changing either, blas_plans.clear().)
 
 _routines = {}  # numpy dtype -> the f2py ?gemm wrapper (OpenBLAS)
 _kernels = {}  # numpy dtype -> the WebAssembly SIMD kernel (ops/wasm_gemm.py), preferred where installed

@@ -86,7 +86,8 @@ def _through_kernel(name, g, x, out):
 
 
 def _address(array):
-    return _wrapped(array.__array_interface__["data"][0])
+    address = wasm_heap.address(array)  # in Pyodide, read from the array's struct (ops/wasm_heap.py)
+    return _wrapped(array.__array_interface__["data"][0] if address is None else address)
 
 
 def _wrapped(address):
