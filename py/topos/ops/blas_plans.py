@@ -17,7 +17,7 @@ strided rows (a transposed weight) is copied into the plan's own buffer (at most
 
 import numpy as np
 
-from . import pyodide_math, wasm_gemm
+from . import pyodide_math, wasm_gemm, wasm_heap
 
 PLANS_KEPT = 256
 SCRATCH_LIMIT = 1 << 20
@@ -76,7 +76,7 @@ def _kernel_plan(kernel, a, b, out, way):
     batch = tuple(value for axis in (0, 1) for value in (extents[axis], *(s[axis] for s in strides)))
     row = _next_row[0]
     _next_row[0] = row + 1
-    arguments = (0, _int32(_address(scratch)) if scratch is not None else 0, 0, m, n, k)
+    arguments = (0, 0 if scratch is None else _argument(scratch), 0, m, n, k)
     _BLOCKS[row] = arguments + (a.strides[-2], a.strides[-1], b.strides[-2], out.strides[-2]) + batch
     word = row * _BLOCKS.shape[1]
     return (kernel, word, _BLOCKS_ADDRESS + row * _BLOCKS.strides[0], scratch, shape)
@@ -87,19 +87,20 @@ def run(plan, a, b, out):
     kernel, word, address, scratch, shape = plan
     if out is None:
         out = np.empty(shape, a.dtype)
-    _WORDS[word] = _int32(_address(a))
+    _WORDS[word] = _argument(a)
     if scratch is None:
-        _WORDS[word + 1] = _int32(_address(b))
+        _WORDS[word + 1] = _argument(b)
     else:
         np.copyto(scratch, b)
-    _WORDS[word + 2] = _int32(_address(out))
+    _WORDS[word + 2] = _argument(out)
     kernel(address)
     return out
 
 
-_address = pyodide_math.remembered_address
-
-
-def _int32(value):
-    """An address as the signed pointer-sized integer (in wasm32, addresses past 2 GiB wrap, as i32 does)."""
-    return value - 2 * _WRAP if value >= _WRAP else value
+def _argument(array):
+    """``array``'s data address as the kernel reads it, signed (past 2 GiB it wraps, as i32 does): from its struct in Pyodide
+    (ops/wasm_heap.py), else as ``pyodide_math.remembered_address`` gives it."""
+    address = wasm_heap.address(array)
+    if address is None:
+        address = pyodide_math.remembered_address(array)
+    return address - 2 * _WRAP if address >= _WRAP else address
