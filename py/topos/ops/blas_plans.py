@@ -10,9 +10,11 @@ addresses into the plan's own row of ``_BLOCKS`` and calls the kernel with its a
 
 A plan is ``NUMPY`` (np.matmul: ``route`` said so), ``GENERAL`` (blas's own path, each
 call: rows or columns past the last whole tile, an out with strided rows, a batch looped
-matrix by matrix, a large strided right operand) or one kernel call. A right operand with
-strided rows (a transposed weight) is copied into the plan's own buffer (at most
-``SCRATCH_LIMIT`` bytes), whose address is in the plan's arguments for good.
+matrix by matrix, a large right operand whose rows are not contiguous) or one kernel call.
+A right operand whose rows are not contiguous (a transposed weight: the kernel reads B's
+rows as vectors) is copied into the plan's own buffer (at most ``SCRATCH_LIMIT`` bytes),
+whose address stays in the plan's arguments. A plan keeps the routing thresholds' decision
+(blas.MIN_2D_WORK): ``clear`` after changing them.
 """
 
 import numpy as np
