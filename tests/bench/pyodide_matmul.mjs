@@ -43,6 +43,8 @@ shapes = [((), m, k, n) for m, k, n in [(4, 4, 8), (8, 8, 8), (16, 16, 16), (16,
 shapes += [((64,), 16, 16, 8), ((64,), 16, 8, 16), ((8,), 32, 32, 32), ((4,), 64, 64, 64), ((2,), 128, 128, 128)]
 # Every product through the kernel timed (the thresholds are what this measures).
 blas.MIN_2D_WORK = blas.MIN_BATCHED_WORK = 0
+from topos.ops import blas_plans
+blas_plans.clear()  # decisions made under the old thresholds (none yet, but the plans would keep them)
 for dtype in (np.float32, np.float64):
     for batch, m, k, n in shapes:
         a = rng.standard_normal(batch + (m, k)).astype(dtype)

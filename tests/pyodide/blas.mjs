@@ -12,6 +12,7 @@ const { pyodide, blasMs } = await pyodideWithBlas();
 pyodide.globals.set("BLAS_MS", blasMs);
 const report = pyodide.runPython(`
 import json
+import numpy as np
 from topos.ops import blas
 import blas_cases
 
@@ -19,6 +20,8 @@ from topos.ops import activations, pyodide_math
 from topos.ops.registry import _REGISTRY
 installed = blas.installed()
 failures = blas_cases.check(blas)  # the SIMD kernels take every routed product
+from topos.ops import blas_plans
+plans = sorted({plan if isinstance(plan, str) else "kernel" for plan in blas_plans.PLANS.values()})
 with blas.suspended(("simd",)):
     failures += [f"OpenBLAS: {failure}" for failure in blas_cases.check(blas)]
 # In Pyodide the ops themselves take the exp form; the reference is its tanh form, in float64
@@ -66,8 +69,21 @@ where_forward = lambda c, x, y, out: _REGISTRY["Where"].forward_into([c, x, y], 
 failures += binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(binary_calls))
 with blas.suspended(("simd",)):
     failures += [f"suspended: {f}" for f in binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(binary_calls)) if "kernel calls" not in f]
+# Data addresses read from the arrays' structs (ops/wasm_heap.py) against __array_interface__:
+# owning arrays, views, slices, broadcasts, dtypes, and arrays made after the memory grew.
+from topos.ops import wasm_heap
+heap_mismatches = []
+big = np.zeros(48 << 20, np.uint8)  # 48 MiB: the WebAssembly memory grows past where it was
+for x in (np.zeros((5, 7), np.float32), np.ones((3, 4, 6)), big, np.arange(10, dtype=np.int8), np.empty(0)):
+    for view in (x, x.T, x[1:], x.reshape(-1)[2::3], np.broadcast_to(x, (2,) + x.shape)):
+        if wasm_heap.address(view) != view.__array_interface__["data"][0]:
+            heap_mismatches.append(f"{view.shape} {view.strides} {view.dtype}")
+del big
 json.dumps({
     "binary_kernels": sorted(set(binary_calls)) if pyodide_binary.UFUNC_STEP is pyodide_binary.step else None,
+    "heap_read": wasm_heap._HEAP is not None,
+    "plans": plans,
+    "heap_mismatches": heap_mismatches,
     "sum_kernels": sorted(set(sum_calls)) if reduce.SUM_MATRIX is pyodide_math.sum_matrix and reduce.MAX_LAST is pyodide_math.max_last else None,
     "installed": installed,
     "gelu_kernels": sorted(pyodide_math._kernels),

@@ -204,6 +204,9 @@ def test_in_pyodide_with_the_served_openblas():
     assert report["sum_kernels"] == ["colsum", "rowmax", "rowsum"]
     assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
+    # kernel arguments' data addresses read from the arrays' structs, as __array_interface__ gives them
+    assert report["heap_read"] and report["heap_mismatches"] == []
+    assert report["plans"] == ["general", "kernel", "numpy"]  # ops/blas_plans.py's three kinds, each made
 
 
 def reference_gelu(x):
@@ -307,6 +310,9 @@ def test_kernel_addresses_are_each_arrays_own_and_bounded():
     def true_address(array):
         return array.__array_interface__["data"][0]
 
+    from topos.ops import wasm_heap
+
+    assert wasm_heap.address(np.zeros(4)) is None  # natively: the struct is not read (Pyodide: tests/pyodide/blas.mjs)
     arrays = [np.zeros(4, np.float32) for _ in range(pyodide_math._ADDRESSES_KEPT + 10)]
     for x in arrays * 2:
         assert blas._address(x) == true_address(x)

@@ -21,6 +21,9 @@ matrix broadcast over the batch (zero batch strides), folded into one 2-D produc
 ``MIN_BATCHED_WORK`` multiply-adds (one call a matrix); and, with the SIMD kernels, a
 batch of whole tiles over at most two batch axes in one call (attention's products).
 Everything else stays in numpy: a call from Python costs more than a small product.
+With the SIMD kernels each layout's route and kernel arguments are worked out once
+(ops/blas_plans.py): a product of a layout seen before costs a lookup, three addresses
+written and the kernel call.
 
 Transposed operands cost nothing (``?gemm`` is told to transpose a Fortran-ordered matrix;
 the SIMD kernel reads the left operand at any strides). Other strided right operands are
@@ -39,7 +42,7 @@ import sys
 
 import numpy as np
 
-from . import pyodide_binary, pyodide_math, wasm_binary, wasm_gemm
+from . import blas_plans, pyodide_binary, pyodide_math, wasm_binary, wasm_gemm, wasm_heap
 
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): at 32^3 multiply-adds
 # numpy's own loop is faster than a kernel called from Python (OpenBLAS 1.3x, SIMD 1.6x its
@@ -48,6 +51,7 @@ MIN_2D_WORK = 65536
 # A batched product goes through one call a matrix only when each is this large (one call a
 # matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
 MIN_BATCHED_WORK = 65536
+# (The plans of ops/blas_plans.py keep the decisions made under these: after changing either, blas_plans.clear().)
 
 # Every export of ops/wasm_gemm.py's module that ``install_kernels`` takes.
 KERNEL_EXPORTS = ("sgemm", "dgemm", "gelu_f32", "gelu_grad_f32", "exp_f32", "tanh_f32", "colsum_f32", "rowsum_f32")
@@ -88,6 +92,7 @@ def uninstall():
     """Back to numpy alone (the benchmark's BLAS-off side, and the tests)."""
     _routines.clear()
     _kernels.clear()
+    blas_plans.clear()
     pyodide_math.uninstall()
 
 
@@ -156,6 +161,20 @@ def matmul_into(a, b, out=None):
         if _COUNTING and route(a, b) != "numpy":
             _counts["wanted"] += a.size // a.shape[-1] * b.shape[-1] * a.shape[-1]
         return np.matmul(a, b, out=out)
+    kernel = _kernels.get(a.dtype)
+    if kernel is not None:
+        # The SIMD kernels: one plan a layout (ops/blas_plans.py), made the first time it is seen.
+        layout = None if out is None else (out.shape, out.strides)
+        key = (id(kernel), a.dtype, a.shape, a.strides, b.dtype, b.shape, b.strides, layout)
+        plan = blas_plans.PLANS.get(key)
+        if plan is None:
+            plan = blas_plans.make(key, kernel, a, b, out, route(a, b))
+        if plan is blas_plans.NUMPY:
+            _counts["numpy"] += 1
+            return np.matmul(a, b, out=out)
+        if plan is not blas_plans.GENERAL:
+            _counts["blas"] += 1
+            return blas_plans.run(plan, a, b, out)
     way = route(a, b)
     # The SIMD kernel where there is one for the dtype, else OpenBLAS's ?gemm.
     routine = _kernels.get(a.dtype) if way != "numpy" else None
@@ -232,7 +251,8 @@ def _address(array, keep=True):
     """``array``'s data address; remembered (``pyodide_math.remembered_address``) unless ``keep`` is
     false (a copy made for this call, which no later call passes)."""
     if not keep:
-        return array.__array_interface__["data"][0]
+        address = wasm_heap.address(array)
+        return array.__array_interface__["data"][0] if address is None else address
     return pyodide_math.remembered_address(array)
 
 

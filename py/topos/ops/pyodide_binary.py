@@ -124,7 +124,7 @@ class _Call:
             return False
         if (array.shape, array.strides) != self.layouts[position]:
             return False
-        self.arguments[3 + 4 * position] = pyodide_math._wrapped(array.__array_interface__["data"][0])
+        self.arguments[3 + 4 * position] = pyodide_math._address(array)  # from the struct where ops/wasm_heap.py can
         self.references[position] = weakref.ref(array)
         return True
 

@@ -23,6 +23,8 @@ import weakref
 
 import numpy as np
 
+from . import wasm_heap
+
 GELU_C = math.sqrt(2.0 / math.pi)
 GELU_K = 0.044715
 # The documented bound, in units of the dtype's eps (see the module's docstring).
@@ -82,7 +84,8 @@ def _through_kernel(name, g, x, out):
 
 
 def _address(array):
-    return _wrapped(array.__array_interface__["data"][0])
+    address = wasm_heap.address(array)  # in Pyodide, read from the array's struct (ops/wasm_heap.py)
+    return _wrapped(array.__array_interface__["data"][0] if address is None else address)
 
 
 def _wrapped(address):
@@ -182,7 +185,11 @@ _ADDRESSES_KEPT = 256
 
 
 def remembered_address(array):
-    """``array``'s data address (as ``__array_interface__`` gives it), remembered by id (see above)."""
+    """``array``'s data address (as ``__array_interface__`` gives it), remembered by id (see above);
+    in Pyodide read from the array's struct (ops/wasm_heap.py) where that works, fresh views too."""
+    address = wasm_heap.address(array)
+    if address is not None:
+        return address
     entry = _ADDRESSES.get(id(array))
     if entry is not None and entry[0]() is array:
         return entry[1]
