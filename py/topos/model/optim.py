@@ -79,12 +79,12 @@ __all__ = [
 ]
 
 #: The bytes of one run of the flat update (``Optimizer._step_dtype``): the dozen passes over a run
-#: find its arrays (the parameters and their new values, which serve as the scratch run, two moments,
-#: the gradient: five) in the processor's second-level cache. Measured on the d 256 transformer (1.6 M parameters) on a 2 MB-L2 Xeon, when a run
-#: touched eight arrays: shorter runs cost more in calls, longer ones (512 KB: four megabytes of arrays) in
-#: cache misses. On a Zen 5 EPYC (1 MB L2) 256 KB runs were a tenth faster then, 64 KB ones a tenth slower;
-#: on a Zen 4 EPYC (1 MB L2), with five arrays, 128, 256 and 512 KB runs are within the noise of each other
-#: (interleaved with PyTorch's step). Left at the Xeon's choice.
+#: find its arrays (the parameters and their new values, two moments, the gradient, a scratch run: six)
+#: in the processor's second-level cache. Measured on the d 256 transformer (1.6 M parameters) on a 2 MB-L2
+#: Xeon, when a run touched eight arrays: shorter runs cost more in calls, longer ones (512 KB: four
+#: megabytes of arrays) in cache misses. On a Zen 5 EPYC (1 MB L2) 256 KB runs were a tenth faster then,
+#: 64 KB ones a tenth slower; on a Zen 4 EPYC (1 MB L2), with six arrays, 128, 256 and 512 KB runs are
+#: within the noise of each other (interleaved with PyTorch's step). Left at the Xeon's choice.
 CHUNK_BYTES = 128 * 1024
 
 #: The gradients are read where they lie (``Layout.lying_end_to_end``) when the parameters hold this many
@@ -223,12 +223,11 @@ class Optimizer:
             layout.lying_end_to_end(gradients.slots) if layout.size >= IN_PLACE_ELEMENTS * len(layout.sizes) else None
         )
         if whole is None:
-            flattened = {index: np.ravel(gradients.slots[index]) for index in layout.indices if keys[index] is not None}
+            flattened = {
+                index: gradients.slots[index].reshape(-1) for index in layout.indices if keys[index] is not None
+            }
         offsets = dict(zip(layout.indices, layout.offsets))
         moments = [name for name in inputs if name != "param"]
-        # Where the new parameters go to an array of their own, a run's scratch is that run of it: the
-        # rule writes its result there last, and the run's passes touch one array fewer in the cache.
-        own_output = outputs["param"] is not inputs["param"]
         coefficients = {}  # key -> the rule's scalars, worked out once a step
         for start, stop, key, pieces in layout.runs(keys, length):
             count = stop - start
@@ -241,14 +240,13 @@ class Optimizer:
                 run_grad = grad[:count]
             if key not in coefficients:
                 coefficients[key] = self._coefficients(key, layout.dtype)
-            run_outputs = {name: array[start:stop] for name, array in outputs.items()}
             self._update(
                 inputs["param"][start:stop],
                 run_grad,
                 {name: inputs[name][start:stop] for name in moments},
                 coefficients[key],
-                run_outputs,
-                run_outputs["param"] if own_output else scratch[:count],
+                {name: array[start:stop] for name, array in outputs.items()},
+                scratch[:count],
                 work[:count],
             )
         arrays = dict(outputs, grad=grad, scratch=scratch, work=work)
@@ -353,9 +351,9 @@ class SGD(Optimizer):
         return (key, *(_scalar(value, dtype) for value in scalars))
 
     def _update(self, param, grad, moments, coefficients, outputs, scratch, work):
-        """One SGD step over flat arrays. ``grad`` is read only; ``scratch`` and ``work`` are the
-        step's own to overwrite, and ``scratch`` may be ``outputs["param"]`` (not ``param``): it is written
-        last; ``outputs`` may be ``param`` and ``moments`` themselves (a donated step)."""
+        """One SGD step over flat arrays, with ``coefficients`` from ``_coefficients``. ``grad`` is read
+        only; ``scratch`` and ``work`` are the step's own to overwrite; ``outputs`` may be ``param`` and
+        ``moments`` themselves (a donated step)."""
         started, weight_decay, momentum, undamped, negative_lr = coefficients
         if self.weight_decay != 0.0:
             np.multiply(weight_decay, param, out=scratch)
@@ -453,14 +451,17 @@ class _AdamBase(Optimizer):
 
     def _update(self, param, grad, moments, coefficients, outputs, scratch, work):
         """One Adam step over flat arrays, with ``coefficients`` from ``_coefficients``. ``grad`` is read
-        only; ``scratch`` and ``work`` are the step's own to overwrite, and ``scratch`` may be
-        ``outputs["param"]`` (not ``param``): it is written last; ``outputs`` may be ``param`` and
+        only; ``scratch`` and ``work`` are the step's own to overwrite; ``outputs`` may be ``param`` and
         ``moments`` themselves (a donated step). Each line is one expression of PyTorch's update, in its
-        order (AdamW's decay is applied to ``param`` at the end rather than first: the same values)."""
+        order. Every pass writes an output or ``scratch`` (``work`` holds only the gradient with L2 weight
+        decay), so a run's passes touch six arrays: parameters and their new values, moments, gradient, scratch."""
         decay, weight1, beta2, weight2, eps, scale = coefficients
-        if self.weight_decay != 0.0 and not self.decoupled:
-            np.multiply(decay, param, out=scratch)
-            grad = np.add(grad, scratch, out=work)  # grad = grad + weight_decay * param
+        if self.weight_decay != 0.0:
+            if self.decoupled:
+                param = np.multiply(param, decay, out=outputs["param"])  # param * (1 - lr * weight_decay)
+            else:
+                np.multiply(decay, param, out=scratch)
+                grad = np.add(grad, scratch, out=work)  # grad = grad + weight_decay * param
         exp_avg = _lerp(moments["exp_avg"], grad, weight1, outputs["exp_avg"], scratch)
         # exp_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * grad * grad
         exp_avg_sq = np.multiply(moments["exp_avg_sq"], beta2, out=outputs["exp_avg_sq"])
@@ -472,8 +473,6 @@ class _AdamBase(Optimizer):
         np.add(denominator, eps, out=denominator)
         update = np.divide(exp_avg, denominator, out=scratch)
         np.multiply(update, scale, out=update)
-        if self.weight_decay != 0.0 and self.decoupled:
-            param = np.multiply(param, decay, out=work)  # param = param * (1 - lr * weight_decay)
         np.add(param, update, out=outputs["param"])
 
 
