@@ -79,11 +79,12 @@ __all__ = [
 ]
 
 #: The bytes of one run of the flat update (``Optimizer._step_dtype``): the dozen passes over a run
-#: find its arrays (parameters, moments, gradient, two scratch runs: about eight) in the processor's
-#: second-level cache. Measured on the d 256 transformer (1.6 M parameters) on a 2 MB-L2 Xeon: shorter
-#: runs cost more in calls, longer ones (512 KB: four megabytes of arrays) in cache misses. On a Zen 5
-#: EPYC (1 MB L2) 256 KB runs are a tenth faster (2.6 against 2.9 ms at d 256, interleaved with PyTorch's
-#: step), 64 KB ones a tenth slower; left at the Xeon's choice, each machine's best being near the other's.
+#: find its arrays (the parameters and their new values, two moments, the gradient, a scratch run: six)
+#: in the processor's second-level cache. Measured on the d 256 transformer (1.6 M parameters) on a 2 MB-L2
+#: Xeon, when a run touched eight arrays: shorter runs cost more in calls, longer ones (512 KB: four
+#: megabytes of arrays) in cache misses. On a Zen 5 EPYC (1 MB L2) 256 KB runs were a tenth faster then,
+#: 64 KB ones a tenth slower; on a Zen 4 EPYC (1 MB L2), with six arrays, 128, 256 and 512 KB runs are
+#: within the noise of each other (interleaved with PyTorch's step). Left at the Xeon's choice.
 CHUNK_BYTES = 128 * 1024
 
 #: The gradients are read where they lie (``Layout.lying_end_to_end``) when the parameters hold this many
@@ -222,9 +223,12 @@ class Optimizer:
             layout.lying_end_to_end(gradients.slots) if layout.size >= IN_PLACE_ELEMENTS * len(layout.sizes) else None
         )
         if whole is None:
-            flattened = {index: np.ravel(gradients.slots[index]) for index in layout.indices if keys[index] is not None}
+            flattened = {
+                index: gradients.slots[index].reshape(-1) for index in layout.indices if keys[index] is not None
+            }
         offsets = dict(zip(layout.indices, layout.offsets))
         moments = [name for name in inputs if name != "param"]
+        coefficients = {}  # key -> the rule's scalars, worked out once a step
         for start, stop, key, pieces in layout.runs(keys, length):
             count = stop - start
             if whole is not None:
@@ -234,11 +238,13 @@ class Optimizer:
                     at = offsets[index] + low - start
                     grad[at : at + high - low] = flattened[index][low:high]
                 run_grad = grad[:count]
+            if key not in coefficients:
+                coefficients[key] = self._coefficients(key, layout.dtype)
             self._update(
                 inputs["param"][start:stop],
                 run_grad,
                 {name: inputs[name][start:stop] for name in moments},
-                key,
+                coefficients[key],
                 {name: array[start:stop] for name, array in outputs.items()},
                 scratch[:count],
                 work[:count],
@@ -338,28 +344,37 @@ class SGD(Optimizer):
         views = flat.views("momentum_buffer")
         return {index: SGDSlot(views[index] if keys[index] else None) for index in flat.layout.indices}
 
-    def _update(self, param, grad, moments, key, outputs, scratch, work):
-        """One SGD step over flat arrays. ``grad`` is read only; ``scratch`` and ``work`` are the
-        step's own to overwrite; ``outputs`` may be ``param`` and ``moments`` themselves (a donated step)."""
-        dtype = param.dtype
+    def _coefficients(self, key, dtype):
+        """Whether the momentum buffer has started (``key``), then the update's scalars in the arrays'
+        dtype: ``weight_decay``, ``momentum``, ``1 - dampening``, ``-lr``."""
+        scalars = (self.weight_decay, self.momentum, 1.0 - self.dampening, -self.lr)
+        return (key, *(_scalar(value, dtype) for value in scalars))
+
+    def _update(self, param, grad, moments, coefficients, outputs, scratch, work):
+        """One SGD step over flat arrays, with ``coefficients`` from ``_coefficients``. ``grad`` is read
+        only; ``scratch`` and ``work`` are the step's own to overwrite; ``outputs`` may be ``param`` and
+        ``moments`` themselves (a donated step)."""
+        started, weight_decay, momentum, undamped, negative_lr = coefficients
         if self.weight_decay != 0.0:
-            np.multiply(_scalar(self.weight_decay, dtype), param, out=scratch)
+            np.multiply(weight_decay, param, out=scratch)
             grad = np.add(grad, scratch, out=work)  # grad = grad + weight_decay * param
         if self.momentum != 0.0:
-            momentum = _scalar(self.momentum, dtype)
             buffer = outputs["momentum_buffer"]
-            if not key:
+            if not started:
                 np.copyto(buffer, grad)  # the first step: buffer = grad
             else:
                 np.multiply(moments["momentum_buffer"], momentum, out=buffer)
-                np.multiply(_scalar(1.0 - self.dampening, dtype), grad, out=scratch)
-                np.add(buffer, scratch, out=buffer)  # buffer = buffer * momentum + (1 - dampening) * grad
+                if self.dampening != 0.0:
+                    grad_term = np.multiply(undamped, grad, out=scratch)
+                else:
+                    grad_term = grad  # 1 * grad is grad, bit for bit: one pass fewer
+                np.add(buffer, grad_term, out=buffer)  # buffer = buffer * momentum + (1 - dampening) * grad
             if self.nesterov:
                 np.multiply(momentum, buffer, out=scratch)
                 grad = np.add(grad, scratch, out=work)  # grad = grad + momentum * buffer
             else:
                 grad = buffer
-        np.multiply(_scalar(-self.lr, dtype), grad, out=scratch)
+        np.multiply(negative_lr, grad, out=scratch)
         np.add(param, scratch, out=outputs["param"])  # param + (-lr) * grad
 
 
@@ -418,37 +433,46 @@ class _AdamBase(Optimizer):
         averages, squares = flat.views("exp_avg"), flat.views("exp_avg_sq")
         return {index: AdamSlot(keys[index], averages[index], squares[index]) for index in flat.layout.indices}
 
-    def _update(self, param, grad, moments, key, outputs, scratch, work):
-        """One Adam step over flat arrays, for slots that have taken ``key`` steps. ``grad`` is read
-        only; ``scratch`` and ``work`` are the step's own to overwrite; ``outputs`` may be ``param`` and
-        ``moments`` themselves (a donated step). Each line is one expression of PyTorch's update, in its order."""
-        dtype = param.dtype
+    def _coefficients(self, key, dtype):
+        """The scalars of the update of slots that have taken ``key`` steps, in the arrays' dtype.
+
+        The bias corrections are Python floats, as in PyTorch, and meet the arrays as scalars. PyTorch's
+        ``param - step_size * exp_avg / (sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps)`` has
+        ``sqrt(bias_correction2)`` (``root``) moved onto the scalars (one pass fewer; the same to rounding):
+        ``param + (-step_size * root) * (exp_avg / (sqrt(exp_avg_sq) + eps * root))``.
+        """
         beta1, beta2 = self.betas
         step = key + 1
+        step_size = self.lr / (1.0 - beta1**step)
+        root = math.sqrt(1.0 - beta2**step)
+        decay = 1.0 - self.lr * self.weight_decay if self.decoupled else self.weight_decay
+        scalars = (decay, 1.0 - beta1, beta2, 1.0 - beta2, self.eps * root, -step_size * root)
+        return tuple(_scalar(value, dtype) for value in scalars)
+
+    def _update(self, param, grad, moments, coefficients, outputs, scratch, work):
+        """One Adam step over flat arrays, with ``coefficients`` from ``_coefficients``. ``grad`` is read
+        only; ``scratch`` and ``work`` are the step's own to overwrite; ``outputs`` may be ``param`` and
+        ``moments`` themselves (a donated step). Each line is one expression of PyTorch's update, in its
+        order. Every pass writes an output or ``scratch`` (``work`` holds only the gradient with L2 weight
+        decay), so a run's passes touch six arrays: parameters and their new values, moments, gradient, scratch."""
+        decay, weight1, beta2, weight2, eps, scale = coefficients
         if self.weight_decay != 0.0:
             if self.decoupled:
-                param = np.multiply(param, _scalar(1.0 - self.lr * self.weight_decay, dtype), out=outputs["param"])
+                param = np.multiply(param, decay, out=outputs["param"])  # param * (1 - lr * weight_decay)
             else:
-                np.multiply(_scalar(self.weight_decay, dtype), param, out=scratch)
+                np.multiply(decay, param, out=scratch)
                 grad = np.add(grad, scratch, out=work)  # grad = grad + weight_decay * param
-        exp_avg = _lerp(moments["exp_avg"], grad, _scalar(1.0 - beta1, dtype), outputs["exp_avg"], scratch)
+        exp_avg = _lerp(moments["exp_avg"], grad, weight1, outputs["exp_avg"], scratch)
         # exp_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * grad * grad
-        exp_avg_sq = np.multiply(moments["exp_avg_sq"], _scalar(beta2, dtype), out=outputs["exp_avg_sq"])
-        np.multiply(_scalar(1.0 - beta2, dtype), grad, out=scratch)
+        exp_avg_sq = np.multiply(moments["exp_avg_sq"], beta2, out=outputs["exp_avg_sq"])
+        np.multiply(weight2, grad, out=scratch)
         np.multiply(scratch, grad, out=scratch)
         np.add(exp_avg_sq, scratch, out=exp_avg_sq)
-        # The bias corrections are Python floats, as in PyTorch, and meet the arrays as scalars.
-        bias_correction1 = 1.0 - beta1**step
-        bias_correction2 = 1.0 - beta2**step
-        step_size = self.lr / bias_correction1
-        # PyTorch's param - step_size * exp_avg / (sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps), with
-        # sqrt(bias_correction2) moved onto the scalars (one pass fewer; the same to rounding):
-        # param + (-step_size * root) * (exp_avg / (sqrt(exp_avg_sq) + eps * root)). The gradient is no longer read.
-        root = math.sqrt(bias_correction2)
+        # param + (-step_size * root) * (exp_avg / (sqrt(exp_avg_sq) + eps * root)); grad is no longer read.
         denominator = np.sqrt(exp_avg_sq, out=scratch)
-        np.add(denominator, _scalar(self.eps * root, dtype), out=denominator)
-        update = np.divide(exp_avg, denominator, out=work)
-        np.multiply(update, _scalar(-step_size * root, dtype), out=update)
+        np.add(denominator, eps, out=denominator)
+        update = np.divide(exp_avg, denominator, out=scratch)
+        np.multiply(update, scale, out=update)
         np.add(param, update, out=outputs["param"])
 
 
