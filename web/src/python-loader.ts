@@ -72,7 +72,8 @@ export function loadPython(post: PostStage, module: string): Promise<PyodideInte
       installTopos(pyodide, await toposWheel);
       await numpyLoaded;
       pyodide.runPython(`import ${module}`);
-      // The matrix products' SIMD kernels (blas-loader.ts): no download, about a millisecond.
+      // The SIMD kernels (blas-loader.ts): no download; installing runs each a while (about 30-70 ms
+      // under Node) so that V8 has optimized them before the first training step.
       try {
         installKernels(pyodide);
       } catch (error) {
