@@ -6,8 +6,9 @@ scalar wasm) and the training step's operands are mostly broadcast views: a bias
 views the op's operands as at most three axes (outer, rows, cols: the axes of extent 1 dropped,
 neighbours merged where every operand's strides allow) and calls the kernel where each
 operand's last stride is 0 or one element and out's is one element; every other case (another
-dtype, operands of other shapes than out's, fewer than ``MIN_ELEMENTS``, no kernel) is numpy's
-own call, unchanged. The decision is remembered by shapes and strides (``_PLANS``), and the
+dtype, operands of another rank than out's, fewer than ``MIN_ELEMENTS``, no kernel) is numpy's
+own call, unchanged; an operand of out's rank with extents of 1 (a row's scalar ``[..., 1]``)
+is read broadcast, its stride 0 along those axes. The decision is remembered by shapes and strides (``_PLANS``), and the
 interpreter's nodes (``step``, ``where_step``) remember their last call: the step's operands have
 the same layouts every run. The results are numpy's bit for bit (one IEEE single operation an
 element), NaN payloads aside.

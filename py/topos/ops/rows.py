@@ -15,7 +15,8 @@ primitives. Each works along the last axis, one row at a time:
 
 The numpy forwards sum rows as a product with a vector of ones (BLAS), several
 times faster than numpy's reduction of short rows; WebGPU runs each as one
-workgroup per row (``kernels/softmax.wgsl``, ``kernels/layer_norm.wgsl``).
+workgroup per row (``kernels/softmax.wgsl``, ``kernels/layer_norm.wgsl``). In Pyodide the
+same steps go through the SIMD kernels (``ops/pyodide_rows.py``, ``PYODIDE``; None natively).
 """
 
 import sys
