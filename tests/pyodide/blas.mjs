@@ -69,6 +69,14 @@ where_forward = lambda c, x, y, out: _REGISTRY["Where"].forward_into([c, x, y], 
 failures += binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(binary_calls))
 with blas.suspended(("simd",)):
     failures += [f"suspended: {f}" for f in binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(binary_calls)) if "kernel calls" not in f]
+# SoftmaxGrad, LogSoftmaxGrad and LayerNormGrad's forwards (ops/pyodide_rows.py, rows.py's in
+# Pyodide): the binary kernels and row sums where they fit, against their formulas in float64.
+import rows_cases
+from topos.ops import pyodide_rows, rows
+row_calls = lambda: len(binary_calls) + sum_calls.count("rowsum")
+failures += rows_cases.check_rows(pyodide_rows, row_calls)
+with blas.suspended(("simd",)):
+    failures += [f"suspended: {f}" for f in rows_cases.check_rows(pyodide_rows, row_calls, kernels=False)]
 # Data addresses read from the arrays' structs (ops/wasm_heap.py) against __array_interface__:
 # owning arrays, views, slices, broadcasts, dtypes, and arrays made after the memory grew.
 from topos.ops import wasm_heap
@@ -82,9 +90,10 @@ del big
 json.dumps({
     "binary_kernels": sorted(set(binary_calls)) if pyodide_binary.UFUNC_STEP is pyodide_binary.step else None,
     "heap_read": wasm_heap._HEAP is not None,
+    "rows_pyodide": rows.PYODIDE is pyodide_rows,
     "plans": plans,
     "heap_mismatches": heap_mismatches,
-    "sum_kernels": sorted(set(sum_calls)) if reduce.SUM_MATRIX is pyodide_math.sum_matrix and reduce.MAX_LAST is pyodide_math.max_last else None,
+    "sum_kernels": sorted(set(sum_calls)) if reduce.SUM_INTO is reduce.sum_into and reduce.MAX_LAST is pyodide_math.max_last else None,
     "installed": installed,
     "gelu_kernels": sorted(pyodide_math._kernels),
     "exp_row": exp_row is pyodide_math.exp and tanh_row is pyodide_math.tanh,

@@ -44,7 +44,12 @@ def binary_cases():
         ("four axes that do not merge", r(4, 5, 6, 7), np.broadcast_to(r(4, 1, 6, 1), (4, 5, 6, 7)), False),
         ("float64", r(64, 64).astype(np.float64), r(64, 64).astype(np.float64), False),
         ("mixed dtypes", r(64, 64), r(64, 64).astype(np.float64), False),
-        ("shapes that broadcast in the call", r(64, 32), r(32), False),
+        ("a per-row scalar broadcast in the call", r(256, 32), r(256, 1), True),
+        ("the per-row scalar first, in the call", r(256, 1), r(256, 32), True),
+        ("a [1, n] row in the call", r(64, 32), r(1, 32), True),
+        ("per-row over 4-D in the call", r(16, 4, 16, 16), r(16, 4, 16, 1), True),
+        ("a column and a row in the call", r(40, 1), r(1, 33), True),
+        ("shapes that broadcast in the call", r(64, 32), r(32), False),  # another rank: numpy's
     ]
     return cases
 

@@ -24,6 +24,7 @@ from topos.ops import blas, pyodide_math
 sys.path.insert(0, str(Path(__file__).parent))
 import binary_cases  # noqa: E402
 import blas_cases  # noqa: E402
+import rows_cases  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -202,6 +203,7 @@ def test_in_pyodide_with_the_served_openblas():
     assert report["gelu_kernels"] == kernels
     assert report["binary_kernels"] == ["add", "div", "mul", "sub", "where"]  # bit for bit numpy's (check_binary)
     assert report["sum_kernels"] == ["colsum", "rowmax", "rowsum"]
+    assert report["rows_pyodide"]  # the row derivatives' forwards through ops/pyodide_rows.py (check_rows)
     assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
     # kernel arguments' data addresses read from the arrays' structs, as __array_interface__ gives them
@@ -331,11 +333,11 @@ def test_kernel_addresses_are_each_arrays_own_and_bounded():
 def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
     # ops/wasm_sum.py's contract natively: four pointer-sized arguments (x, out, rows, cols), x a
     # C-contiguous float32 [rows, cols], out contiguous; a fake summing in numpy stands in for the
-    # kernels, the Sum row routed as in Pyodide (reduce.SUM_MATRIX, None natively).
+    # kernels, the Sum row routed as in Pyodide (reduce.SUM_INTO, None natively).
     from topos.ops import pyodide_math, reduce
     from topos.ops.registry import _REGISTRY
 
-    assert reduce.SUM_MATRIX is None  # natively the Sum row is the ones product or np.add.reduce, unchanged
+    assert reduce.SUM_INTO is None  # natively the Sum row is the ones product or np.add.reduce, unchanged
     calls = []
 
     def fake(name):
@@ -352,7 +354,7 @@ def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
 
         return kernel
 
-    monkeypatch.setattr(reduce, "SUM_MATRIX", pyodide_math.sum_matrix)
+    monkeypatch.setattr(reduce, "SUM_INTO", reduce.sum_into)
     pyodide_math.install({"colsum": fake("colsum"), "rowsum": fake("rowsum")})
     try:
         assert blas_cases.check_sum(_REGISTRY, lambda: len(calls)) == []
@@ -428,5 +430,32 @@ def test_binary_kernels_contract_and_routing():
     try:
         assert binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(calls)) == []
         assert set(calls) == {"add", "subtract", "multiply", "divide", "where"}
+        # The row derivatives' forwards in Pyodide (ops/pyodide_rows.py): without the row sums'
+        # kernel the general route, its binary ops through the fakes; with the fakes of both
+        # (wasm_sum's rowsum contract: x, out, rows, cols) the direct route.
+        from topos.ops import pyodide_rows
+
+        count = len(calls)
+        assert rows_cases.check_rows(pyodide_rows, lambda: len(calls)) == []
+        assert len(calls) > count
+
+        def rowsum(arguments):
+            x, out, rows, cols = (int(v) for v in _view(arguments, (4,), (8,), np.intp))
+            calls.append("rowsum")
+            matrix = _view(x, (rows, cols), (4 * cols, 4), np.float32)
+            np.add.reduce(matrix, axis=1, out=_view(out, (rows,), (4,), np.float32))
+
+        pyodide_math.install({"rowsum": rowsum})
+        assert rows_cases.check_rows(pyodide_rows, lambda: len(calls)) == []
+        assert "rowsum" in calls
     finally:
         pyodide_math.uninstall()
+
+
+def test_rows_forwards_natively_unchanged():
+    # Natively rows.py's forwards are numpy's (rows.PYODIDE None); ops/pyodide_rows.py without
+    # kernels is numpy's too, within rows_cases' bound of the formulas in float64.
+    from topos.ops import pyodide_rows, rows
+
+    assert rows.PYODIDE is None
+    assert rows_cases.check_rows(pyodide_rows, lambda: 0, kernels=False) == []

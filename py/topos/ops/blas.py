@@ -38,6 +38,7 @@ tests/browser/cpu-path.test.mjs) hold every routing decision to that.
 """
 
 import contextlib
+import struct
 import sys
 
 import numpy as np
@@ -261,6 +262,10 @@ def _address(array, keep=True):
 _ARGUMENTS = np.zeros(len(wasm_gemm.ARGUMENTS), np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 _WRAP = 1 << (8 * _ARGUMENTS.itemsize - 1)
+# Written through these in one C call (about 1 us in Pyodide, where ``_ARGUMENTS[:] = (...)``
+# converts the tuple through numpy, 3-4 us); ``n`` is ssize_t, intp's size.
+_SLOTS = memoryview(_ARGUMENTS)
+_PACK = struct.Struct(f"{len(wasm_gemm.ARGUMENTS)}n")
 # wasm_gemm.N_BLOCK by dtype: ``dtype.name`` is computed in Python by numpy (5 us a time in Pyodide).
 _N_BLOCK = {np.dtype(name): columns for name, columns in wasm_gemm.N_BLOCK.items()}
 
@@ -283,7 +288,8 @@ def _kernel_into(kernel, a, b, out):
         b = np.ascontiguousarray(b)
     target = out if out.strides[1] == size else np.empty((m, n), a.dtype)
     if tile_rows and tile_columns:
-        _ARGUMENTS[:] = (
+        _PACK.pack_into(
+            _SLOTS, 0,
             _int32(_address(a)), _int32(_address(b, not copied)), _int32(_address(target, target is out)),
             tile_rows, tile_columns, k,
             a.strides[0], a.strides[1], b.strides[0], target.strides[0], 1, 0, 0, 0, 1, 0, 0, 0,
@@ -320,7 +326,8 @@ def _kernel_batched(kernel, a, b, out):
         batch = [(1, 0, 0, 0), (a.shape[0], a.strides[0], b.strides[0], target.strides[0])]
     else:
         batch = [(a.shape[axis], a.strides[axis], b.strides[axis], target.strides[axis]) for axis in (0, 1)]
-    _ARGUMENTS[:] = (
+    _PACK.pack_into(
+        _SLOTS, 0,
         _int32(_address(a)), _int32(_address(b, not copied)), _int32(_address(target, target is out)),
         m, b.shape[-1], k,
         a.strides[-2], a.strides[-1], b.strides[-2], target.strides[-2], *batch[0], *batch[1],

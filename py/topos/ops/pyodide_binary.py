@@ -6,8 +6,9 @@ scalar wasm) and the training step's operands are mostly broadcast views: a bias
 views the op's operands as at most three axes (outer, rows, cols: the axes of extent 1 dropped,
 neighbours merged where every operand's strides allow) and calls the kernel where each
 operand's last stride is 0 or one element and out's is one element; every other case (another
-dtype, operands of other shapes than out's, fewer than ``MIN_ELEMENTS``, no kernel) is numpy's
-own call, unchanged. The decision is remembered by shapes and strides (``_PLANS``), and the
+dtype, operands of another rank than out's, fewer than ``MIN_ELEMENTS``, no kernel) is numpy's
+own call, unchanged; an operand of out's rank with extents of 1 (a row's scalar ``[..., 1]``)
+is read broadcast, its stride 0 along those axes. The decision is remembered by shapes and strides (``_PLANS``), and the
 interpreter's nodes (``step``, ``where_step``) remember their last call: the step's operands have
 the same layouts every run. The results are numpy's bit for bit (one IEEE single operation an
 element), NaN payloads aside.
@@ -68,9 +69,20 @@ def plan(shape, out_strides, *operand_strides):
     return np.array(arguments, np.intp)
 
 
+def broadcast_strides(operand, shape):
+    """``operand``'s strides broadcast to ``shape`` (0 along its axes of extent 1), where it has
+    ``shape``'s rank and each extent is ``shape``'s or 1 (numpy's broadcasting of the same rank); else None."""
+    if operand.shape == shape:
+        return operand.strides
+    if operand.ndim != len(shape) or any(have not in (want, 1) for have, want in zip(operand.shape, shape)):
+        return None
+    return tuple(0 if have == 1 else stride for have, stride in zip(operand.shape, operand.strides))
+
+
 def _arguments(name, out, operands):
     """The kernel ``name`` and its arguments (the plan's array, out's and the operands' addresses
-    written in) for ``operands`` (float32 arrays of out's shape) into ``out``; None where numpy does it."""
+    written in) for ``operands`` (float32 arrays of out's shape, or of its rank broadcast to it: a
+    row's scalar ``[..., 1]``) into ``out``; None where numpy does it."""
     kernel = _KERNELS.get(name)
     if kernel is None or type(out) is not np.ndarray or out.dtype is not _FLOAT32:
         return None
@@ -82,8 +94,8 @@ def _arguments(name, out, operands):
     key = tuple(key)
     arguments = _PLANS.get(key, _NO)
     if arguments is _NO:
-        same = all(operand.shape == out.shape for operand in operands)
-        arguments = plan(out.shape, out.strides, *(o.strides for o in operands)) if same else None
+        strides = [broadcast_strides(operand, out.shape) for operand in operands]
+        arguments = None if None in strides else plan(out.shape, out.strides, *strides)
         if len(_PLANS) >= _PLANS_KEPT:
             _PLANS.clear()
         _PLANS[key] = arguments

@@ -72,11 +72,11 @@ class Sum(Reduction):
 
     def forward_into(self, inputs, attrs, out):
         x = inputs[0]
+        if SUM_INTO is not None and SUM_INTO(x, attrs["axes"], out):
+            return out  # in Pyodide, float32: the SIMD sums (ops/wasm_sum.py)
         product = ones_product(x, attrs["axes"])
         if product is not None and out.flags.c_contiguous:
             matrix, ones, along_rows = product
-            if SUM_MATRIX is not None and SUM_MATRIX(x, out, matrix.shape, along_rows):
-                return out  # in Pyodide, float32: the SIMD sums (ops/wasm_sum.py)
             flat = out.reshape(-1)  # a view: the result's elements in order, whatever axes it keeps
             if along_rows:
                 np.matmul(matrix, ones, out=flat)
@@ -92,8 +92,38 @@ class Sum(Reduction):
         return ctx.reduce(node, "stablehlo.add", 0.0)
 
 
-#: None natively; in Pyodide the SIMD sums, where they fit (pyodide_math.sum_matrix).
-SUM_MATRIX = pyodide_math.SUM_MATRIX
+_FLOAT32 = np.dtype(np.float32)
+_NO = object()
+_MATRICES = {}
+_MATRICES_KEPT = 256
+
+
+def sum_into(x, axes, out):
+    """Whether the SIMD sums (``pyodide_math.sum_matrix``) wrote ``Sum`` of ``x`` over ``axes`` into
+    ``out``: float32 ndarrays, both C-contiguous, where the sum is a ones product (``ones_product``).
+
+    The decision and the matrix's shape are remembered by the shapes, strides and axes (a training
+    step sums the same layouts every run): no ``flags`` object nor reshaped view a call, a few us
+    each in Pyodide, where ``Sum`` runs 30-odd times a step."""
+    if type(x) is not np.ndarray or x.dtype is not _FLOAT32 or out.dtype is not _FLOAT32:
+        return False
+    key = (x.shape, x.strides, axes, out.strides)
+    found = _MATRICES.get(key, _NO)
+    if found is _NO:
+        product = _product_for(x.shape, axes, x.dtype) if x.flags.c_contiguous and out.flags.c_contiguous else None
+        if product is not None:
+            terms, along_rows, _ = product
+            found = ((x.size // terms, terms) if along_rows else (terms, x.size // terms), along_rows)
+        else:
+            found = None
+        if len(_MATRICES) >= _MATRICES_KEPT:
+            _MATRICES.clear()
+        _MATRICES[key] = found
+    return found is not None and pyodide_math.sum_matrix(x, out, *found)
+
+
+#: None natively (the ones product, unchanged); in Pyodide ``sum_into``.
+SUM_INTO = sum_into if pyodide_math.SUM_MATRIX is not None else None
 
 #: The most terms a ``Sum`` adds as a product with a vector of ones (BLAS) rather than with numpy's
 #: reduction: numpy reduces short rows one at a time (16 us for a layer norm's 256 rows of 32 where
