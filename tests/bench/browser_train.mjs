@@ -21,11 +21,16 @@
 // process cannot be interleaved step for step, and on a shared machine one round's ratio can be
 // off by a third, so rounds are the way to a steady figure: ROUNDS=3 BACKENDS=numpy STEPS=40.
 //
+// CHUNKS (default 0): after the report, the page's numpy and a native process take turns, CHUNKS
+// chunks of CHUNK steps (default 5) each, a fresh model on each side warmed up WARMUP steps; the
+// median of the chunks' ratios is printed. Turns a few hundred milliseconds long share the
+// machine's moods far better than whole runs do: CHUNKS=15 BACKENDS=numpy.
+//
 // The warm-up matters for numpy in the page: V8 runs a WebAssembly function in its baseline tier
 // until it has run a while, and the first few steps are slower than the hundreds a user trains
 // for; with WebGPU in the run (SwiftShader: seconds a step) the short warm-up is kept.
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import { serveBenchSite } from "./bench-site.mjs";
 
@@ -34,6 +39,8 @@ const BACKENDS = (process.env.BACKENDS ?? "numpy,webgpu").split(",");
 const WARMUP = Number(process.env.WARMUP ?? (BACKENDS.includes("webgpu") ? 2 : 10));
 const NATIVE_STEPS = Number(process.env.NATIVE_STEPS ?? 30);
 const ROUNDS = Number(process.env.ROUNDS ?? 1);
+const CHUNKS = Number(process.env.CHUNKS ?? 0);
+const CHUNK = Number(process.env.CHUNK ?? 5);
 const root = new URL("../..", import.meta.url).pathname;
 
 const serve = serveBenchSite;
@@ -59,10 +66,57 @@ async function pageReport(harness) {
     const text = await page.$eval("#result", (element) => element.textContent);
     if (state !== "done") throw new Error(`the page's run failed:\n${text}\n${errors.join("\n")}`);
     if (browser.foreign.length) throw new Error(`requests left the origin: ${browser.foreign.join(", ")}`);
-    return JSON.parse(text);
+    const report = JSON.parse(text);
+    if (CHUNKS > 0) report.chunks = await takeTurns(page);
+    return report;
   } finally {
     await browser.close();
   }
+}
+
+// One native process trains, a chunk each time it reads a line, so that its chunks take turns with the page's.
+const nativeChunks = `
+import sys, time
+sys.path.insert(0, "tests/bench")
+import train_webgpu
+run = train_webgpu.step_runner(train_webgpu.load_example())
+run(${WARMUP})
+for line in sys.stdin:
+    started = time.perf_counter()
+    run(int(line))
+    print((time.perf_counter() - started) / int(line) * 1e3, flush=True)
+`;
+
+/** The page's numpy and native numpy, CHUNKS chunks of CHUNK steps each, taking turns: their ms a step. */
+async function takeTurns(page) {
+  const env = { ...process.env, OMP_NUM_THREADS: "1", OPENBLAS_NUM_THREADS: "1", MKL_NUM_THREADS: "1" };
+  const child = spawn(join(root, ".venv/bin/python"), ["-c", nativeChunks], { cwd: root, env, stdio: ["pipe", "pipe", "inherit"] });
+  const lines = (async function* () {
+    let buffer = "";
+    for await (const data of child.stdout) {
+      buffer += data;
+      let end;
+      while ((end = buffer.indexOf("\n")) >= 0) {
+        yield buffer.slice(0, end);
+        buffer = buffer.slice(end + 1);
+      }
+    }
+  })();
+  const turns = { page: [], native: [] };
+  try {
+    for (let chunk = 0; chunk < CHUNKS; chunk++) {
+      const ms = await page.evaluate(([steps, warmup]) => window.trainChunk(steps, warmup), [CHUNK, WARMUP]);
+      if (!Number.isFinite(ms)) throw new Error(`the page's chunk failed:\n${await page.$eval("#result", (element) => element.textContent)}`);
+      turns.page.push(ms);
+      child.stdin.write(`${CHUNK}\n`);
+      const { value, done } = await lines.next();
+      if (done) throw new Error("the native process ended before its chunk");
+      turns.native.push(Number(value));
+    }
+  } finally {
+    child.stdin.end();
+  }
+  return turns;
 }
 
 function rows(report, where) {
@@ -123,6 +177,7 @@ for (const [where, report] of [["natively", native], ["in the page", inPage]]) {
 if (native.backends.webgpu && inPage.backends.webgpu) {
   console.log(`  page WebGPU / native wgpu-py: ${(inPage.backends.webgpu.median_ms / native.backends.webgpu.median_ms).toFixed(2)}`);
 }
+const quartile = (values, q) => [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) * q)];
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 for (const [backend, label] of [["numpy", "SIMD kernels"], ["numpy-openblas", "OpenBLAS"], ["numpy-no-blas", "no kernel"]]) {
   if (inPage.backends[backend]) {
@@ -130,6 +185,13 @@ for (const [backend, label] of [["numpy", "SIMD kernels"], ["numpy-openblas", "O
     const each = rounds.length > 1 ? ` (median of ${rounds.length} rounds: ${ratios.map((r) => r.toFixed(2)).join(", ")})` : "";
     console.log(`  page numpy (${label}) / native numpy: ${median(ratios).toFixed(2)}${each}`);
   }
+}
+if (inPage.chunks) {
+  const { page: pageTurns, native: nativeTurns } = inPage.chunks;
+  const ratios = pageTurns.map((ms, i) => ms / nativeTurns[i]);
+  console.log(`  taking turns, ${pageTurns.length} chunks of ${CHUNK} steps: page numpy ${median(pageTurns).toFixed(2)} ms, ` +
+    `native ${median(nativeTurns).toFixed(2)} ms a step; page / native, median of the chunks' ratios: ${median(ratios).toFixed(2)} ` +
+    `(quartiles ${quartile(ratios, 0.25).toFixed(2)}-${quartile(ratios, 0.75).toFixed(2)})`);
 }
 if (inPage.blas) console.log(`  the page's kernels: ${inPage.blas.installed} (OpenBLAS ${inPage.blas.loaded}); products ${JSON.stringify(inPage.blas.counts)}`);
 // The same run: the page's numpy losses against the native ones, step for step (float32, another numpy build).

@@ -2,6 +2,7 @@
 import type { StageMessage } from "../protocol";
 
 export interface TrainBenchRequest {
+  type?: undefined;
   /** Timed steps for each backend, after `warmup` untimed ones. */
   steps: number;
   warmup: number;
@@ -11,8 +12,17 @@ export interface TrainBenchRequest {
   blas: boolean;
 }
 
+/** Train the numpy model of the chunks (made, and warmed up `warmup` steps, at the first) `steps` more steps. */
+export interface TrainChunkRequest {
+  type: "chunk";
+  steps: number;
+  warmup: number;
+}
+
 export type TrainBenchReply =
   | StageMessage
   /** tests/bench/train_webgpu.py's report (measure()), as JSON text. */
   | { type: "report"; json: string }
+  /** A chunk's wall-clock milliseconds a step, timed in Python around the steps. */
+  | { type: "chunk"; ms: number }
   | { type: "failed"; error: string };

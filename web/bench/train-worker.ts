@@ -1,7 +1,9 @@
 // The training benchmark's worker: loads Python as the playground's workers do, then runs
 // tests/bench/train_webgpu.py's measure() on the gallery transformer. Python is entered
 // through runPythonAsync, so that topos.webgpu may wait for the page's WebGPU (run_sync).
-import type { TrainBenchReply, TrainBenchRequest } from "./train-messages";
+// After the report, "chunk" requests train one more numpy model a chunk of steps at a time, so
+// that tests/bench/browser_train.mjs can take turns with a native process (CHUNKS).
+import type { TrainBenchReply, TrainBenchRequest, TrainChunkRequest } from "./train-messages";
 import { installBlas } from "../src/blas-loader";
 import { loadPython } from "../src/python-loader";
 import benchSource from "../../tests/bench/train_webgpu.py?raw";
@@ -13,7 +15,27 @@ function post(message: TrainBenchReply): void {
 
 const pythonReady = loadPython(post, "topos");
 
-self.addEventListener("message", async (event: MessageEvent<TrainBenchRequest>) => {
+async function chunk({ steps, warmup }: TrainChunkRequest): Promise<void> {
+  const pyodide = await pythonReady;
+  pyodide.globals.set("CHUNK_STEPS", steps);
+  pyodide.globals.set("CHUNK_WARMUP", warmup);
+  const ms = (await pyodide.runPythonAsync(`
+import time
+if "chunk_run" not in globals():
+    chunk_run = train_webgpu.step_runner(example)
+    chunk_run(CHUNK_WARMUP)
+started = time.perf_counter()
+chunk_run(CHUNK_STEPS)
+(time.perf_counter() - started) / CHUNK_STEPS * 1e3
+`)) as number;
+  post({ type: "chunk", ms });
+}
+
+self.addEventListener("message", async (event: MessageEvent<TrainBenchRequest | TrainChunkRequest>) => {
+  if (event.data.type === "chunk") {
+    chunk(event.data).catch((error) => post({ type: "failed", error: String(error) }));
+    return;
+  }
   const { steps, warmup, backends, blas } = event.data;
   try {
     const pyodide = await pythonReady;

@@ -1,6 +1,7 @@
 // The training benchmark's page: starts the worker, passes the query's sizes on, logs the
 // loading stages, and shows the worker's report. tests/bench/browser_train.mjs reads
-// body[data-state] ("done" or "failed") and #result.
+// body[data-state] ("done" or "failed") and #result, then may call window.trainChunk(steps, warmup):
+// the worker trains a numpy model that many more steps and it resolves with the ms a step.
 import type { TrainBenchReply, TrainBenchRequest } from "./train-messages";
 import TrainWorker from "./train-worker?worker";
 
@@ -17,9 +18,18 @@ const log = document.getElementById("log")!;
 const result = document.getElementById("result")!;
 
 const worker = new TrainWorker();
+let chunkDone: ((ms: number) => void) | null = null;
+(window as unknown as { trainChunk: (steps: number, warmup: number) => Promise<number> }).trainChunk = (steps, warmup) =>
+  new Promise((resolve) => {
+    chunkDone = resolve;
+    worker.postMessage({ type: "chunk", steps, warmup });
+  });
 worker.addEventListener("message", (event: MessageEvent<TrainBenchReply>) => {
   const message = event.data;
-  if (message.type === "stage") {
+  if (message.type === "chunk") {
+    chunkDone?.(message.ms);
+    chunkDone = null;
+  } else if (message.type === "stage") {
     log.textContent += `${message.stage} ${message.state}${message.detail ? `: ${message.detail}` : ""}\n`;
   } else if (message.type === "report") {
     result.textContent = message.json;
@@ -27,6 +37,8 @@ worker.addEventListener("message", (event: MessageEvent<TrainBenchReply>) => {
   } else {
     result.textContent = message.error;
     document.body.dataset.state = "failed";
+    chunkDone?.(Number.NaN);
+    chunkDone = null;
   }
 });
 worker.addEventListener("error", (event) => {
