@@ -33,6 +33,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { join } from "node:path";
 import { serveBenchSite } from "./bench-site.mjs";
+import { lines } from "./child-lines.mjs";
 
 const STEPS = Number(process.env.STEPS ?? 10);
 const BACKENDS = (process.env.BACKENDS ?? "numpy,webgpu").split(",");
@@ -91,17 +92,7 @@ for line in sys.stdin:
 async function takeTurns(page) {
   const env = { ...process.env, OMP_NUM_THREADS: "1", OPENBLAS_NUM_THREADS: "1", MKL_NUM_THREADS: "1" };
   const child = spawn(join(root, ".venv/bin/python"), ["-c", nativeChunks], { cwd: root, env, stdio: ["pipe", "pipe", "inherit"] });
-  const lines = (async function* () {
-    let buffer = "";
-    for await (const data of child.stdout) {
-      buffer += data;
-      let end;
-      while ((end = buffer.indexOf("\n")) >= 0) {
-        yield buffer.slice(0, end);
-        buffer = buffer.slice(end + 1);
-      }
-    }
-  })();
+  const childLines = lines(child.stdout);
   const turns = { page: [], native: [] };
   try {
     for (let chunk = 0; chunk < CHUNKS; chunk++) {
@@ -109,7 +100,7 @@ async function takeTurns(page) {
       if (!Number.isFinite(ms)) throw new Error(`the page's chunk failed:\n${await page.$eval("#result", (element) => element.textContent)}`);
       turns.page.push(ms);
       child.stdin.write(`${CHUNK}\n`);
-      const { value, done } = await lines.next();
+      const { value, done } = await childLines.next();
       if (done) throw new Error("the native process ended before its chunk");
       turns.native.push(Number(value));
     }

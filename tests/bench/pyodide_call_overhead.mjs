@@ -10,18 +10,9 @@ import { pyodideWithBlas } from "../pyodide/load.mjs";
 
 const { pyodide } = await pyodideWithBlas({ blas: false });
 console.log(pyodide.runPython(`
-import time
 import numpy as np
 from topos.ops import blas, blas_plans
-
-def interleaved(functions, repeats=3000):
-    times = [[] for _ in functions]
-    for _ in range(repeats):
-        for f, found in zip(functions, times):
-            started = time.perf_counter()
-            f()
-            found.append(time.perf_counter() - started)
-    return [sorted(found)[len(found) // 2] * 1e6 for found in times]
+from interleaved import interleaved  # tests/bench/interleaved.py: medians in seconds
 
 blas.MIN_2D_WORK = blas.MIN_BATCHED_WORK = 0  # the tiny product through the kernel too
 blas_plans.clear()
@@ -39,7 +30,8 @@ for name, a, b in cases:
     blas.matmul_into(a, b, out)
     (plan,) = [plan for plan in blas_plans.PLANS.values() if not isinstance(plan, str) and plan[4] == out.shape]
     kernel, address = plan[0], plan[2]
-    alone, call, new = interleaved([lambda: kernel(address), lambda: blas.matmul_into(a, b, out), lambda: blas.matmul_into(a, b)])
+    functions = [lambda: kernel(address), lambda: blas.matmul_into(a, b, out), lambda: blas.matmul_into(a, b)]
+    alone, call, new = (seconds * 1e6 for seconds in interleaved(functions, 3000))
     blas_plans.clear()
     rows.append(f"  {name:<38} {alone:8.2f} {call:8.2f} {new:9.2f} {call - alone:8.2f}")
 "\\n".join(rows)

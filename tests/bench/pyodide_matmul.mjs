@@ -14,20 +14,9 @@ import { pyodideWithBlas } from "../pyodide/load.mjs";
 
 const { pyodide } = await pyodideWithBlas();
 console.log(pyodide.runPython(`
-import statistics, time
 import numpy as np
 from topos.ops import blas
-
-def timed(functions, repeats):
-    for f in functions:
-        f()
-    times = [[] for _ in functions]
-    for _ in range(repeats):
-        for f, found in zip(functions, times):
-            started = time.perf_counter()
-            f()
-            found.append(time.perf_counter() - started)
-    return [statistics.median(found) for found in times]
+from interleaved import interleaved as timed  # tests/bench/interleaved.py: medians in seconds
 
 def through(a, b, out, kernels):
     def run():

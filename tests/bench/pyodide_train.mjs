@@ -16,6 +16,7 @@
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { pyodideWithBlas, root } from "../pyodide/load.mjs";
+import { lines } from "./child-lines.mjs";
 
 const STEPS = Number(process.env.STEPS ?? 20);
 const WARMUP = Number(process.env.WARMUP ?? 3);
@@ -77,17 +78,7 @@ const runOff = pyodide.globals.get("run_off");
 const suspended = pyodide.pyimport("topos.ops.blas").suspended;
 const { spawn } = await import("node:child_process");
 const child = spawn(python, ["-c", nativeChunks], { cwd: root, env, stdio: ["pipe", "pipe", "inherit"] });
-const lines = (async function* () {
-  let buffer = "";
-  for await (const data of child.stdout) {
-    buffer += data;
-    let end;
-    while ((end = buffer.indexOf("\n")) >= 0) {
-      yield buffer.slice(0, end);
-      buffer = buffer.slice(end + 1);
-    }
-  }
-})();
+const childLines = lines(child.stdout);
 const cpu = { on: [], openblas: [], off: [], native: [] };
 function timeChunk(run, kernels) {
   const context = kernels ? suspended(kernels) : null;
@@ -104,7 +95,7 @@ for (let chunk = 0; chunk < CHUNKS; chunk++) {
   cpu.openblas.push(timeChunk(runOpenblas, pyodide.toPy(["simd"])));
   cpu.off.push(timeChunk(runOff, pyodide.toPy(["simd", "openblas"])));
   child.stdin.write("\n");
-  cpu.native.push(Number((await lines.next()).value));
+  cpu.native.push(Number((await childLines.next()).value));
 }
 child.stdin.end();
 
