@@ -26,12 +26,12 @@ import numpy as np
 from ..text import format_shape
 from . import pyodide_math
 from .reduce import ones_of
+from .registry import Meta, Primitive, register, require_float, same_shape
 
 if sys.platform == "emscripten":
     from . import pyodide_rows as PYODIDE  # the same forwards through the SIMD kernels
 else:
     PYODIDE = None  # natively the numpy forwards below, unchanged
-from .registry import Meta, Primitive, register, require_float, same_shape
 
 
 def row_sums(a):
