@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tolerances import assert_close, assert_trained_close, loss_bound
 
 from topos import Tape
 from topos.compiler.sharding import annotate, shard_batch
@@ -42,16 +43,18 @@ def test_eight_devices_train_the_transformer_like_one(tmp_path):
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = np.load(out)
-    np.testing.assert_allclose(result["many_losses"], result["one_losses"], rtol=1e-5)
-    # Adam's first steps move every weight by about lr (1e-2) whatever the gradient's size,
-    # so its rounding reaches 1e-5 absolute: the tolerance is a small fraction of one step.
-    np.testing.assert_allclose(result["many_parameters"], result["one_parameters"], rtol=1e-5, atol=5e-5)
+    # The all-reduce sums the batch in another order: the losses agree to the rounding of the widest
+    # reduction (the batch's windows times the context), and the parameters to what Adam (lr 1e-2, as
+    # spmd_training.py trains) promises: a weight whose gradient is rounding noise may step either way.
+    losses = loss_bound(result["one_losses"], "float32", terms=16 * 16)
+    assert_close(result["many_losses"], result["one_losses"], losses, "8 devices' losses")
+    assert_trained_close(result["many_parameters"], result["one_parameters"], 1e-2, 3, "8 devices' parameters")
     partitioned = str(result["partitioned"])
     assert str(result["device_slice"]) in partitioned
     assert "all-reduce(" in partitioned
     # The whole step as one program (DataParallelTrainer): the update on the devices, the same numbers.
-    np.testing.assert_allclose(result["program_losses"], result["one_losses"], rtol=1e-5)
-    np.testing.assert_allclose(result["program_parameters"], result["one_parameters"], rtol=1e-5, atol=5e-5)
+    assert_close(result["program_losses"], result["one_losses"], losses, "the one program's losses")
+    assert_trained_close(result["program_parameters"], result["one_parameters"], 1e-2, 3, "the program's parameters")
     program = str(result["program_partitioned"])
     assert str(result["device_slice"]) in program and "all-reduce(" in program
 
