@@ -8,7 +8,11 @@ built-in base that the same mistake raised before it had a class of its own
 tape, ``KeyError`` for an unknown opcode), so code written against numpy's
 habits keeps working. Errors that concern a recorded node carry the user's
 source line, so a reader (a terminal, the playground's editor) can point at the
-line that caused it.
+line that caused it. So do the errors of the arguments a call refuses
+(``ArgumentError``, ``ArgumentTypeError``, ``FeedError``, ``DtypeError``,
+``RecordingError``): made without a ``source``, they find the user's line
+themselves, the innermost caller outside the package, however deep in topos the
+check sits (an optimizer's, a trainer's, a card's).
 
 ```text
 ToposError
@@ -28,11 +32,26 @@ ToposError
 ```
 """
 
+from .frames import user_line
 from .text import recorded_at
 
 
 class ToposError(Exception):
     """Base class of every error topos raises on purpose."""
+
+
+class _AtTheUsersLine(ToposError):
+    """An error that names the user's line: ``source`` is ``(filename, line)`` and the message ends
+    with ``(recorded at filename:line)``. Without a ``source``, it is the innermost caller outside
+    the topos package when the error is made (none where there is no such caller)."""
+
+    def __init__(self, message, source=None):
+        if source is None:
+            source = user_line()
+        if source is not None:
+            message = f"{message} ({recorded_at(source)})"
+        super().__init__(message)
+        self.source = source
 
 
 class ShapeError(ToposError, ValueError):
@@ -64,15 +83,15 @@ class IndexingError(ShapeError, IndexError):
     or of a kind topos does not take (also an ``IndexError``)."""
 
 
-class DtypeError(ToposError, ValueError):
+class DtypeError(_AtTheUsersLine, ValueError):
     """A dtype topos does not support (the message lists those it does), or one that does not fit here."""
 
 
-class FeedError(ToposError, ValueError):
+class FeedError(_AtTheUsersLine, ValueError):
     """A feed or a symbol that does not fit the network it was given to."""
 
 
-class RecordingError(ToposError, ValueError):
+class RecordingError(_AtTheUsersLine, ValueError):
     """A recording the tape refuses for a reason other than shapes.
 
     A payload that is not numbers (text, objects, a ragged or too deeply nested
@@ -81,23 +100,17 @@ class RecordingError(ToposError, ValueError):
     ``source`` is ``(filename, line)`` of the user's code that tried to record.
     """
 
-    def __init__(self, message, source=None):
-        if source is not None:
-            message = f"{message} ({recorded_at(source)})"
-        super().__init__(message)
-        self.source = source
-
 
 class SealedTapeError(RecordingError, RuntimeError):
     """Recording on a tape that is sealed (also a ``RuntimeError``, as before)."""
 
 
-class ArgumentError(ToposError, ValueError):
+class ArgumentError(_AtTheUsersLine, ValueError):
     """An argument outside what the call takes: a negative learning rate, an unknown
     backend, a backward target that is not a rank-0 float, a plan that reads nothing."""
 
 
-class ArgumentTypeError(ToposError, TypeError):
+class ArgumentTypeError(_AtTheUsersLine, TypeError):
     """An argument of a kind the call does not take: a string where a value goes,
     a table of the wrong class, the truth value of a recorded value."""
 

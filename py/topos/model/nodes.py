@@ -12,36 +12,12 @@ and the compiler all build on these, and nothing here knows of them.
 - ``describe_nodes`` (the spec reading), ``describe_node`` (how errors name a node).
 """
 
-import os
 import sys
 from dataclasses import dataclass
 
+from ..frames import inside_package, user_source  # noqa: F401  (user_source: for the tape and the functions)
 from ..ops.registry import Meta
 from ..text import format_shape, plural, recorded_at
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
-_INSIDE_PACKAGE = {}  # code filename -> whether it is a file of this package (a cache)
-
-
-def _inside_package(filename):
-    # Code filenames are spelled as the module was found on sys.path, which may hold
-    # "..", a symlink or a relative path; compare real paths, once per filename.
-    inside = _INSIDE_PACKAGE.get(filename)
-    if inside is None:
-        inside = os.path.realpath(filename).startswith(_PACKAGE_DIR)
-        _INSIDE_PACKAGE[filename] = inside
-    return inside
-
-
-def user_source():
-    """(filename, line) of the innermost caller outside the topos package."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not _inside_package(filename):
-            return (filename, frame.f_lineno)
-        frame = frame.f_back
-    return ("<unknown>", 0)
 
 
 def recording_scope():
@@ -56,7 +32,7 @@ def recording_scope():
     """
     frame = sys._getframe(1)
     called = []  # the topos frames under the user's innermost frame, innermost first
-    while frame is not None and _inside_package(frame.f_code.co_filename):
+    while frame is not None and inside_package(frame.f_code.co_filename):
         called.append(frame.f_code)
         frame = frame.f_back
     if frame is None:
