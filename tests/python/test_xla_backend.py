@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 from test_plan_gallery import EXAMPLES, example
+from tolerances import adam_parameter_bound, assert_close, assert_trained_close, loss_bound
 
 import topos
 from topos.compiler.training_step import emit_training_step
@@ -32,7 +33,8 @@ OPTIMIZERS = {
 
 #: The one-program step against the numpy loop after 20 steps, relative to each parameter's scale:
 #: XLA fuses the update's multiplies and adds (and may contract them), so the two drift apart by
-#: rounding, step after step; float32 keeps 6e-7 a step, float64 1e-15.
+#: rounding, step after step; float32 keeps 6e-7 a step, float64 1e-15. Where Adam divides by a
+#: gradient's own size, the float32 parameters are held to tolerances.py's Adam bound instead.
 TOLERANCE = {"float32": 2e-4, "float64": 1e-10}
 
 
@@ -108,15 +110,22 @@ def test_the_one_program_training_step_follows_the_numpy_loop_for_20_steps_of_th
     plan = network.entry([loss]).backward(loss).lower()
     trainer = XLATrainer(plan, network.parameters(), optimizer, optimize=False)  # compiles faster; same operations
     parameters, state = network.parameters(), optimizer.init(network.parameters())
-    steps = 20
-    for step in range(steps):
+    steps, device_losses, losses = 20, [], []
+    for _ in range(steps):
         run = network.forward(parameters, feeds)
         gradients = run.backward(loss).parameters(parameters)
         parameters, state = optimizer.step(parameters, gradients, state)
-        device_loss = float(np.asarray(trainer.step(feeds).of(loss)))
-        want = float(np.asarray(run.of(loss)))
-        assert abs(device_loss - want) <= TOLERANCE[dtype] * max(1.0, abs(want)), (step, device_loss, want)
+        device_losses.append(float(np.asarray(trainer.step(feeds).of(loss))))
+        losses.append(float(np.asarray(run.of(loss))))
+    # The widest reduction of the transformer's step sums its 16 windows of 16 characters.
+    assert_close(device_losses, losses, loss_bound(losses, dtype, terms=16 * 16), f"{name} {dtype} losses")
     on_device = trainer.parameters()
+    if dtype == "float32" and not isinstance(optimizer, optim.SGD):
+        # float32 gradients carry rounding of about 1e-6 of the largest, so more of them are noise than
+        # the float64 run below can name: each parameter is held to what Adam's step promises.
+        flat = [np.concatenate([p.slots[index].ravel() for index in sorted(p.slots)]) for p in (on_device, parameters)]
+        assert_trained_close(*flat, optimizer.lr, steps, f"{name} on XLA against numpy")
+        return
     # Adam divides a gradient of rounding noise by its own size: such a parameter walks up to lr a
     # step in a direction the noise picks, in numpy and in XLA alike, so it is held to that bound.
     network64, _, loss64, feeds64 = example(TRANSFORMER, "float64")
@@ -124,7 +133,8 @@ def test_the_one_program_training_step_follows_the_numpy_loop_for_20_steps_of_th
     for index, want in parameters.slots.items():
         errors = np.abs(on_device.slots[index].astype(np.float64) - want.astype(np.float64))
         if not isinstance(optimizer, optim.SGD):
-            assert float(np.max(errors[noise[index]], initial=0.0)) <= 2 * optimizer.lr * steps, index
+            bound = adam_parameter_bound(optimizer.lr, steps, optimizer.betas).value
+            assert float(np.max(errors[noise[index]], initial=0.0)) <= bound, index
             errors = errors[~noise[index]]
         scale = max(float(np.max(np.abs(want))), 1e-3)
         assert float(np.max(errors, initial=0.0)) <= TOLERANCE[dtype] * scale, (index, np.max(errors), scale)
