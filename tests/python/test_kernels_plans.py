@@ -13,6 +13,7 @@ import re
 import numpy as np
 import pytest
 from test_plan_gallery import EXAMPLES, example, plans_of
+from tolerances import assert_close, assert_trained_close, loss_bound
 
 import topos
 from topos import Tape
@@ -105,7 +106,8 @@ def test_a_transformer_training_step_on_webgpu_matches_numpy():
     kinds = {(plan.nodes[i].opcode, b) for i, b in first.backends.items()}
     assert ("ScatterAdd", "webgpu") in kinds and ("MatMul", "webgpu") in kinds
     assert ("ScatterAdd", "numpy") not in kinds and ("MatMul", "numpy") not in kinds
-    np.testing.assert_allclose(losses["webgpu"], losses["numpy"], rtol=1e-5)
+    # The widest reduction of the step sums the batch's 16 windows of 16 characters.
+    assert_close(losses["webgpu"], losses["numpy"], loss_bound(losses["numpy"], "float32", 16 * 16), "losses")
 
 
 def test_training_on_the_device_keeps_parameters_there_and_tracks_the_host():
@@ -133,11 +135,15 @@ def test_training_on_the_device_keeps_parameters_there_and_tracks_the_host():
             host_losses.append(host.of(loss).scalar())
             gradients = Gradients(network, {w: np.asarray(host.gradient(network.symbol(w))) for w, _ in plan.gradients})
             parameters, state = optimizer.step(parameters, gradients, state)
-        np.testing.assert_allclose(device_losses, host_losses, rtol=1e-5)
+        assert_close(device_losses, host_losses, loss_bound(host_losses, "float32", 16 * 16), f"{optimizer} losses")
         on_device = trainer.parameters()
+        if not isinstance(optimizer, optim.SGD):
+            # Adam turns rounding-sized gradients into lr-sized steps either way: held to its step bound.
+            assert_trained_close(on_device, parameters, optimizer.lr, 3, f"{optimizer} on the device against the host")
+            continue
         for index, array in parameters.slots.items():
             scale = np.abs(array).max()
-            # Adam turns rounding-sized gradients into lr-sized steps, so compare normwise after 3 steps.
+            # SGD's steps are lr times the gradients, whose rounding is far below a thousandth of the scale.
             assert np.abs(on_device.slots[index] - array).max() <= 1e-3 * max(scale, 1e-2), network.nodes()[index].name
 
 

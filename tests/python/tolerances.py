@@ -147,7 +147,9 @@ def assert_trained_close(actual, expected, lr, steps, what, betas=(0.9, 0.999), 
     movement. A parameter whose gradient is resolved steps the same way in both runs, up to the
     gradient's relative rounding (``sqrt(n) u``, about 1e-5 for float32 sums of a few hundred terms),
     so a thousandth leaves a wide margin; a wrong gradient or a missing all-reduce moves most
-    parameters by a sizeable part of a step."""
+    parameters by a sizeable part of a step. ``actual`` and ``expected`` are arrays, or two networks'
+    ``Parameters`` (every slot, in slot order, as one array)."""
+    actual, expected = _flat(actual), _flat(expected)
     every = adam_parameter_bound(lr, steps, betas)
     assert_close(actual, expected, every, f"{what}, every parameter")
     typical = float(np.median(np.abs(np.asarray(actual, np.float64) - np.asarray(expected, np.float64))))
@@ -156,3 +158,10 @@ def assert_trained_close(actual, expected, lr, steps, what, betas=(0.9, 0.999), 
         f"{what}: the median parameter is off by {typical:.3g} > {allowed:.3g}, {bulk:g} of one run's movement"
         " (a resolved gradient steps the same way in both runs)"
     )
+
+
+def _flat(parameters):
+    """A ``Parameters``' slots in slot order as one array; an array as it is."""
+    if hasattr(parameters, "slots"):
+        return np.concatenate([np.ravel(parameters.slots[index]) for index in sorted(parameters.slots)])
+    return parameters
