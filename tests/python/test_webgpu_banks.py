@@ -5,6 +5,7 @@ wgpu-py (lavapipe on the project's machines)."""
 
 import numpy as np
 import pytest
+from tolerances import assert_close, assert_trained_close, loss_bound, training_bound
 
 import topos
 from topos import Tape
@@ -86,18 +87,25 @@ def test_parameters_in_several_banks_train_as_the_host_and_as_one_bank(name):
         assert trainer.program_counts()["submits"] == 1
     losses = {key: [trainer.step().of(loss).scalar() for _ in range(STEPS)] for key, trainer in trainers.items()}
     host_parameters, host_state, host_losses = host_training(network, loss, OPTIMIZERS[name]())
-    np.testing.assert_allclose(losses["three"], host_losses, rtol=1e-5)
+    # The mlp's widest reduction is the 40 hidden units into the output.
+    assert_close(losses["three"], host_losses, loss_bound(host_losses, "float32", 40), "losses")
+    adam = not name.startswith("sgd")
     one, three = trainers["one"], trainers["three"]
     # The same launches on the same device, only bound at other offsets: the same bits.
     assert losses["one"] == losses["three"]
     for index, array in three.parameters().slots.items():
         np.testing.assert_array_equal(array, one.parameters().slots[index])
-        np.testing.assert_allclose(array, host_parameters.slots[index], rtol=1e-4, atol=1e-6)
+        if not adam:
+            want = host_parameters.slots[index]
+            assert_close(array, want, training_bound(want, "float32", 40, STEPS), f"parameter {index}")
+    if adam:
+        assert_trained_close(three.parameters(), host_parameters, OPTIMIZERS[name]().lr, STEPS, "parameters")
     moments = three.moments()
     assert sorted(moments) == sorted(one.moments())
     for (index, moment), value in moments.items():
         np.testing.assert_array_equal(value, one.moments()[(index, moment)])
-        np.testing.assert_allclose(value, getattr(host_state.slots[index], moment), rtol=1e-4, atol=1e-6)
+        want = getattr(host_state.slots[index], moment)
+        assert_close(value, want, training_bound(want, "float32", 40, STEPS), f"{moment} of {index}")
 
 
 def test_a_step_reads_the_loss_alone_and_the_describe_names_the_banks():

@@ -90,6 +90,15 @@ def scaled_bound(expected, dtype, terms, k=4.0):
     )
 
 
+def training_bound(expected, dtype, terms, steps, k=8.0):
+    """Parameters or optimizer state after ``steps`` updates that are linear in the gradients (SGD, its
+    momentum, Adam's moments), in two runs that round differently: each step adds the gradients'
+    rounding, ``k sqrt(n) u`` of the largest magnitude (``n`` the widest reduction's terms), so after
+    ``steps`` steps up to ``steps`` times that. Not for Adam's parameters: see ``adam_parameter_bound``."""
+    bound = scaled_bound(expected, dtype, terms, k=k * steps)
+    return Bound(bound.value, f"{steps} steps linear in the gradients: {bound.why}")
+
+
 def adam_step_ratio(step, betas=(0.9, 0.999)):
     """The most that ``|m_hat / sqrt(v_hat)|`` can be at Adam's ``step`` (counting from 1), whatever the
     gradients: by Cauchy-Schwarz on the two moving averages, ``(1 - b1) / (1 - b1^t) * sqrt((1 - b2^t) /
