@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gradcheck import PRIMITIVE_CASES
 from test_stablehlo import assert_outputs_agree
+from tolerances import assert_trained_close
 
 import topos
 from topos import Tape, detach, webgpu
@@ -484,9 +485,14 @@ def test_a_trainer_steps_through_a_gradient_penalty_as_the_host_does(backend):
     for _ in range(3):
         gradients = network.forward(parameters).backward(loss).parameters(parameters)
         parameters, state = optimizer.step(parameters, gradients, state)
-    rtol = 1e-9 if backend == "xla" else 1e-4  # float32 on lavapipe: a few ulps a step, over three steps
+    if backend == "webgpu":
+        # float32 on lavapipe sums in its own order: held to what Adam's step promises (tolerances.py).
+        assert_trained_close(trainer.parameters(), parameters, 0.05, 3, "the penalty's parameters on lavapipe")
+        return
+    # float64 on XLA: every gradient here is resolved (none cancels to rounding noise), and a resolved
+    # gradient's step moves by its relative rounding, some 1e-15 a step: 1e-9 leaves room for any order.
     for index, value in trainer.parameters().slots.items():
-        np.testing.assert_allclose(value, parameters.slots[index], rtol=rtol, atol=rtol * 1e-2)
+        np.testing.assert_allclose(value, parameters.slots[index], rtol=1e-9, atol=1e-11)
 
 
 def test_the_graph_groups_each_derivative_by_its_scope():
