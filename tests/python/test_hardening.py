@@ -157,8 +157,8 @@ def recording_cases():
             "float32, float64",
         ),
         ("an index out of range", lambda t, x, v, ids: v[5], topos.IndexingError, "index 5 is out of range"),
-        ("a boolean index", lambda t, x, v, ids: v[True], topos.IndexingError, "unsupported index True"),
-        ("a boolean mask", lambda t, x, v, ids: v[[True, False]], topos.IndexingError, "boolean masks"),
+        ("a float index", lambda t, x, v, ids: v[1.0], topos.IndexingError, "unsupported index 1.0"),
+        ("a recorded mask", lambda t, x, v, ids: v[v], topos.IndexingError, "topos.where"),
         ("a slice of text", lambda t, x, v, ids: v["a":], topos.IndexingError, "slice"),
         ("too many indices", lambda t, x, v, ids: v[0, 0], topos.IndexingError, "too many indices"),
         (

@@ -1,20 +1,18 @@
-"""What the recording functions take: operands turned into recorded values, indices into slices.
+"""What the recording functions take: operands turned into recorded values.
 
 ``topos.model.functions`` records; the helpers here check and convert what the
-user passed (numbers, lists and arrays become leaves; a basic index becomes the
-start, stop and step of a ``Slice``), and ``all_or_nothing`` makes each public
-function record atomically: an error leaves the tape as it was.
+user passed (numbers, lists and arrays become leaves; ``topos.model.indexing``
+reads indices), and ``all_or_nothing`` makes each public function record
+atomically: an error leaves the tape as it was.
 """
 
-import builtins
 import functools
 import numbers
 
 import numpy as np
 
-from ..errors import ArgumentError, ArgumentTypeError, IndexingError, RecordingError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, RecordingError, ShapeError
 from ..tensor import Tensor
-from ..text import format_shape
 from .nodes import user_source
 from .value import Value
 
@@ -84,61 +82,6 @@ def as_indices(tape, indices):
     if isinstance(indices, Value):
         return indices
     return tape.leaf(indices, dtype="int32")
-
-
-def basic_index(shape, index):
-    """``(start, stop, step, out_shape)`` of a basic index (a tuple of ints, slices with positive steps,
-    ``None`` and ``...``) into a value of ``shape``; raises ``IndexingError`` naming what does not fit."""
-
-    def fail(message):
-        raise IndexingError(
-            f"{message} (indexing a value of shape {format_shape(shape)})", opcode="Slice", shapes=[shape]
-        )
-
-    if builtins.sum(1 for i in index if i is Ellipsis) > 1:
-        fail("an index can only have a single ellipsis ('...')")
-    explicit = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
-    if explicit > len(shape):
-        fail(f"too many indices: {explicit} for {len(shape)} axes")
-    expanded = []
-    for item in index:
-        if item is Ellipsis:
-            expanded.extend([slice(None)] * (len(shape) - explicit))
-        else:
-            expanded.append(item)
-    if Ellipsis not in index:
-        expanded.extend([slice(None)] * (len(shape) - explicit))
-    start, stop, step, out_shape = [], [], [], []
-    axis = 0
-    for item in expanded:
-        if item is None:
-            out_shape.append(1)
-            continue
-        extent = shape[axis]
-        if isinstance(item, slice):
-            try:
-                lo, hi, st = item.indices(extent)
-            except (TypeError, ValueError) as error:
-                fail(f"slice {item} of axis {axis}: {error}")
-            if st < 1:
-                fail("negative slice steps are not supported; use a gather (take) instead")
-            count = builtins.max(0, (hi - lo + st - 1) // st)
-            start.append(lo)
-            stop.append(lo + (count - 1) * st + 1 if count else lo)
-            step.append(st)
-            out_shape.append(count)
-        elif isinstance(item, numbers.Integral) and not isinstance(item, bool):
-            i = int(item)
-            if not -extent <= i < extent:
-                fail(f"index {i} is out of range for axis {axis} with extent {extent}")
-            i %= extent
-            start.append(i)
-            stop.append(i + 1)
-            step.append(1)
-        else:
-            fail(f"unsupported index {item!r}: indices are ints, slices, None, ... or a list of ints")
-        axis += 1
-    return start, stop, step, out_shape
 
 
 def tape_in(args):

@@ -15,10 +15,10 @@ import sys
 
 import numpy as np
 
-from ..errors import ArgumentError, ArgumentTypeError, IndexingError, ShapeError
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ..ops.composites import ATTENTION, CROSS_ENTROPY, LAYER_NORM, LOG_SOFTMAX, LOGSUMEXP, MEAN, SOFTMAX
 from ..text import format_shape
-from . import arguments, shape_functions
+from . import arguments, indexing, shape_functions
 from .nodes import user_source
 from .shape_functions import (  # noqa: F401  (exported here with the other recording functions)
     concatenate,
@@ -275,27 +275,14 @@ def var(value, axis=None, keepdims=False):
 
 
 def getitem(value, index):
-    """Basic indexing: ints, slices with positive steps, ``None`` and ``...``;
-    an int32 value or a list of ints on the first axis gathers (``take``).
+    """``value[index]`` for every index numpy takes: basic ones record ``Slice`` (and ``Reverse``, ``Reshape``),
+    integer arrays, static boolean masks and int32 values a ``Take`` (``topos.model.indexing``).
 
-    An index that does not fit raises ``IndexingError`` (an ``IndexError``); a
-    slice that takes nothing gives an empty axis, as in numpy.
+    An index that does not fit, or that topos refuses (a float array, a recorded mask),
+    raises ``IndexingError`` (an ``IndexError``) naming the form; a slice that takes
+    nothing gives an empty axis, as in numpy.
     """
-    arguments.recorded(value, "indexing")
-    if isinstance(index, list) and any(isinstance(i, (bool, np.bool_)) for i in index):
-        raise IndexingError(
-            "boolean masks are not supported as indices; use topos.where", opcode="Slice", shapes=[value.shape]
-        )
-    if isinstance(index, Value) or (isinstance(index, list) and all(isinstance(i, numbers.Integral) for i in index)):
-        return take(value, index, 0)
-    if not isinstance(index, tuple):
-        index = (index,)
-
-    start, stop, step, out_shape = arguments.basic_index(value.shape, index)
-    result = value
-    if tuple(start) != (0,) * value.ndim or tuple(stop) != value.shape or set(step) - {1}:
-        result = value.tape.apply("Slice", [value], start=tuple(start), stop=tuple(stop), step=tuple(step))
-    return reshape(result, out_shape)
+    return indexing.getitem(arguments.recorded(value, "indexing"), index)
 
 
 # Linear algebra --------------------------------------------------------------------

@@ -8,7 +8,7 @@ so that they read as the methods they are, and ``attach`` copies them onto
 """
 
 from . import functions as F
-from . import scans
+from . import indexing, scans
 from .value import Value
 
 
@@ -60,6 +60,9 @@ class ValueMethods:
 
     def __getitem__(self, index):
         return F.getitem(self, index)
+
+    def __setitem__(self, index, update):
+        indexing.refuse_setitem(self, index)
 
     # Methods -----------------------------------------------------------------
     def exp(self):
