@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from tolerances import assert_close, loss_bound
 
 import topos
 from topos import Tape, show
@@ -224,7 +225,8 @@ def test_it_trains_on_webgpu_as_on_numpy(example):
     )
     assert f"\ntraining on WebGPU ({adapter}), float32\n" in device_text
     assert "\ntraining on numpy, float32\n" in host_text
-    np.testing.assert_allclose(on_device, on_host, rtol=1e-4)
+    # The widest reductions are the filter gradients: a batch of 64 images of 8 x 8 positions each.
+    assert_close(on_device, on_host, loss_bound(on_host, "float32", terms=64 * 8 * 8), "losses on WebGPU and numpy")
     assert np.abs(np.array(device_accuracies) - np.array(host_accuracies)).max() <= 2 / 297
     plot = next(card for card, _ in watcher.cards)
     assert plot.to_json()["layers"][0]["label"] == f"training loss on WebGPU ({adapter})"
