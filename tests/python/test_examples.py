@@ -29,6 +29,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 from seed_texts import SEED_DESCRIBE
+from tolerances import assert_close, loss_bound
 
 import topos
 from topos import show
@@ -326,7 +327,8 @@ def test_char_transformer_trains_on_webgpu_as_on_numpy():
     host_text, on_host, _ = watched(lambda: module.main(config, dtype="float32", backend="numpy"))
     assert f"\ntraining on WebGPU ({adapter}), float32\n" in device_text
     assert "\ntraining on numpy, float32\n" in host_text
-    np.testing.assert_allclose(on_device, on_host, rtol=1e-5)
+    # The widest reduction of the small transformer is its MLP's 64 hidden units.
+    assert_close(on_device, on_host, loss_bound(on_host, "float32", terms=64), "WebGPU's losses")
     assert on_device[-1] < on_device[0]
     plot = next(card for card, _ in device_watcher.cards if card.kind == "plot")
     assert plot.to_json()["layers"][0]["label"] == f"loss on WebGPU ({adapter})"

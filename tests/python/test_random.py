@@ -9,6 +9,7 @@ are the oracle of the hash itself. The WebGPU tests need an adapter and fail wit
 import jax
 import numpy as np
 import pytest
+from tolerances import assert_close, loss_bound
 
 import topos
 from topos import (
@@ -423,15 +424,15 @@ def numpy_and_device_losses(trainer_class, steps=50):
 def test_a_dropout_training_run_of_50_steps_gives_the_same_losses_on_numpy_and_xla():
     _, numpy_losses, xla_losses = numpy_and_device_losses(XLATrainer)
     # float32 rounding only: the masks are the same bits on both (a mask differing in one element
-    # would move a loss by about 1e-2).
-    np.testing.assert_allclose(xla_losses, numpy_losses, rtol=2e-5)
+    # would move a loss by about 1e-2). The widest reduction is a gradient's sum over the 32 rows.
+    assert_close(xla_losses, numpy_losses, loss_bound(numpy_losses, "float32", terms=32), "XLA's losses")
 
 
 def test_a_dropout_training_run_of_50_steps_gives_the_same_losses_on_numpy_and_webgpu():
     from topos.webgpu import DeviceTrainer
 
     plan, numpy_losses, device_losses = numpy_and_device_losses(DeviceTrainer)
-    np.testing.assert_allclose(device_losses, numpy_losses, rtol=2e-5)
+    assert_close(device_losses, numpy_losses, loss_bound(numpy_losses, "float32", terms=32), "WebGPU's losses")
     assert "0 host steps" in plan.kernels().summary()  # the draws run on the device too
 
 
