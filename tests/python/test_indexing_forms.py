@@ -196,6 +196,7 @@ def refusal_cases():
             lambda x, ids, mask, bits: x[ids, [0, 1]],
             "a recorded index with other index arrays",
         ),
+        ("a recorded value in a list", lambda x, ids, mask, bits: x[[ids]], "a list holding recorded values"),
         ("two recorded indices", lambda x, ids, mask, bits: x[ids, ids], "a recorded index with other index arrays"),
         (
             "an array index out of range",

@@ -83,6 +83,8 @@ def parsed(item, fail):
         fail(f"a recorded {item.dtype} value as an index: recorded indices are int32")
     if isinstance(item, Tensor):
         item = item.numpy()
+    if isinstance(item, (list, tuple)) and any(isinstance(i, Value) for i in item):
+        fail("a list holding recorded values as an index: index with the int32 value itself")
     if isinstance(item, (list, tuple, np.ndarray)):
         try:
             array = np.asarray(item)
