@@ -19,8 +19,7 @@ import numpy as np
 
 FLOATS = ("float32", "float64")
 
-# How close each oracle must come, by dtype.
-TORCH_TOLERANCES = {"float32": dict(rtol=1e-5, atol=1e-6), "float64": dict(rtol=1e-10, atol=1e-12)}
+# How close each oracle must come, by dtype (torch's: tolerances.library_bound).
 XLA_TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
 # The central difference's step in the gradient checks (float64).
 GRADCHECK_EPS = 1e-6

@@ -90,6 +90,32 @@ def scaled_bound(expected, dtype, terms, k=4.0):
     )
 
 
+#: Two libraries' elementwise functions (torch's against numpy's ``exp``, ``log1p``, ``erf``) are each a
+#: few ulps, and a composite or a derivative chains up to ten of them with condition numbers of a few:
+#: 1e-5 is 84 float32 epsilons. In float64 the libraries differ by formula more than by rounding (torch
+#: switches softplus to ``x`` past its threshold, 2e-9 away at 20), which 1e-10 covers where it is used.
+LIBRARY_RTOL = {"float32": 1e-5, "float64": 1e-10}
+#: The absolute floor for results near zero computed from inputs of order 1: about 16 float32 (and
+#: 9,000 float64) unit roundoffs of such an input.
+LIBRARY_FLOOR = {"float32": 1e-6, "float64": 1e-12}
+
+
+def library_bound(expected, dtype, terms):
+    """One op computed by two libraries (torch against topos's numpy), forward or backward: the
+    elementwise part relative to each result (``LIBRARY_RTOL``), plus the sums of up to ``terms`` terms
+    that each library orders its own way, ``4 sqrt(n) u`` of the largest result (``scaled_bound``),
+    never below ``LIBRARY_FLOOR``. A matrix product of large values whose exact element is near zero
+    keeps rounding of its terms' size, which a fixed absolute floor cannot know."""
+    dtype = np.dtype(dtype).name
+    expected = np.asarray(expected, dtype=np.float64)
+    summed = scaled_bound(expected, dtype, terms)
+    floor = max(float(summed.value), LIBRARY_FLOOR[dtype])
+    return Bound(
+        LIBRARY_RTOL[dtype] * np.abs(expected) + floor,
+        f"two libraries: {LIBRARY_RTOL[dtype]:g} of each result, plus {floor:.3g} ({summed.why})",
+    )
+
+
 def training_bound(expected, dtype, terms, steps, k=8.0):
     """Parameters or optimizer state after ``steps`` updates that are linear in the gradients (SGD, its
     momentum, Adam's moments), in two runs that round differently: each step adds the gradients'
