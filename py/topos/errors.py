@@ -42,12 +42,15 @@ class ToposError(Exception):
 
 class _AtTheUsersLine(ToposError):
     """An error that names the user's line: ``source`` is ``(filename, line)`` and the message ends
-    with ``(recorded at filename:line)``. Without a ``source``, it is the innermost caller outside
-    the topos package when the error is made (none where there is no such caller)."""
+    with ``(recorded at filename:line)``; ``message`` is the message without it. Without a ``source``,
+    it is the innermost caller outside the topos package when the error is made (none where there is
+    no such caller)."""
 
     def __init__(self, message, source=None):
         if source is None:
             source = user_line()
+        #: The message without the line, for an error that re-raises this one under its own words.
+        self.message = message
         if source is not None:
             message = f"{message} ({recorded_at(source)})"
         super().__init__(message)

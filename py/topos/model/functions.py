@@ -235,6 +235,7 @@ def sign(v):
 
 def square(v):
     """``v * v`` (records ``Mul`` reading ``v`` twice)."""
+    v = arguments.recorded(v, "square")
     return v * v
 
 

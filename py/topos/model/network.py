@@ -27,6 +27,7 @@ import numpy as np
 
 from ..dtypes import FLOAT_DTYPES
 from ..errors import ArgumentTypeError, FeedError, IndexingError
+from ..frames import user_line
 from ..text import format_shape
 from .autodiff import needed_nodes
 from .checkpoint import read_network, read_parameters, save_network
@@ -137,7 +138,9 @@ class Network:
         if isinstance(index, bool) or not isinstance(index, numbers.Integral):
             raise ArgumentTypeError(f"symbol() takes a node index, an int, got {type(index).__name__}")
         if not 0 <= index < len(self._nodes):
-            raise IndexingError(f"node {index} is out of range: this network has nodes 0..{len(self._nodes) - 1}")
+            raise IndexingError(
+                f"node {index} is out of range: this network has nodes 0..{len(self._nodes) - 1}", source=user_line()
+            )
         return Symbol(self.lineages[-1], int(index))  # a numpy integer names the node as an int does
 
     def parameter_symbols(self):

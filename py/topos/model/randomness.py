@@ -45,7 +45,9 @@ def _numpy_key(key, what):
     if array.dtype.kind not in "ui":
         raise DtypeError(f"{what}: {KEY_WORDS}, got {array.dtype} {format_shape(array.shape)}")
     if array.shape != (2,):
-        raise ShapeError(f"{what}: {KEY_WORDS}, got shape {format_shape(array.shape)}", shapes=[array.shape])
+        raise ShapeError(
+            f"{what}: {KEY_WORDS}, got shape {format_shape(array.shape)}", shapes=[array.shape], source=user_source()
+        )
     if int(array.min()) < 0 or int(array.max()) > UINT32_MAX:
         raise ArgumentError(f"{what}: {KEY_WORDS}; its words {array.tolist()} do not fit uint32")
     return array.astype(np.uint32)
@@ -119,7 +121,16 @@ def fold_in(key, data):
 
 
 def _shape(shape, key, what):
-    return arguments.integer_shape(shape, what, key)
+    shape = arguments.integer_shape(shape, what, key)
+    if any(extent < 0 for extent in shape):
+        # normal() draws ceil(n / 2) pairs: a negative extent would otherwise give an empty draw, unsaid.
+        raise ShapeError(
+            f"{what}: shape {format_shape(shape)} has a negative extent",
+            opcode=what,
+            shapes=[key.shape],
+            source=user_source(),
+        )
+    return shape
 
 
 def random_bits(key, shape):

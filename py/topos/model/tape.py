@@ -140,7 +140,7 @@ class Tape:
         try:
             array = numeric_array(value, what, RecordingError)
         except RecordingError as error:
-            raise RecordingError(str(error), source) from None
+            raise RecordingError(error.message, source) from None
         # A copy: the node keeps its payload however the caller's array changes later.
         payload = np.array(array, copy=True)
         problem = integer_problem(payload, dtype)

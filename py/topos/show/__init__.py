@@ -38,6 +38,7 @@ import numpy as np
 
 from ..display import MIME_TYPE, pre_html, text_reading
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
+from ..frames import user_line
 
 # The graph card's data lives in graph_card; the playground and the readings use its helpers as show.graph_json, ...
 from .graph_card import (  # noqa: F401  (re-exported)
@@ -274,7 +275,9 @@ class Line:
         xs, ys = _numbers(xs, "Line.xy"), _numbers(ys, "Line.xy")
         if len(xs) != len(ys):
             raise ShapeError(
-                f"Line.xy needs as many x as y values, got {len(xs)} and {len(ys)}", shapes=[(len(xs),), (len(ys),)]
+                f"Line.xy needs as many x as y values, got {len(xs)} and {len(ys)}",
+                shapes=[(len(xs),), (len(ys),)],
+                source=user_line(),
             )
         return cls(tuple(xs), tuple(ys))
 

@@ -28,9 +28,10 @@ is imported makes eight host devices to try it on.
 import numpy as np
 
 from ..compiler.executor import PlanRun
+from ..compiler.plan import Plan
 from ..compiler.sharding import MESH_AXIS, annotate, shard_batch, split_positions
 from ..compiler.training_step import emit_training_step
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from ..model.network import Gradients
 from ..model.nodes import source_value
 from ..tensor import freeze
@@ -129,6 +130,11 @@ class DataParallelTrainer:
     """
 
     def __init__(self, plan, parameters, optimizer, batch_axes, devices):
+        if not isinstance(plan, Plan):
+            raise ArgumentTypeError(
+                "DataParallelTrainer takes a Plan (network.entry([...]).backward(loss).lower()), "
+                f"got {type(plan).__name__}"
+            )
         plan.network.check_parameters(parameters)
         self.plan = plan
         self.optimizer = optimizer

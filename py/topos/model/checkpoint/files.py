@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from ...errors import CheckpointError
+from ...errors import ArgumentTypeError, CheckpointError
 from ...ops.attributes import is_whole
 
 
@@ -15,7 +15,7 @@ def write_atomically(path, chunks):
     ``OSError`` becomes a ``CheckpointError``; any other exception propagates as
     it is. Either way the temporary file is gone and the old file untouched.
     """
-    path = os.fspath(path)
+    path = file_path(path, "save()")
     directory = os.path.dirname(os.path.abspath(path))
     temporary, descriptor = _create_temporary(path, directory)
     try:
@@ -69,8 +69,15 @@ def _sync_directory(directory):
         os.close(descriptor)
 
 
+def file_path(path, what):
+    """``path`` as ``os.fspath`` gives it; a path of another kind (a number, None) is the caller's argument error."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"{what} takes a file path (str or os.PathLike), got {type(path).__name__}")
+    return os.fspath(path)
+
+
 def read_file(path, what):
-    path = os.fspath(path)
+    path = file_path(path, f"loading a {what}")
     try:
         with open(path, "rb") as file:
             return path, file.read()

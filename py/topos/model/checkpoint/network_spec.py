@@ -7,7 +7,6 @@ primitive's declaration (``Primitive.attributes``, its kinds in ``topos.ops.attr
 import base64
 import json
 import math
-import os
 import re
 
 import numpy as np
@@ -20,7 +19,7 @@ from ...ops.registry import Meta, Primitive
 from ...tensor import frozen
 from ...text import format_shape
 from ..nodes import Node
-from .files import is_count, little_endian_bytes, read_file, write_atomically
+from .files import file_path, is_count, little_endian_bytes, read_file, write_atomically
 
 NETWORK_FORMAT = "topos.network"
 NETWORK_VERSION = 1
@@ -91,7 +90,7 @@ def _encode_node(node, path):
 
 def save_network(network, path):
     """Write the network's spec as versioned JSON at ``path``, one node a line, atomically."""
-    path = os.fspath(path)
+    path = file_path(path, "save()")
     nodes = [json.dumps(_encode_node(node, path), allow_nan=False) for node in network.nodes()]
     head = json.dumps({"format": NETWORK_FORMAT, "version": NETWORK_VERSION, "dtype": network.dtype})
     text = head[:-1] + ', "nodes": [\n' + ",\n".join(nodes) + "\n]}\n"
