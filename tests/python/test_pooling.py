@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
+from tolerances import assert_close, library_bound
 
 import topos
 from topos import ShapeError, Tape, detach
@@ -110,8 +111,9 @@ def test_pooling_matches_torch_values_and_gradients(config, kind, dtype):
     out, grad, _, _ = topos_value_and_gradient(kind, x, u, config, dtype)
     expected_out, expected_grad = torch_value_and_gradient(kind, x, u, config, dtype)
     assert out.dtype.name == dtype and grad.dtype.name == dtype
-    np.testing.assert_allclose(out, expected_out, err_msg="forward", **TOLERANCE[dtype])
-    np.testing.assert_allclose(grad, expected_grad, err_msg="gradient", **TOLERANCE[dtype])
+    # No window's sum, nor a gradient's sum over overlapping windows, has more terms than x has elements.
+    assert_close(out, expected_out, library_bound(expected_out, dtype, x.size), "forward")
+    assert_close(grad, expected_grad, library_bound(expected_grad, dtype, x.size), "gradient")
 
 
 @pytest.mark.parametrize("kind", ["max", "avg"])
@@ -365,7 +367,9 @@ def test_pooling_and_its_gradients_run_on_webgpu_as_numpy_does():
     numpy_run = plan.run(network.parameters())
     device_run = plan.run(network.parameters(), backend="webgpu")
     for want, got in zip(numpy_run.outputs(), device_run.outputs()):
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+        want = np.asarray(want)
+        terms = max(np.size(w) for w in numpy_run.outputs())  # the loss sums the largest output
+        assert_close(np.asarray(got), want, library_bound(want, "float32", terms), "WGSL windows against numpy")
 
 
 def test_a_gradient_of_a_gradient_runs_select_gather_on_webgpu():

@@ -101,7 +101,7 @@ LIBRARY_FLOOR = {"float32": 1e-6, "float64": 1e-12}
 
 
 def library_bound(expected, dtype, terms):
-    """One op computed by two libraries (torch against topos's numpy), forward or backward: the
+    """One op computed by two libraries (torch or a WGSL kernel against topos's numpy), forward or backward: the
     elementwise part relative to each result (``LIBRARY_RTOL``), plus the sums of up to ``terms`` terms
     that each library orders its own way, ``4 sqrt(n) u`` of the largest result (``scaled_bound``),
     never below ``LIBRARY_FLOOR``. A matrix product of large values whose exact element is near zero
