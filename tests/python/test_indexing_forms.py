@@ -1,10 +1,10 @@
 """Every index numpy takes either records (issue 29) or raises ``IndexingError`` naming the form and the line.
 
 Each recorded form is held to numpy's result on the same array, runs through
-every reading (the spec, the plan, StableHLO executed by XLA, the kernels
-reading), and its gradient is held to ``torch.autograd.grad`` of the same
-indexing: topos differentiates ``sum(x[index] * u)`` for a random cotangent
-``u``, torch the same expression. Torch refuses negative slice steps and reads
+every reading (the spec, the graph, the plan with its gradient, StableHLO
+executed by XLA, the kernels reading), and its gradient is held to
+``torch.autograd.grad`` of the same indexing: topos differentiates
+``sum(x[index] * u)`` for a random cotangent ``u``, torch the same expression. Torch refuses negative slice steps and reads
 an int among index arrays as basic (numpy counts it as advanced), so those rows
 spell the same selection for torch themselves. Each refused form is held to its
 class, words naming the form, and the line of this file that indexed.
@@ -18,7 +18,7 @@ import torch
 from tolerances import assert_close, sum_bound
 
 import topos
-from topos import Tape
+from topos import Graph, Tape
 
 SHAPE = (4, 3, 5)
 
@@ -162,8 +162,9 @@ def test_each_form_records_numpys_result_and_torchs_gradient_on_every_reading(fo
     assert_close(run.backward(loss).of(x).numpy(), torch_grad, bound, f"{form.label}: the gradient")
 
     assert "Parameter" in network.describe()
+    assert Graph.from_nodes(network.nodes()).to_json()
     plan = network.entry([picked]).backward(loss).lower()
-    assert plan.describe()
+    assert plan.describe() and plan.graph()
     assert "stablehlo" in plan.emit_stablehlo()
     outputs = plan.run(network.parameters(), backend="xla").outputs()
     np.testing.assert_array_equal(outputs[0], expected)
