@@ -4,6 +4,7 @@ numpy backend's (the parts' gradients are copied, not computed: the same numbers
 and the launches against what the pattern promises. These tests need a WebGPU adapter (lavapipe here)."""
 
 import numpy as np
+from tolerances import assert_close, library_bound
 
 import topos
 from topos import Tape
@@ -36,7 +37,9 @@ def test_three_parts_that_cover_the_whole_are_three_copies_and_no_fill():
         return topos.sum(q * weights) + topos.sum(k * k) + topos.sum(topos.tanh(v))
 
     plan, device, host = gradient_both_ways(build, values)
-    np.testing.assert_allclose(device, host, rtol=1e-6, atol=1e-7)
+    # tanh's derivative 1 - tanh^2 cancels where tanh nears 1, so the two libraries' few ulps of tanh grow
+    # there: held to library_bound (each gradient element sums at most two parts).
+    assert_close(device, host, library_bound(host, "float32", 2), "the gradient on WebGPU against numpy")
     np.testing.assert_allclose(device[:, 0::3], weights, rtol=1e-6)
     (pad_sum,) = plan.kernels().pad_sums.values()
     assert len(pad_sum.pads) == 3 and not pad_sum.gaps
@@ -56,7 +59,7 @@ def test_a_gap_is_filled_and_a_transposed_part_is_copied_straight_through_its_re
         return topos.sum(first * weights) + topos.sum(topos.tanh(x[:, 8:12]))
 
     plan, device, host = gradient_both_ways(build, values)
-    np.testing.assert_allclose(device, host, rtol=1e-6, atol=1e-7)
+    assert_close(device, host, library_bound(host, "float32", 2), "the gradient on WebGPU against numpy")
     np.testing.assert_array_equal(device[:, 4:8], 0.0)
     np.testing.assert_allclose(device[:, 0:4], weights.transpose(0, 2, 1).reshape(8, 4), rtol=1e-6)
     (pad_sum,) = plan.kernels().pad_sums.values()
@@ -78,7 +81,7 @@ def test_overlapping_parts_are_no_pad_sum_and_their_gradient_adds_up():
         return topos.sum(x[:, 0:8] * x[:, 0:8]) + topos.sum(topos.tanh(x[:, 4:12]))
 
     plan, device, host = gradient_both_ways(build, values)
-    np.testing.assert_allclose(device, host, rtol=1e-6, atol=1e-7)
+    assert_close(device, host, library_bound(host, "float32", 2), "the gradient on WebGPU against numpy")
     assert plan.kernels().pad_sums == {}
     assert pad_sum_launches(plan) == []
 

@@ -37,6 +37,10 @@ class Bound:
     value: object
     why: str
 
+    def plus(self, other):
+        """Both errors at once (a sum's rounding carried through a product, and the product's own)."""
+        return Bound(np.add(self.value, other.value), f"{self.why}; plus {other.why}")
+
 
 def unit_roundoff(dtype):
     """Half the machine epsilon: the largest relative error of one correctly rounded operation."""
