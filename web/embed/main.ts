@@ -198,6 +198,7 @@ function runNow(): void {
   clearTimeout(debounce);
   state.code = code.code;
   updateOpenLink();
+  runOutput.setStale(ranCode !== null && state.code !== ranCode);
   if (!state.code.trim()) {
     state.status = "empty";
     statusLine.textContent = "no code yet";
@@ -243,7 +244,9 @@ async function showResult(result: RunResult, ms: number): Promise<void> {
 const runButton = element<HTMLButtonElement>("embed-run");
 const stopButton = element<HTMLButtonElement>("embed-stop");
 const runOutput = new RunOutputPane();
-element<HTMLDivElement>("embed-run-output").append(runOutput.element);
+element<HTMLDivElement>("embed-run-output").append(runOutput.notice, runOutput.element);
+/** The code of the last run (null before the first): the run's output says when the code is no longer it. */
+let ranCode: string | null = null;
 const progress = new ProgressLine(element("embed-run-progress"));
 let runs: RunSession | null = null;
 
@@ -253,6 +256,7 @@ function runProgram(): void {
   runs ??= new RunSession(display);
   display.begin();
   element("embed-run-area").hidden = false;
+  ranCode = code.code;
   runs.run(code.code);
 }
 

@@ -175,6 +175,8 @@ function keepEdit(code: string): void {
 function runNow(): void {
   clearTimeout(debounce);
   session.run(editor.code, backendPicker.value as Backend, activePane);
+  // The run output stays until the next Run; once the code is no longer the run's, it says so.
+  runOutput.setStale(ranCode !== null && editor.code !== ranCode);
 }
 
 // Run mode: the script as a program, in a worker of its own ----------------------------------------
@@ -182,7 +184,9 @@ function runNow(): void {
 const runButton = element<HTMLButtonElement>("run");
 const stopButton = element<HTMLButtonElement>("stop");
 const runOutput = new RunOutputPane();
-element<HTMLDivElement>("run-output").append(runOutput.element);
+element<HTMLDivElement>("run-output").append(runOutput.notice, runOutput.element);
+/** The code of the last run (null before the first). */
+let ranCode: string | null = null;
 const progress = new ProgressLine(element("run-progress"));
 
 const display = new RunDisplay(runOutput, progress, stopButton, {
@@ -216,6 +220,7 @@ function runProgram(): void {
   display.begin();
   showOutput("run");
   element("output-choice").hidden = false;
+  ranCode = editor.code;
   runs.run(editor.code);
 }
 

@@ -5,7 +5,7 @@
 
 import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
 import { Widget } from "@lumino/widgets";
-import { CARD_MIME_TYPE, drawCard, type AnyCard } from "../../src/cards/draw-card";
+import { CARD_MIME_TYPE, drawCard, releaseCards, type AnyCard } from "../../src/cards/draw-card";
 import "./cards.css";
 
 /** A plot's width when the output area has not been laid out yet (JupyterLab renders before it attaches). */
@@ -21,8 +21,15 @@ class CardRenderer extends Widget implements IRenderMime.IRenderer {
 
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const card = model.data[this.options.mimeType] as unknown as AnyCard;
+    // A card drawn again (an updated display) releases the one it replaces: a plot listens on window until then.
+    releaseCards(this.node);
     this.node.replaceChildren(drawCard(card, this.node.clientWidth || DEFAULT_PLOT_WIDTH));
     return Promise.resolve();
+  }
+
+  dispose(): void {
+    if (!this.isDisposed) releaseCards(this.node);
+    super.dispose();
   }
 }
 

@@ -6,7 +6,7 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import type { GraphCard, LinesCard, PlotCard, ReadingRow, TextCard } from "../../protocol";
-import { drawGraph } from "../panes/graph-pane";
+import { GraphView } from "../panes/graph-view";
 import { TextPane } from "../panes/text-pane";
 
 export const CARD_MIME_TYPE = "application/vnd.topos.card+json";
@@ -22,6 +22,25 @@ export interface AnyCard {
 }
 
 const PLOT_COLOURS = ["#2f6fdf", "#d9480f", "#2b8a3e", "#9c36b5", "#e67700", "#0b7285"];
+/** A plot's height (its axes and lines, without its title and legend) unless its page asks for another. */
+export const PLOT_HEIGHT = 220;
+
+/**
+ * What releases each drawn card that holds more than its elements: a chart listens on `window` until it
+ * is destroyed, so a card taken off the page and not released stays alive with everything it drew.
+ */
+const releasers = new WeakMap<Element, () => void>();
+
+/**
+ * Release `root` (a card drawn here, or an element that holds some) and every card in it. Whoever
+ * takes a drawn card off the page calls this, once the card is off: a redrawn plot, a new run, a new edit.
+ */
+export function releaseCards(root: Element): void {
+  for (const element of [root, ...root.querySelectorAll(".card")]) {
+    releasers.get(element)?.();
+    releasers.delete(element);
+  }
+}
 
 export function textBlock(className: string, text: string): HTMLPreElement {
   const block = document.createElement("pre");
@@ -31,11 +50,12 @@ export function textBlock(className: string, text: string): HTMLPreElement {
 }
 
 /**
- * Draw `card`; `width` is the room a plot gets. A card with rows (a reading's text, each row
- * knowing its nodes) reads as the playground's text panes do: a click on a row highlights
- * every row about the same nodes. A graph card draws its graph whether or not it has rows.
+ * Draw `card`; `width` is the room a plot gets, `plotHeight` the height of its axes. A card with rows
+ * (a reading's text, each row knowing its nodes) reads as the playground's text panes do: a click on a
+ * row highlights every row about the same nodes. A graph card draws its graph whether or not it has
+ * rows. A card taken off the page again is given to releaseCards.
  */
-export function drawCard(card: AnyCard, width: number): HTMLElement {
+export function drawCard(card: AnyCard, width: number, plotHeight = PLOT_HEIGHT): HTMLElement {
   const known = card as Card;
   if (known.kind === "graph") return drawGraphCard(known);
   if (card.rows) return drawRows(card.kind, card.rows);
@@ -47,7 +67,7 @@ export function drawCard(card: AnyCard, width: number): HTMLElement {
     case "text":
       return textBlock(`card card-${known.kind}`, known.text);
     case "plot":
-      return drawPlot(known, width);
+      return drawPlot(known, width, plotHeight);
     default:
       return textBlock(`card card-${card.kind}`, card.text ?? "");
   }
@@ -56,8 +76,11 @@ export function drawCard(card: AnyCard, width: number): HTMLElement {
 function drawGraphCard(card: GraphCard): HTMLElement {
   const host = document.createElement("div");
   host.className = "card card-graph";
-  // dagre lays the graph out in its own worker; the host fills in when it is done.
-  void drawGraph(host, card.graph);
+  const view = new GraphView({ card: true });
+  host.append(view.element);
+  // dagre lays the graph out in its own worker; the view fills in when it is done.
+  void view.show(card.graph);
+  releasers.set(host, () => view.dispose());
   return host;
 }
 
@@ -77,7 +100,7 @@ function tickLabel(value: number): string {
   return size >= 1e-3 && size < 1e5 ? String(Number(value.toPrecision(3))) : value.toExponential(0);
 }
 
-export function drawPlot(card: PlotCard, width: number): HTMLElement {
+export function drawPlot(card: PlotCard, width: number, height = PLOT_HEIGHT): HTMLElement {
   // Axes take the page's colours (the playground's, or JupyterLab's theme), so that a plot reads in a dark theme too.
   const style = getComputedStyle(document.documentElement);
   const ink = style.getPropertyValue("--fg").trim() || style.getPropertyValue("--jp-content-font-color1").trim() || "#1f2328";
@@ -95,7 +118,7 @@ export function drawPlot(card: PlotCard, width: number): HTMLElement {
   const options: uPlot.Options = {
     title: card.title || undefined,
     width: Math.max(260, width),
-    height: 220,
+    height,
     scales: { x: { time: false }, y: card.log_y ? { distr: 3 } : {} },
     axes: [
       { label: card.x_label || undefined, stroke: ink, grid, ticks: grid },
@@ -111,6 +134,7 @@ export function drawPlot(card: PlotCard, width: number): HTMLElement {
       })),
     ],
   };
-  new uPlot(options, columns, host);
+  const chart = new uPlot(options, columns, host);
+  releasers.set(host, () => chart.destroy());
   return host;
 }

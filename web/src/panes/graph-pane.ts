@@ -4,15 +4,8 @@
 // place. Every label is SVG text (textContent), one node or group a line of the pane's text
 // content: "k Opcode shape". A node selected anywhere is brought into view.
 
-import type { GraphJson, Reading } from "../../protocol";
+import type { Reading } from "../../protocol";
 import { GraphView } from "./graph-view";
-
-/** Lay out and draw `graph` into `host` (a graph card: the output pane's, the embed's, JupyterLab's). */
-export async function drawGraph(host: Element, graph: GraphJson): Promise<void> {
-  const view = new GraphView({ card: true });
-  host.replaceChildren(view.element);
-  await view.show(graph);
-}
 
 export class GraphPane {
   readonly element: HTMLDivElement;

@@ -98,6 +98,12 @@ export class GraphView {
     await this.redraw(!sameShape && !this.zoom.touched);
   }
 
+  /** The view was taken off the page for good: a layout still on its way is dropped, and the zoom lets go. */
+  dispose(): void {
+    this.generation++;
+    this.zoom.dispose();
+  }
+
   /** Mark the boxes that show the selected nodes, and bring the first into view. */
   highlight(selected: Set<number>): void {
     this.mark(selected, true);

@@ -1,9 +1,11 @@
 // The output pane: what the user's code printed and the cards it made (topos.show),
 // in order; and Run mode's output pane, which grows while a run goes. The cards are drawn
-// by web/src/cards/draw-card.ts, as the JupyterLab extension draws them.
+// by web/src/cards/draw-card.ts, as the JupyterLab extension draws them; a card taken off
+// (a new edit's output, a new run, a plot drawn again) is released there.
 
 import type { OutputItem, UserError } from "../../protocol";
-import { drawCard, textBlock } from "../cards/draw-card";
+import { drawCard, PLOT_HEIGHT, releaseCards, textBlock } from "../cards/draw-card";
+import "./output-pane.css";
 
 export class OutputPane {
   readonly element: HTMLDivElement;
@@ -19,6 +21,7 @@ export class OutputPane {
 
   render(items: OutputItem[]): void {
     this.items = items;
+    releaseCards(this.element);
     this.element.replaceChildren();
     const width = this.element.clientWidth - 24;
     for (const item of items) this.element.append(drawItem(item, width));
@@ -26,36 +29,69 @@ export class OutputPane {
   }
 }
 
-function drawItem(item: OutputItem, width: number): HTMLElement {
-  return item.kind === "print" ? textBlock("card card-print", item.text) : drawCard(item, width);
+function drawItem(item: OutputItem, width: number, plotHeight = PLOT_HEIGHT): HTMLElement {
+  return item.kind === "print" ? textBlock("card card-print", item.text) : drawCard(item, width, plotHeight);
 }
+
+
+/** Room the printed text keeps under the pinned cards: a few lines, whatever the cards are. */
+const TEXT_ROOM = 72;
+/** A plot card's title, legend and margins, around the height its axes are drawn at. */
+const PLOT_CHROME = 64;
+/** No plot is drawn shorter than this to be pinned: a shorter one would not read. */
+const MIN_PLOT_HEIGHT = 120;
+
+type RunCard = { item: OutputItem; element: HTMLElement; live: boolean };
 
 /**
  * Run mode's output: a run's printed lines and cards as they come. Printed text runs on in
  * one block until a card comes; a card that changes (a plot that grows) is drawn again in
  * its place. Its container stays scrolled to the end while it was there.
+ *
+ * A card that changes during the run is live: it is pinned (sticky) at the top of the
+ * container, under the earlier live cards, so that it stays in view while the text scrolls
+ * under it, during the run and after it. Cards are pinned in order while TEXT_ROOM is left
+ * for the text; a plot is drawn shorter (down to MIN_PLOT_HEIGHT) where that lets it be pinned.
+ * `notice`, which the page places above `element` in the same container, says when the code
+ * shown is no longer the code that ran (setStale).
  */
 export class RunOutputPane {
   readonly element: HTMLDivElement;
-  /** The run's cards, by number (their order of arrival), with what each shows now. */
-  private cards: { item: OutputItem; element: HTMLElement }[] = [];
+  readonly notice: HTMLParagraphElement;
+  /** The run's cards, by number (their order of arrival), with what each shows now and whether it changed. */
+  private cards: RunCard[] = [];
   /** The block printed text goes on in, while no card has come after it. */
   private printBlock: HTMLPreElement | null = null;
+  private observed: Element | null = null;
 
   constructor() {
     this.element = document.createElement("div");
     this.element.className = "reading output-reading run-output";
     this.element.dataset.runOutput = "";
+    this.notice = document.createElement("p");
+    this.notice.className = "run-stale";
+    this.notice.hidden = true;
+    this.notice.textContent = "The code has changed since this run: the output below is of the earlier code. Run runs the code shown.";
     window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
-      for (const number of this.cards.keys()) this.change(number, this.cards[number].item);
+      for (const card of this.cards) this.redraw(card, card.item);
+      this.pin();
     });
   }
 
   /** A new run: nothing shown yet. */
   clear(): void {
+    releaseCards(this.element);
     this.cards = [];
     this.printBlock = null;
     this.element.replaceChildren();
+    this.setStale(false);
+  }
+
+  /** Whether the code shown differs from the code of the run shown (the notice says so). */
+  setStale(stale: boolean): void {
+    if (this.notice.hidden !== stale) return;
+    this.notice.hidden = !stale;
+    this.pin();
   }
 
   append(items: OutputItem[]): void {
@@ -70,7 +106,7 @@ export class RunOutputPane {
           this.printBlock.append(document.createTextNode(item.text));
         } else {
           const element = drawItem(item, this.width());
-          this.cards.push({ item, element });
+          this.cards.push({ item, element, live: false });
           this.element.append(element);
           this.printBlock = null;
         }
@@ -78,13 +114,15 @@ export class RunOutputPane {
     });
   }
 
-  /** Card `number` of the run changed: draw it again where it is. */
+  /** Card `number` of the run changed: it is live; draw it again where it is. */
   change(number: number, item: OutputItem): void {
     const card = this.cards[number];
     if (!card) return;
-    const element = drawItem(item, this.width());
-    card.element.replaceWith(element);
-    this.cards[number] = { item, element };
+    card.live = true;
+    this.keepingTheEndInView(() => {
+      this.redraw(card, item);
+      this.pin();
+    });
   }
 
   /** The run ended: say so when it printed nothing. */
@@ -108,13 +146,62 @@ export class RunOutputPane {
     });
   }
 
+  private redraw(card: RunCard, item: OutputItem): void {
+    const element = drawItem(item, this.width(), card.live ? this.pinnedPlotHeight() : PLOT_HEIGHT);
+    card.element.replaceWith(element);
+    releaseCards(card.element);
+    card.element = element;
+    card.item = item;
+  }
+
+  /** Pin the live cards, in order, while the text keeps TEXT_ROOM of the container under them. */
+  private pin(): void {
+    const scroller = this.scroller();
+    this.observe(scroller);
+    let top = this.notice.hidden ? 0 : this.notice.offsetHeight;
+    const room = this.room() - TEXT_ROOM;
+    for (const card of this.cards) {
+      const height = card.live ? card.element.offsetHeight : 0;
+      const pinned = card.live && height > 0 && top + height <= room;
+      card.element.classList.toggle("pinned", pinned);
+      card.element.style.top = pinned ? `${top}px` : "";
+      if (pinned) top += height;
+    }
+  }
+
+  /** A live plot's height: as usual where the container has room for it and TEXT_ROOM, else less. */
+  private pinnedPlotHeight(): number {
+    const height = this.room();
+    if (!height) return PLOT_HEIGHT; // the container is hidden: nothing to fit yet
+    const notice = this.notice.hidden ? 0 : this.notice.offsetHeight;
+    return Math.max(MIN_PLOT_HEIGHT, Math.min(PLOT_HEIGHT, height - notice - TEXT_ROOM - PLOT_CHROME));
+  }
+
+  /** The container changes size (the window, or the container shown again): pin again. */
+  private observe(scroller: Element): void {
+    if (this.observed === scroller || scroller === this.element) return;
+    this.observed = scroller;
+    new ResizeObserver(() => this.pin()).observe(scroller);
+  }
+
+  /** The container's height; for one that grows with its content up to a maximum (the embed's), that maximum. */
+  private room(): number {
+    const scroller = this.scroller();
+    const most = parseFloat(getComputedStyle(scroller).maxHeight); // NaN for "none"
+    return Number.isFinite(most) ? most : scroller.clientHeight;
+  }
+
+  private scroller(): HTMLElement {
+    return this.element.parentElement ?? this.element;
+  }
+
   private width(): number {
     return this.element.clientWidth - 24;
   }
 
   /** Make `change`; if the pane's scrolling container showed the end before, it shows the end after. */
   private keepingTheEndInView(change: () => void): void {
-    const scroller = this.element.parentElement ?? this.element;
+    const scroller = this.scroller();
     const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 8;
     change();
     if (atEnd) scroller.scrollTop = scroller.scrollHeight;

@@ -55,6 +55,7 @@ export class ZoomPan {
   touched = false;
   /** Whether the view shows the whole drawing by a fit, untouched since: a resize fits again. */
   private fitted = false;
+  private readonly resizes: ResizeObserver;
 
   constructor(
     readonly host: HTMLElement,
@@ -72,14 +73,24 @@ export class ZoomPan {
       event.stopPropagation();
     }, true);
     keyTarget.addEventListener("keydown", (event) => this.key(event));
-    new ResizeObserver(() => {
+    this.resizes = new ResizeObserver(() => {
       if (!this.hasSize()) return;
       const pending = this.pending;
       this.pending = null;
       if (pending) pending();
       else if (this.fitted) this.fit();
       else this.apply();
-    }).observe(host);
+    });
+    this.resizes.observe(host);
+  }
+
+  /** The view was taken off the page for good (a graph card replaced): it watches and schedules nothing more. */
+  dispose(): void {
+    this.resizes.disconnect();
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+    clearTimeout(this.rest);
+    this.pending = null;
   }
 
   /** A new drawing of `width` x `height` (drawing units) in `svg`; the view stays where it was unless `open`. */
