@@ -15,10 +15,12 @@ from tolerances import (
     assert_trained_close,
     elementwise_bound,
     gamma,
+    library_bound,
     loss_bound,
     matmul_bound,
     scaled_bound,
     sum_bound,
+    training_bound,
 )
 
 
@@ -145,3 +147,47 @@ def test_assert_close_holds_non_finite_values_in_place():
         assert_close([np.inf, 1.0, 1.0], [np.inf, np.nan, 1.0], bound, "a NaN lost")
     with pytest.raises(AssertionError, match="outside the bound"):
         assert_close([1.0, np.nan], [1.0, 2.0], bound, "a NaN where a number is")
+
+
+def test_library_bound_grows_with_the_terms_and_the_scale_and_keeps_its_floor():
+    small = library_bound(np.array([0.0, 1.0]), "float32", terms=4)
+    assert small.value[0] == pytest.approx(1e-6)  # the floor, for results near zero from inputs of order 1
+    large = library_bound(np.array([0.0, 1e4]), "float32", terms=10_000)
+    assert large.value[0] > 100 * small.value[0]  # a near-zero element beside a large one: the scale's rounding
+    assert library_bound(np.array([0.0, 1.0]), "float64", terms=4).value[1] < small.value[1]
+    # A product of large values whose exact element is near zero: its rounding is caught by the scale.
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((6, 300)) * 100, rng.standard_normal((300, 6)) * 100
+    b[:, 0] -= a[0] @ b[:, 0] / (a[0] @ a[0]) * a[0]  # element (0, 0) is zero in exact arithmetic
+    exact = a @ b
+    rounded = a.astype(np.float32) @ b.astype(np.float32)
+    assert_close(rounded, exact, matmul_bound(a, b, "float32"), "float32 product against float64")
+    assert_close(rounded, exact, library_bound(exact, "float32", 300), "the same, by library_bound")
+
+
+def test_training_bound_grows_with_the_steps():
+    want = np.array([0.5, -2.0])
+    assert training_bound(want, "float32", 16, 4).value == pytest.approx(
+        4 * training_bound(want, "float32", 16, 1).value
+    )
+    with pytest.raises(AssertionError, match="4 steps linear in the gradients"):
+        assert_close(want + 1e-4, want, training_bound(want, "float32", 16, 4), "moments a step apart")
+
+
+def test_bounds_add_and_trained_parameters_may_be_given_as_parameters():
+    both = sum_bound(10.0, 8, "float32").plus(elementwise_bound(1.0, "float32", 1))
+    assert both.value == pytest.approx(sum_bound(10.0, 8, "float32").value + 2.0**-23)
+    assert "plus 1 ulps" in both.why
+
+    class Parameters:  # what topos.model.network.Parameters offers: slots by index
+        def __init__(self, slots):
+            self.slots = slots
+
+    one = Parameters({3: np.zeros((3, 3)), 1: np.ones(5)})
+    other = Parameters({1: np.ones(5), 3: np.zeros((3, 3)) + 0.05})
+    with pytest.raises(AssertionError, match="the median parameter"):
+        assert_trained_close(other, one, 1e-2, 3, "nine of fourteen elements shifted")
+    far = np.zeros((3, 3))
+    far[0, 0] = 1.0
+    with pytest.raises(AssertionError, match=r"worst at \(5,\)"):  # slot 3 starts after slot 1's 5 elements
+        assert_trained_close(Parameters({1: np.ones(5), 3: far}), one, 1e-2, 3, "one element far off")
