@@ -105,7 +105,12 @@ export function drawLayout(graph: GraphJson, visible: Visible, layout: Layout): 
       const [rect, text] = element.children;
       rect.setAttribute("width", String(width));
       text.setAttribute("x", String(TOGGLE_ROOM + (width - TOGGLE_ROOM) / 2));
-      text.textContent = label;
+      // The name and the count apart: far out, the name alone is drawn (graph-view.css); the text reads as the label.
+      const name = svg("tspan", {});
+      name.textContent = item.group.name;
+      const count = svg("tspan", { class: "group-count" });
+      count.textContent = label.slice(item.group.name.length);
+      text.replaceChildren(name, count);
       element.append(toggle(item.group.id, 6, (NODE_HEIGHT - TOGGLE_SIZE) / 2, false));
     }
     // A newline between items makes the drawing's text content read one label a line.

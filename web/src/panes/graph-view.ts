@@ -2,11 +2,13 @@
 // panned (zoom-pan.ts), its groups (graph-groups.ts) collapsed or expanded in place. The graph
 // pane, the output pane's graph cards, the embed and JupyterLab all draw graphs through it.
 //
-// A graph opens fitted to the view when it is readable so; a larger one opens at a readable
-// scale on its sources (at the top: the graph runs downwards from its inputs and parameters),
-// because a fitted transformer is a column of unreadable dots. The fit control shows the whole.
-// A graph of more than EXPANDED_UP_TO nodes opens with its groups collapsed: a transformer reads
-// as its blocks (layer_norm, causal_self_attention, mlp), each opened in place by its "+".
+// A graph opens fitted to the view when it is readable so. A larger one opens on its model: its
+// groups collapsed, and the top-level groups fitted whole (their names drawn at a readable size
+// however far out that is, graph-view.css), as Netron and TensorBoard open a large graph fitted;
+// a graph without groups opens at a readable scale on its sources (at the top: the graph runs
+// downwards from its inputs and parameters). The fit control shows the whole. A graph of more
+// than EXPANDED_UP_TO nodes always opens with its groups collapsed: a transformer reads as its
+// blocks (layer_norm, causal_self_attention, mlp), each opened in place by its "+".
 
 import type { GraphJson } from "../../protocol";
 import { drawLayout, itemBox, labelNode, type Drawing } from "./graph-draw";
@@ -58,6 +60,8 @@ export class GraphView {
   private generation = 0;
   /** Whether the drawing on screen has had its opening view (the first drawing, and after a new recording). */
   private opened = false;
+  /** Whether a group the user has not opened or closed is drawn expanded: small graphs, until their opening view does not fit. */
+  private expandedByDefault = true;
 
   constructor(private readonly options: GraphViewOptions = {}) {
     this.element = document.createElement("div");
@@ -91,7 +95,10 @@ export class GraphView {
   /** Lay out and draw `graph`; resolves once it is drawn (or a newer graph replaced it). */
   async show(graph: GraphJson): Promise<void> {
     const sameShape = this.graph !== null && shapeOf(this.graph) === shapeOf(graph);
-    if (!sameShape) this.choices.clear();
+    if (!sameShape) {
+      this.choices.clear();
+      this.expandedByDefault = graph.nodes.length <= EXPANDED_UP_TO;
+    }
     this.graph = graph;
     this.grouping = groupNodes(graph);
     // A new recording opens afresh, unless the user has moved the view since the last one opened: then it stays.
@@ -132,7 +139,7 @@ export class GraphView {
   }
 
   private isExpanded(id: string): boolean {
-    return this.choices.get(id) ?? this.graph!.nodes.length <= EXPANDED_UP_TO;
+    return this.choices.get(id) ?? this.expandedByDefault;
   }
 
   private toggle(id: string): void {
@@ -203,13 +210,14 @@ export class GraphView {
     this.zoom.setDrawing(this.drawing.svg, layout.width, layout.height);
     if (reopen || !this.opened) {
       this.opened = true;
-      this.zoom.open(this.sources(layout, visible));
+      this.zoom.open(this.opening(layout, visible), () => this.collapseToOpen());
+      if (generation !== this.generation) return; // it opens collapsed instead: that drawing is on its way
     } else {
       // A group opened or closed, or a new recording in a view the user moved: what was at the centre
       // of the view (or the group toggled) is brought into view; a view left with no box in it opens afresh.
       const box = previous ? layout.boxes[previous] : undefined;
       if (box) this.zoom.reveal({ x: box.x - box.width / 2, y: box.y - box.height / 2, width: box.width, height: box.height });
-      else if (!this.anyBoxInView(layout)) this.zoom.open(this.sources(layout, visible));
+      else if (!this.anyBoxInView(layout)) this.zoom.open(this.opening(layout, visible));
     }
     this.element.ariaBusy = "false";
     // After a group was opened or closed, the view stays on it rather than going back to the selection.
@@ -238,7 +246,29 @@ export class GraphView {
     return best;
   }
 
-  /** The rectangle of the items at the top rank (the graph's sources), where a large graph opens. */
+  /**
+   * A graph drawn with its groups expanded by default that does not fit the view readably opens with
+   * them collapsed: its model's calls (layers, conv2d, a topos.grad) then show whole, as boxes. True
+   * when it is drawn again so.
+   */
+  private collapseToOpen(): boolean {
+    if (!this.expandedByDefault || this.choices.size || !this.grouping?.groups.length) return false;
+    this.expandedByDefault = false;
+    this.opened = false;
+    void this.redraw(true);
+    return true;
+  }
+
+  /** Where a graph opens when it is too large to fit readably: its top-level groups, else its sources. */
+  private opening(layout: Layout, visible: Visible): { groups: Rect | null; sources: Rect } {
+    const tops = [
+      ...visible.items.filter((item) => item.kind === "group" && !item.frame).map((item) => item.id),
+      ...visible.frames.filter((group) => !group.parent).map((group) => group.id),
+    ];
+    return { groups: boundingBox(tops.map((id) => layout.boxes[id]).filter(Boolean)), sources: this.sources(layout, visible) };
+  }
+
+  /** The rectangle of the items at the top rank (the graph's sources). */
   private sources(layout: Layout, visible: Visible): Rect {
     const boxes = visible.items.map((item) => layout.boxes[item.id]).filter(Boolean);
     if (!boxes.length) return { x: 0, y: 0, width: layout.width, height: 0 };
@@ -248,6 +278,16 @@ export class GraphView {
     const right = Math.max(...row.map((box) => box.x + box.width / 2));
     return { x: left, y: top - row[0].height / 2, width: right - left, height: row[0].height };
   }
+}
+
+/** The rectangle around boxes given by their centres and sizes (null for none). */
+function boundingBox(boxes: Layout["boxes"][string][]): Rect | null {
+  if (!boxes.length) return null;
+  const left = Math.min(...boxes.map((box) => box.x - box.width / 2));
+  const top = Math.min(...boxes.map((box) => box.y - box.height / 2));
+  const right = Math.max(...boxes.map((box) => box.x + box.width / 2));
+  const bottom = Math.max(...boxes.map((box) => box.y + box.height / 2));
+  return { x: left, y: top, width: right - left, height: bottom - top };
 }
 
 /** What stays when a recording changes only in its labels: the nodes' count and opcodes, the edges. */

@@ -78,7 +78,8 @@ export class ZoomPan {
       const pending = this.pending;
       this.pending = null;
       if (pending) pending();
-      else if (this.fitted) this.fit();
+      // A fitted view is fitted again, which is no move of the user's: the next recording still opens afresh.
+      else if (this.fitted) this.fitWhole();
       else this.apply();
     });
     this.resizes.observe(host);
@@ -107,13 +108,19 @@ export class ZoomPan {
   }
 
   /**
-   * The opening view: the whole drawing when it is readable so (fitted); else a readable scale
-   * with `focus` (the sources, at the top) centred across and its top at the top of the view.
+   * The opening view: the whole drawing when it is readable so (fitted). Else `coarser` may draw the
+   * graph with less detail (its groups collapsed) and open that instead, when it returns true; else the
+   * main groups (`opening.groups`), fitted whole however small that makes them (their names are drawn
+   * at a readable size, graph-view.css); with no groups, a readable scale with the sources (at the top)
+   * centred across and their top at the top of the view.
    */
-  open(focus: Rect): void {
+  open(opening: { groups: Rect | null; sources: Rect }, coarser?: () => boolean): void {
     this.whenSized(() => {
-      if (this.fitScale() >= READABLE_SCALE) this.fit();
+      if (this.fitScale() >= READABLE_SCALE) this.fitWhole();
+      else if (coarser?.()) return;
+      else if (opening.groups) this.fitRect(opening.groups);
       else {
+        const focus = opening.sources;
         const { width } = this.size();
         // As much of the top row as a readable scale shows.
         this.view.scale = Math.max(READABLE_SCALE, Math.min(1, (width - 2 * MARGIN) / Math.max(focus.width, 1)));
@@ -125,19 +132,23 @@ export class ZoomPan {
     });
   }
 
+  /** Show `rect` whole and centred, at the largest scale up to the natural size that does. */
+  private fitRect(rect: Rect): void {
+    const { width, height } = this.size();
+    const scale = Math.min(MAX_FIT_SCALE, (width - 2 * MARGIN) / Math.max(rect.width, 1), (height - 2 * MARGIN) / Math.max(rect.height, 1));
+    this.view = { scale, x: rect.x + rect.width / 2 - width / scale / 2, y: rect.y + rect.height / 2 - height / scale / 2 };
+    this.apply();
+  }
+
   fit(): void {
     this.touched = true;
-    this.whenSized(() => {
-      const { width, height } = this.size();
-      const scale = this.fitScale();
-      this.view = {
-        scale,
-        x: this.content.width / 2 - width / scale / 2,
-        y: this.content.height / 2 - height / scale / 2,
-      };
-      this.apply();
-      this.fitted = true;
-    });
+    this.whenSized(() => this.fitWhole());
+  }
+
+  /** The whole drawing in view; a resize fits it again, until the view moves. */
+  private fitWhole(): void {
+    this.fitRect({ x: 0, y: 0, width: this.content.width, height: this.content.height });
+    this.fitted = true;
   }
 
   /** Bring `rect` into view: pan to it when it is not wholly in sight, and zoom in to a readable scale when the view is smaller. */
@@ -235,6 +246,9 @@ export class ZoomPan {
     this.svg.setAttribute("viewBox", view);
     this.committed = { svg: this.svg, x, y, scale };
     this.host.classList.toggle("far", scale < FAR_SCALE);
+    // Zoomed out below a readable scale, the groups' names are drawn larger by as much (graph-view.css).
+    this.host.style.setProperty("--graph-scale", scale.toFixed(3));
+    this.host.classList.toggle("overview", scale < READABLE_SCALE);
   }
 
   private local(event: { clientX: number; clientY: number }): Point {
