@@ -207,6 +207,23 @@ describe("the user's files", () => {
     assert.deepEqual(await listed(page, "yours"), ["data.csv", "weights.npy"]);
   });
 
+  test("with the panel open, every reading tab is in sight and a click on it shows its reading", async () => {
+    if (await page.$eval("#files-panel", (panel) => panel.hidden)) await page.click("#files");
+    for (const name of await page.$$eval("#tabs [role=tab]", (tabs) => tabs.map((tab) => tab.dataset.tab))) {
+      // The tab itself is what the point at its centre hits: nothing (the panel) lies over it.
+      const hit = await page.$eval(`#tab-${name}`, (tab) => {
+        const { left, top, width, height } = tab.getBoundingClientRect();
+        return document.elementFromPoint(left + width / 2, top + height / 2) === tab;
+      });
+      assert.ok(hit, `the ${name} tab is covered while the Files panel is open`);
+      await page.click(`#tab-${name}`);
+      assert.equal(await page.$eval(`#tab-${name}`, (tab) => tab.ariaSelected), "true");
+      assert.equal(await page.$eval(`#panel-${name}`, (panel) => panel.hidden), false, `the ${name} reading is shown`);
+    }
+    assert.equal(await page.$eval("#files-panel", (panel) => panel.hidden), false, "the panel stays open");
+    if (process.env.FILES_SCREENSHOT) await page.screenshot({ path: process.env.FILES_SCREENSHOT.replace(/(\.png)?$/, "-tabs.png") });
+  });
+
   test("nothing left the origin and no script error happened", () => {
     assert.deepEqual(browser.foreign, []);
     assert.deepEqual(pageErrors, []);

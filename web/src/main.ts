@@ -212,6 +212,7 @@ const files = new FilesPanel(
     },
   },
   element("files"),
+  element("tabs"),
 );
 runs.onWritten = (written) => files.showWritten("run", written);
 void files.load();

@@ -69,6 +69,8 @@ export class FilesPanel {
   constructor(
     private readonly host: FilesHost,
     toggle: HTMLButtonElement,
+    /** What the panel opens below, never over: the reading tabs, which stay in sight and can be clicked. */
+    private readonly below: HTMLElement | null = null,
   ) {
     this.toggle = toggle;
     this.element.id = "files-panel";
@@ -113,6 +115,10 @@ export class FilesPanel {
     );
     document.body.append(this.element, this.overlay);
     this.toggle.addEventListener("click", () => this.show(this.element.hidden));
+    // The toolbar wraps, and the tabs move, as the window changes size: an open panel follows them.
+    window.addEventListener("resize", () => {
+      if (!this.element.hidden) this.place();
+    });
     this.element.addEventListener("keydown", (event) => {
       if (event.key !== "Escape") return;
       this.show(false);
@@ -143,7 +149,16 @@ export class FilesPanel {
   show(open: boolean): void {
     this.element.hidden = !open;
     this.toggle.setAttribute("aria-expanded", String(open));
-    if (open) this.element.style.top = `${Math.round(this.toggle.closest("header")?.getBoundingClientRect().bottom ?? 48) + 4}px`;
+    if (open) this.place();
+  }
+
+  /** Under the toolbar and under the reading tabs, down to the window's bottom (it scrolls within). */
+  private place(): void {
+    const toolbar = this.toggle.closest("header")?.getBoundingClientRect().bottom ?? 44;
+    const tabs = this.below?.getBoundingClientRect().bottom ?? 0;
+    const top = Math.round(Math.max(toolbar, tabs)) + 4;
+    this.element.style.top = `${top}px`;
+    this.element.style.maxHeight = `calc(100dvh - ${top + 12}px)`;
   }
 
   /** Add files (a file of the same name is replaced), within the limits. */
