@@ -23,7 +23,6 @@ one item), then recorded in the primitives that already exist:
   arithmetic, which topos does not record).
 """
 
-import builtins
 import math
 import numbers
 
@@ -37,7 +36,9 @@ from .nodes import user_source
 from .shape_functions import reshape, transpose
 from .value import Value
 
-ADVANCED = ("int", "array", "recorded")
+#: The items that pick positions; with any of them in an index, ints pick positions too (numpy's rule).
+ARRAYS = ("array", "recorded")
+ADVANCED = ARRAYS + ("int",)
 
 
 def getitem(value, index):
@@ -51,9 +52,8 @@ def getitem(value, index):
 
     items = [parsed(item, fail) for item in (index if isinstance(index, tuple) else (index,))]
     axes = per_axis(shape, items, fail)
-    advanced = [i for i, (kind, _, _) in enumerate(axes) if kind in ("array", "recorded")]
-    result, sliced = sliced_boxes(value, axes, fail)
-    if not advanced:
+    result, sliced = take_slices(value, axes, fail)
+    if all(kind not in ARRAYS for kind, _, _ in axes):
         # Basic indexing: ints drop their axis; new axes (None) are inserted.
         return reshape(result, [extent for (kind, _, _), extent in zip(axes, sliced) if kind != "int"])
     return gathered(result, axes, sliced, fail)
@@ -106,9 +106,9 @@ def parsed(item, fail):
 def per_axis(shape, items, fail):
     """The index over the axes of the value with its new axes inserted: ``(kind, payload, axis)`` each,
     ``axis`` the value's own axis (None for a new one); a mask becomes its True positions, one array an axis."""
-    if builtins.sum(1 for kind, _ in items if kind == "ellipsis") > 1:
+    if sum(1 for kind, _ in items if kind == "ellipsis") > 1:
         fail("an index can only have a single ellipsis ('...')")
-    consumed = builtins.sum(
+    consumed = sum(
         payload.ndim if kind == "mask" else 0 if kind in ("new", "ellipsis") else 1 for kind, payload in items
     )
     if consumed > len(shape):
@@ -151,10 +151,10 @@ def wrapped(kind, payload, axis, shape, fail):
     if np.any(outside):
         what = "index" if kind == "int" else "an index array's index"
         fail(f"{what} {int(np.asarray(payload)[outside].flat[0])} is out of range for axis {axis} with extent {extent}")
-    return payload % extent if kind == "int" else np.asarray(payload, dtype=np.int64) % builtins.max(extent, 1)
+    return payload % extent if kind == "int" else np.asarray(payload, dtype=np.int64) % max(extent, 1)
 
 
-def sliced_boxes(value, axes, fail):
+def take_slices(value, axes, fail):
     """The value's slices taken (a ``Reverse`` for negative steps, one ``Slice``; an int keeps its axis with
     length 1); returns it and each axis's extent after (a new axis 1, an advanced one its whole extent)."""
     shape = value.shape
@@ -178,12 +178,10 @@ def sliced_boxes(value, axes, fail):
                 # Reversed, the axis is walked forwards: position p becomes extent - 1 - p.
                 backwards.append(axis)
                 lo, st = extent - 1 - lo, -st
-            if count:
-                start[axis], stop[axis], step[axis] = lo, lo + (count - 1) * st + 1, st
-            else:
-                # Nothing taken: no step to keep (Slice's gradient pads it back, interior-free).
-                lo = builtins.min(builtins.max(lo, 0), extent)
-                start[axis], stop[axis] = lo, lo
+            if not count:
+                # Nothing taken, nothing to reverse: any start in the axis, stopping there too.
+                lo, st = min(max(lo, 0), extent), abs(st)
+            start[axis], stop[axis], step[axis] = lo, lo + (count - 1) * st + 1 if count else lo, st
             extents.append(count)
         else:
             extents.append(extent)
@@ -200,7 +198,7 @@ def gathered(result, axes, extents, fail):
     advanced axes merged into one, placed where they are if adjacent, at the front otherwise."""
     chosen = [i for i, (kind, _, _) in enumerate(axes) if kind in ADVANCED]
     recorded = [axes[i][1] for i in chosen if axes[i][0] == "recorded"]
-    if recorded and any(axes[i][0] == "array" for i in chosen) or len(recorded) > 1:
+    if len(recorded) > 1 or (recorded and any(axes[i][0] == "array" for i in chosen)):
         fail(
             "a recorded index with other index arrays: combining them into one gather needs integer "
             "arithmetic on recorded values, which topos does not record; index with one recorded value "
@@ -237,7 +235,7 @@ def gathered(result, axes, extents, fail):
 def refuse_setitem(value, index):
     """``value[index] = update``: a recorded value never changes, so this raises ``IndexingError`` at the line."""
     raise IndexingError(
-        f"item assignment (value[{index!r}] = ...): a recorded value cannot be changed in place; "
+        "item assignment (value[index] = update): a recorded value cannot be changed in place; "
         "record the new value instead, e.g. topos.where(mask, update, value) or topos.concatenate",
         opcode="setitem",
         shapes=[value.shape],

@@ -301,8 +301,9 @@ class Pad(Primitive):
     def forward_into(self, inputs, attrs, out):
         x = inputs[0]
         out[...] = 0
+        # An empty axis writes nothing: its window stops where it starts (lo - inner would wrap below 0).
         index = tuple(
-            slice(lo, lo + (extent - 1) * (inner + 1) + 1, inner + 1)
+            slice(lo, lo + (extent - 1) * (inner + 1) + 1 if extent else lo, inner + 1)
             for extent, lo, inner in zip(x.shape, attrs["low"], attrs["interior"])
         )
         out[index] = x
