@@ -40,21 +40,19 @@ class ToposError(Exception):
     """Base class of every error topos raises on purpose."""
 
 
-class _AtTheUsersLine(ToposError):
-    """An error that names the user's line: ``source`` is ``(filename, line)`` and the message ends
-    with ``(recorded at filename:line)``; ``message`` is the message without it. Without a ``source``,
-    it is the innermost caller outside the topos package when the error is made (none where there is
-    no such caller)."""
-
-    def __init__(self, message, source=None):
-        if source is None:
-            source = user_line()
-        #: The message without the line, for an error that re-raises this one under its own words.
-        self.message = message
-        if source is not None:
-            message = f"{message} ({recorded_at(source)})"
-        super().__init__(message)
-        self.source = source
+def _at_the_users_line(self, message, source=None):
+    """The ``__init__`` of the errors that name the user's line: ``source`` is ``(filename, line)``
+    and the message ends with ``(recorded at filename:line)``; ``message`` is the message without
+    it. Without a ``source``, it is the innermost caller outside the topos package when the error
+    is made (none where there is no such caller)."""
+    if source is None:
+        source = user_line()
+    #: The message without the line, for an error that re-raises this one under its own words.
+    self.message = message
+    if source is not None:
+        message = f"{message} ({recorded_at(source)})"
+    super(ToposError, self).__init__(message)
+    self.source = source
 
 
 class ShapeError(ToposError, ValueError):
@@ -86,15 +84,19 @@ class IndexingError(ShapeError, IndexError):
     or of a kind topos does not take (also an ``IndexError``)."""
 
 
-class DtypeError(_AtTheUsersLine, ValueError):
+class DtypeError(ToposError, ValueError):
     """A dtype topos does not support (the message lists those it does), or one that does not fit here."""
 
+    __init__ = _at_the_users_line
 
-class FeedError(_AtTheUsersLine, ValueError):
+
+class FeedError(ToposError, ValueError):
     """A feed or a symbol that does not fit the network it was given to."""
 
+    __init__ = _at_the_users_line
 
-class RecordingError(_AtTheUsersLine, ValueError):
+
+class RecordingError(ToposError, ValueError):
     """A recording the tape refuses for a reason other than shapes.
 
     A payload that is not numbers (text, objects, a ragged or too deeply nested
@@ -103,19 +105,25 @@ class RecordingError(_AtTheUsersLine, ValueError):
     ``source`` is ``(filename, line)`` of the user's code that tried to record.
     """
 
+    __init__ = _at_the_users_line
+
 
 class SealedTapeError(RecordingError, RuntimeError):
     """Recording on a tape that is sealed (also a ``RuntimeError``, as before)."""
 
 
-class ArgumentError(_AtTheUsersLine, ValueError):
+class ArgumentError(ToposError, ValueError):
     """An argument outside what the call takes: a negative learning rate, an unknown
     backend, a backward target that is not a rank-0 float, a plan that reads nothing."""
 
+    __init__ = _at_the_users_line
 
-class ArgumentTypeError(_AtTheUsersLine, TypeError):
+
+class ArgumentTypeError(ToposError, TypeError):
     """An argument of a kind the call does not take: a string where a value goes,
     a table of the wrong class, the truth value of a recorded value."""
+
+    __init__ = _at_the_users_line
 
 
 class UnknownOpcodeError(ToposError, KeyError):
