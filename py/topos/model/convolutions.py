@@ -82,7 +82,8 @@ def conv(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     ``dilation`` are an int or one per spatial axis; ``padding`` is an int, one per spatial
     axis (the same zeros on both sides), a (low, high) pair per axis, ``"valid"`` (none) or
     ``"same"`` (JAX's rule: an output of ceil(extent / stride), the odd zero on the high
-    side, so it works with any stride). ``groups`` splits the channels into that many groups,
+    side, so it works with any stride); a negative side crops that many elements, as in
+    ``lax.conv_general_dilated`` and ``topos.max_pool``. ``groups`` splits the channels into that many groups,
     each convolved with its own O / groups kernels (``groups = C``: depthwise). ``bias`` [O]
     is added to each output channel. Each output extent is
     ``(low + extent + high - dilation * (window - 1) - 1) // stride + 1``.
