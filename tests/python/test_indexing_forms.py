@@ -10,15 +10,19 @@ spell the same selection for torch themselves. Each refused form is held to its
 class, words naming the form, and the line of this file that indexed.
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import array_shapes
 from tolerances import assert_close, sum_bound
 
 import topos
-from topos import Graph, Tape
+from topos import Graph, Tape, detach
 
 SHAPE = (4, 3, 5)
 
@@ -269,3 +273,60 @@ def test_a_recorded_index_is_checked_when_it_runs_and_never_wrapped():
     np.testing.assert_array_equal(network.forward(network.parameters(), {ids: [3, 2]}).of(picked).numpy(), [3.0, 2.0])
     with pytest.raises(topos.IndexingError, match=r"Take: index -1 at \[1\] is out of range for axis 0 of \[4\]"):
         network.forward(network.parameters(), {ids: [0, -1]})
+
+
+# Drawn indices: whatever numpy does, topos does ---------------------------------------------------
+
+
+@st.composite
+def array_and_any_index(draw):
+    """An array and an index mixing ints, slices of any step, None, ..., integer arrays of a few
+    shapes (which may not broadcast), boolean masks and scalar booleans, in any order."""
+    shape = draw(array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=4))
+    items = []
+    for extent in shape[: draw(st.integers(0, len(shape)))]:
+        kind = draw(st.sampled_from(["int", "slice", "array", "mask", "None", "bool"]))
+        if kind == "int" and extent:
+            items.append(draw(st.integers(-extent, extent - 1)))
+            continue
+        if kind == "array":
+            positions = st.integers(-extent, extent - 1) if extent else st.nothing()
+            index_shape = draw(st.sampled_from([(), (1,), (2,), (3,), (2, 1)])) if extent else (0,)
+            flat = draw(st.lists(positions, min_size=math.prod(index_shape), max_size=math.prod(index_shape)))
+            items.append(np.array(flat, dtype=np.int64).reshape(index_shape))
+            continue
+        if kind == "mask":
+            items.append(np.array(draw(st.lists(st.booleans(), min_size=extent, max_size=extent)), dtype=bool))
+            continue
+        if kind in ("None", "bool"):
+            items.append(None if kind == "None" else draw(st.booleans()))
+        items.append(
+            slice(
+                draw(st.integers(-5, 5) | st.none()),
+                draw(st.integers(-5, 5) | st.none()),
+                draw(st.sampled_from([None, 1, 2, -1, -2, -3])),
+            )
+        )
+    if draw(st.booleans()):
+        items.insert(draw(st.integers(0, len(items))), Ellipsis)
+    array = np.arange(math.prod(shape), dtype=float).reshape(shape)
+    return array, tuple(items)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(array_and_any_index())
+def test_any_drawn_index_gives_numpys_result_or_numpys_refusal(drawn):
+    array, index = drawn
+    tape = Tape()
+    x = tape.input(array, name="x")
+    try:
+        expected = array[index]
+    except IndexError:
+        # numpy refuses it (arrays that do not broadcast, say): topos refuses it too, in its own words.
+        with pytest.raises(topos.IndexingError):
+            x[index]
+        return
+    picked = x[index]
+    network = tape.seal()
+    got = network.forward(network.parameters(), {}).of(detach(picked)).numpy()
+    np.testing.assert_array_equal(got, expected)
