@@ -4,10 +4,12 @@ Each recorded form is held to numpy's result on the same array, runs through
 every reading (the spec, the graph, the plan with its gradient, StableHLO
 executed by XLA, the kernels reading), and its gradient is held to
 ``torch.autograd.grad`` of the same indexing: topos differentiates
-``sum(x[index] * u)`` for a random cotangent ``u``, torch the same expression. Torch refuses negative slice steps and reads
-an int among index arrays as basic (numpy counts it as advanced), so those rows
-spell the same selection for torch themselves. Each refused form is held to its
-class, words naming the form, and the line of this file that indexed.
+``sum(x[index] * u)`` for a random cotangent ``u``, torch the same expression.
+Torch refuses negative slice steps and reads an int among index arrays as basic
+(numpy counts it as advanced), so those rows spell the same selection for torch
+themselves. Each refused form is held to its class, words naming the form, and
+the line of this file that indexed. Drawn indices that mix every form are held
+to numpy's result, or to numpy's refusal.
 """
 
 import math
