@@ -13,6 +13,7 @@ import numpy as np
 
 from .dtypes import DTYPES, INT32_MAX, INT32_MIN, UINT32_MAX
 from .errors import ArgumentError, ArgumentTypeError, DtypeError, IndexingError, ShapeError
+from .frames import user_line
 from .ops.registry import axis_tuple
 from .ops.shape import reshape_target
 
@@ -202,7 +203,9 @@ class Tensor:
     def scalar(self):
         """The single element as a Python number; more than one element raises."""
         if self.array.size != 1:
-            raise ShapeError(f"scalar() needs a tensor of one element, this one has shape {list(self.shape)}")
+            raise ShapeError(
+                f"scalar() needs a tensor of one element, this one has shape {list(self.shape)}", source=user_line()
+            )
         return self.array.reshape(()).item()
 
     def __array__(self, dtype=None, copy=None):
@@ -231,7 +234,7 @@ class Tensor:
             return Tensor(self.array[index])
         except (IndexError, TypeError, ValueError) as error:
             message = f"{error} (indexing a tensor of shape {list(self.shape)})"
-            raise IndexingError(message, shapes=[self.shape]) from None
+            raise IndexingError(message, shapes=[self.shape], source=user_line()) from None
 
     def __iter__(self):
         if self.array.ndim == 0:
@@ -340,5 +343,9 @@ class Tensor:
             shape = tuple(shape[0])
         shape = reshape_target(shape, self.shape)
         if math.prod(shape) != self.size:
-            raise ShapeError(f"reshape: cannot reshape {list(self.shape)} into {list(shape)}", shapes=[self.shape])
+            raise ShapeError(
+                f"reshape: cannot reshape {list(self.shape)} into {list(shape)}",
+                shapes=[self.shape],
+                source=user_line(),
+            )
         return _result(self.array.reshape(shape))

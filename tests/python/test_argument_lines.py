@@ -84,7 +84,7 @@ def _network():
     return network, symbols
 
 
-NETWORK, _ = _network()
+NETWORK, (W, X, LOSS) = _network()
 
 
 def _gradients():
@@ -197,9 +197,17 @@ CASES = [
     ("Tape", lambda: topos.Tape().input(_matrix()), ArgumentTypeError, "takes a payload"),
     ("Tape", lambda: topos.Tape.record("not a function"), ArgumentTypeError, ""),
     ("Tensor", lambda: topos.Tensor("text"), ArgumentError, "Tensor() takes numbers"),
+    ("Tensor", lambda: topos.Tensor([1.0, 2.0])[5], IndexingError, "index 5 is out of bounds"),
+    ("Tensor", lambda: topos.Tensor([1.0, 2.0]).scalar(), ShapeError, "scalar() needs a tensor of one element"),
+    ("Tensor", lambda: topos.Tensor([1.0, 2.0]).reshape(3), ShapeError, "cannot reshape [2] into [3]"),
+    ("Tensor", lambda: len(topos.Tensor(1.0)), ArgumentTypeError, "len() of a rank-0 tensor"),
     ("Value", lambda: _matrix().reshape(7), ShapeError, ""),
     ("Value", lambda: bool(_matrix()), ArgumentTypeError, "truth value"),
     ("Value", lambda: _matrix().sum(axis=9), AxisError, ""),
+    ("Value", lambda: _matrix() @ "text", ArgumentTypeError, "cannot record an operand of type str"),
+    ("Value", lambda: _matrix() ** "text", ArgumentTypeError, "cannot record an operand of type str"),
+    ("Value", lambda: _matrix().mean(axis=7), AxisError, "axis 7 is out of range"),
+    ("Value", lambda: len(topos.Tape().input(1.0)), ArgumentTypeError, "len() of a rank-0 value"),
     ("Network", lambda: _network()[0].forward("parameters"), ArgumentTypeError, "expected a Parameters table"),
     ("Network", lambda: NETWORK.forward(NETWORK.parameters(), "feeds"), FeedError, "feeds are a mapping"),
     ("Network", lambda: _network()[0].forward(_network()[0].parameters()), FeedError, "belong to another network"),
@@ -213,6 +221,7 @@ CASES = [
     ("Gradients", lambda: topos.Gradients(_network()[0], "slots"), ArgumentTypeError, "takes a mapping of slots"),
     ("Run", lambda: NETWORK.forward(NETWORK.parameters()).of("w"), FeedError, "expected a Symbol"),
     ("Field", lambda: NETWORK.forward(NETWORK.parameters()).backward("loss"), FeedError, "expected a Symbol"),
+    ("Field", lambda: NETWORK.forward(NETWORK.parameters()).backward(W), ShapeError, "needs a rank-0 target"),
     ("Graph", lambda: topos.Graph.from_nodes(["node"]), ArgumentTypeError, "takes recorded nodes"),
     # Optimizers, clipping and trainers.
     ("optim.SGD", lambda: optim.SGD(lr=-1.0), ArgumentError, "lr must be non-negative"),

@@ -15,7 +15,7 @@ from ..dtypes import FLOAT_DTYPES
 from ..errors import DtypeError, ShapeError
 from ..ops import lookup
 from ..text import format_shape
-from .nodes import describe_node
+from .nodes import describe_node, user_source
 
 
 def check_backward(nodes, target, wrt=()):
@@ -31,6 +31,7 @@ def check_backward(nodes, target, wrt=()):
         raise ShapeError(
             f"backward needs a rank-0 target; {describe_node(node)} has shape {format_shape(node.shape)}",
             shapes=[node.shape],
+            source=user_source(),
         )
     if node.dtype not in FLOAT_DTYPES:
         raise DtypeError(f"backward needs a floating-point target; {describe_node(node)} is {node.dtype}")
