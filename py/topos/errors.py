@@ -55,6 +55,12 @@ def _at_the_users_line(self, message, source=None):
     self.source = source
 
 
+def _made_again(self):
+    """How pickle makes the error again: from its message and line, not from the message that names the
+    line already (which the ``__init__`` would name twice, or at the line that unpickles it)."""
+    return (type(self), (self.message, self.source))
+
+
 class ShapeError(ToposError, ValueError):
     """Operands whose shapes (or dtypes) cannot meet in the recorded operation.
 
@@ -88,12 +94,14 @@ class DtypeError(ToposError, ValueError):
     """A dtype topos does not support (the message lists those it does), or one that does not fit here."""
 
     __init__ = _at_the_users_line
+    __reduce__ = _made_again
 
 
 class FeedError(ToposError, ValueError):
     """A feed or a symbol that does not fit the network it was given to."""
 
     __init__ = _at_the_users_line
+    __reduce__ = _made_again
 
 
 class RecordingError(ToposError, ValueError):
@@ -106,6 +114,7 @@ class RecordingError(ToposError, ValueError):
     """
 
     __init__ = _at_the_users_line
+    __reduce__ = _made_again
 
 
 class SealedTapeError(RecordingError, RuntimeError):
@@ -117,6 +126,7 @@ class ArgumentError(ToposError, ValueError):
     backend, a backward target that is not a rank-0 float, a plan that reads nothing."""
 
     __init__ = _at_the_users_line
+    __reduce__ = _made_again
 
 
 class ArgumentTypeError(ToposError, TypeError):
@@ -124,6 +134,7 @@ class ArgumentTypeError(ToposError, TypeError):
     a table of the wrong class, the truth value of a recorded value."""
 
     __init__ = _at_the_users_line
+    __reduce__ = _made_again
 
 
 class UnknownOpcodeError(ToposError, KeyError):

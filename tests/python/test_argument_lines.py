@@ -13,6 +13,7 @@ public namespaces, so that a new function cannot slip past: each callable is in
 the table or in ``NOT_IN_THE_TABLE`` with its reason.
 """
 
+import pickle
 import traceback
 
 import numpy as np
@@ -325,3 +326,10 @@ def test_every_public_callable_is_in_the_table():
     assert tabled <= public, sorted(tabled - public)
     assert set(NOT_IN_THE_TABLE) <= public, sorted(set(NOT_IN_THE_TABLE) - public)
     assert not tabled & set(NOT_IN_THE_TABLE), sorted(tabled & set(NOT_IN_THE_TABLE))
+
+
+def test_an_argument_error_names_its_line_once_after_a_pickle_round_trip():
+    with pytest.raises(ArgumentError) as caught:
+        optim.SGD(lr=-1.0)
+    again = pickle.loads(pickle.dumps(caught.value))
+    assert (type(again), str(again), again.source) == (ArgumentError, str(caught.value), caught.value.source)
