@@ -17,6 +17,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_gradcheck import PRIMITIVE_CASES
+from test_kernels_plans import assert_outputs_agree as assert_near_exact
+from test_kernels_plans import float64_shadow
 from test_stablehlo import assert_outputs_agree
 from tolerances import assert_trained_close
 
@@ -420,7 +422,11 @@ def test_grad_of_grad_runs_on_webgpu_as_numpy_does():
     run = plan.run(parameters, backend="webgpu")
     assert set(run.backends.values()) == {"webgpu"}  # every node on the device, none handed back to numpy
     device_outputs = run.outputs()
-    assert_outputs_agree(numpy_outputs, device_outputs, "float32", "grad of grad on webgpu")
+    # Second derivatives through softmax, layer norm and GELU lose digits in float32 on numpy itself
+    # (5e-6 of the scale here, half the plain tolerance): both are held to the float64 values, the
+    # device within the tolerance or within 8 times numpy's own error (test_kernels_plans's rule).
+    exact = float64_shadow(plan, parameters, {})
+    assert_near_exact(plan, device_outputs, numpy_outputs, exact, "grad of grad on webgpu")
 
 
 def penalty_problem(dtype="float64"):
