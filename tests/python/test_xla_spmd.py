@@ -93,10 +93,13 @@ def test_a_batch_that_does_not_divide_names_the_input_and_the_devices():
     named = rf"input 0 'x' \(recorded at {re.escape(__file__)}:\d+\)"
     with pytest.raises(
         ArgumentError,
-        match=rf"^batch axis of {named}, of shape \[8, 3\]: axis 0 of extent 8 does not divide over 3 devices$",
+        match=rf"^batch axis of {named}, of shape \[8, 3\]: axis 0 of extent 8 does not divide over 3 devices \(recorded at {re.escape(__file__)}:\d+\)$",
     ):
         shard_batch(plan, {0: 0}, devices=3)
-    with pytest.raises(ArgumentError, match=rf"^batch axis of {named}, of shape \[8, 3\]: it has no axis 2 to split$"):
+    with pytest.raises(
+        ArgumentError,
+        match=rf"^batch axis of {named}, of shape \[8, 3\]: it has no axis 2 to split \(recorded at {re.escape(__file__)}:\d+\)$",
+    ):
         shard_batch(plan, {network.symbol(0): 2}, devices=2)
     with pytest.raises(ArgumentError, match=r"^matmul 2 \(recorded at .*\) is not an argument of this plan"):
         shard_batch(plan, {2: 0}, devices=2)
