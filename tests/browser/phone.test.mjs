@@ -131,12 +131,20 @@ describe("the playground on a phone", () => {
   });
 
   test("Run runs the script and shows its output", async () => {
+    const editor = (await box(page, "#editor")).height;
+    const output = (await box(page, "#output")).height;
     await page.tap("#run");
     await page.waitForFunction(() => document.body.dataset.run === "finished", null, { timeout: 60_000 });
     const printed = await page.$eval("[data-run-output]", (element) => element.textContent);
     assert.match(printed, /printed line 59/);
     await assertFits(page, "the playground after a run");
+    // The run's output takes room from the editor while it is shown, and gives it back after.
+    assert.ok((await box(page, "#run-output")).height > output + 40, "the run's output is given more room");
     await page.tap("#show-live-output");
+    await page.waitForFunction((height) => {
+      const shown = (selector) => document.querySelector(selector).getBoundingClientRect().height;
+      return Math.abs(shown("#editor") - height) < 1 && Math.abs(shown("#editor .monaco-editor") - height) < 1;
+    }, editor);
   });
 
   test("a swipe scrolls the editor, the reading and the output", async () => {
@@ -159,6 +167,39 @@ describe("the playground on a phone", () => {
     }
     assert.equal(await page.evaluate(() => document.scrollingElement.scrollTop), 0, "the page itself did not scroll");
     assert.match(await paneText(page, "spec"), /tape: 81 nodes/);
+  });
+
+  test("after a Run of the digits CNN, its plot is seen whole with its axis label, and the status line whole", async () => {
+    await page.selectOption("#gallery", "07_digits_cnn.py");
+    await waitForPane(page, "spec", (text) => text.includes("Convolution"), 60_000);
+    await page.tap("#run");
+    await page.waitForFunction(() => document.body.dataset.run === "finished", null, { timeout: 180_000 });
+    const plot = "#run-output .card-plot";
+    // The output pane has room for the whole plot: once scrolled to it, all of it is in the pane's visible box.
+    await page.$eval(plot, (card) => card.scrollIntoView({ block: "nearest" }));
+    const seen = await page.evaluate((plot) => {
+      const rect = (element) => element.getBoundingClientRect().toJSON();
+      const card = document.querySelector(plot);
+      const pane = document.querySelector("#run-output");
+      const label = [...card.querySelectorAll("*")].find((element) => element.children.length === 0 && element.textContent.trim() === "cross-entropy / accuracy");
+      const status = document.querySelector("#status");
+      return {
+        card: rect(card),
+        pane: rect(pane),
+        label: label && { ...rect(label), cut: label.scrollWidth > label.clientWidth || label.scrollHeight > label.clientHeight },
+        status: { text: status.textContent, cut: status.scrollWidth > status.clientWidth || status.scrollHeight > status.clientHeight, ...rect(status) },
+      };
+    }, plot);
+    const within = (inner, outer) => inner.left >= outer.left - 0.5 && inner.right <= outer.right + 0.5 && inner.top >= outer.top - 0.5 && inner.bottom <= outer.bottom + 0.5;
+    assert.ok(within(seen.card, seen.pane), `the plot (${seen.card.height} px tall) is not whole in the output pane (${seen.pane.height} px)`);
+    // The y axis's label is text on the page, whole and inside the card (uPlot's rotated canvas label was cut to "entropy / accurac").
+    assert.ok(seen.label, "the y axis's label is not shown as text");
+    assert.ok(!seen.label.cut && within(seen.label, seen.card), `the y axis's label is cut: ${JSON.stringify(seen.label)}`);
+    assert.match(seen.status.text, /\S/);
+    assert.ok(!seen.status.cut && seen.status.right <= 390 + 0.5, `the status line is cut: ${JSON.stringify(seen.status)}`);
+    await assertFits(page, "the playground after the CNN's run");
+    if (process.env.PHONE_SCREENSHOT) await page.screenshot({ path: process.env.PHONE_SCREENSHOT });
+    await page.tap("#show-live-output");
   });
 });
 

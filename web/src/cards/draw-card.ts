@@ -5,6 +5,7 @@
 
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
+import "./plot.css";
 import type { GraphCard, LinesCard, PlotCard, ReadingRow, TextCard } from "../../protocol";
 import { GraphView } from "../panes/graph-view";
 import { TextPane } from "../panes/text-pane";
@@ -122,7 +123,8 @@ export function drawPlot(card: PlotCard, width: number, height = PLOT_HEIGHT): H
     scales: { x: { time: false }, y: card.log_y ? { distr: 3 } : {} },
     axes: [
       { label: card.x_label || undefined, stroke: ink, grid, ticks: grid },
-      { label: card.y_label || undefined, stroke: ink, grid, ticks: grid, values: (_plot, splits) => splits.map((v) => (v === null ? "" : tickLabel(v))), size: 60 },
+      // The y axis's name is a line of text over the plot (below), not uPlot's label turned along the axis.
+      { stroke: ink, grid, ticks: grid, values: (_plot, splits) => splits.map((v) => (v === null ? "" : tickLabel(v))), size: 60 },
     ],
     series: [
       { label: card.x_label || "x" },
@@ -136,5 +138,13 @@ export function drawPlot(card: PlotCard, width: number, height = PLOT_HEIGHT): H
   };
   const chart = new uPlot(options, columns, host);
   releasers.set(host, () => chart.destroy());
+  if (card.y_label) {
+    // Written across, over the axis, as Observable Plot writes it: uPlot draws the name turned along the
+    // axis on its canvas, where a name longer than the plot is tall is cut ("entropy / accurac" on a phone).
+    const name = document.createElement("div");
+    name.className = "plot-y-label";
+    name.textContent = card.y_label;
+    chart.root.querySelector(".u-wrap")?.before(name);
+  }
   return host;
 }
