@@ -13,6 +13,7 @@ from tolerances import (
     adam_step_ratio,
     assert_close,
     assert_trained_close,
+    blocked_sum_bound,
     elementwise_bound,
     gamma,
     library_bound,
@@ -191,3 +192,17 @@ def test_bounds_add_and_trained_parameters_may_be_given_as_parameters():
     far[0, 0] = 1.0
     with pytest.raises(AssertionError, match=r"worst at \(5,\)"):  # slot 3 starts after slot 1's 5 elements
         assert_trained_close(Parameters({1: np.ones(5), 3: far}), one, 1e-2, 3, "one element far off")
+
+
+def test_a_blocked_sum_stays_within_its_bound_and_a_dropped_term_does_not():
+    rng = np.random.default_rng(9)
+    terms = rng.standard_normal(4096).astype(np.float32)
+    exact = np.sum(terms.astype(np.float64))
+    bound = blocked_sum_bound(np.sum(np.abs(terms.astype(np.float64))), terms.size, "float32")
+    assert bound.value < sum_bound(np.sum(np.abs(terms.astype(np.float64))), terms.size, "float32").value
+    assert_close(np.sum(terms), exact, bound, "numpy's float32 sum")
+    assert_close(np.cumsum(terms)[-1], exact, bound, "a running float32 sum")
+    assert bound.value < 0.1  # so a dropped term of a tenth of a typical one's size shows
+    small = np.argmin(np.abs(np.abs(terms) - 0.1))
+    with pytest.raises(AssertionError, match="a blocked sum of 4096 terms"):
+        assert_close(np.sum(np.delete(terms, small)), exact, bound, "a sum that dropped a term")

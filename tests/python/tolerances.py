@@ -63,6 +63,16 @@ def sum_bound(magnitude, n, dtype):
     return Bound(factor * magnitude, f"two orders of a sum of {n} terms: 2 gamma_{n - 1} sum|terms| ({factor:.3g})")
 
 
+def blocked_sum_bound(magnitude, n, dtype, k=4.0):
+    """A sum of ``n`` terms in some blocked or vectorised order, against the exact sum: rounding errors
+    of independent signs grow like ``sqrt(n) u`` (Higham 2.8) rather than the worst case's ``n u``, so
+    ``k sqrt(n) u sum |terms|`` (tests/cases/README.md's rule for the WGSL kernels). Tighter than
+    ``sum_bound`` by ``sqrt(n)``, which keeps a dropped or doubled term visible in a long sum."""
+    factor = k * np.sqrt(max(n, 1)) * unit_roundoff(dtype)
+    value = factor * np.asarray(magnitude, dtype=np.float64)
+    return Bound(value, f"a blocked sum of {n} terms: {k:g} sqrt(n) u sum|terms| ({factor:.3g})")
+
+
 def matmul_bound(a, b, dtype):
     """Two evaluations of ``a @ b`` (blocked, split over devices, on another CPU's kernels): each element is
     a dot product of ``k`` terms, within ``gamma(k) sum |a_ik b_kj|`` of exact, so within twice that."""
