@@ -12,7 +12,9 @@ line that caused it. So do the errors of the arguments a call refuses
 (``ArgumentError``, ``ArgumentTypeError``, ``FeedError``, ``DtypeError``,
 ``RecordingError``): made without a ``source``, they find the user's line
 themselves, the innermost caller outside the package, however deep in topos the
-check sits (an optimizer's, a trainer's, a card's).
+check sits (an optimizer's, a trainer's, a card's). A ``ShapeError`` does not
+guess: one raised while a network runs names the line that recorded the failing
+node (``located``), and the checks of a call's shapes pass the caller's line.
 
 ```text
 ToposError
