@@ -235,6 +235,8 @@ CASES = [
     ("optim.clip_by_global_norm", lambda: optim.clip_by_global_norm("g", 1.0), ArgumentTypeError, "takes a Gradients"),
     ("optim.clip_by_global_norm", lambda: optim.clip_by_global_norm(_gradients()[1], -1.0), ArgumentError, "positive"),
     ("XLATrainer", lambda: XLATrainer("plan", None, optim.Adam()), ArgumentTypeError, "XLATrainer takes a Plan"),
+    # Checked deeper down, by the network the trainer asks: still the line that made the trainer.
+    ("XLATrainer", lambda: XLATrainer(_plan()[1], "parameters", optim.Adam()), ArgumentTypeError, "a Parameters table"),
     ("DeviceTrainer", lambda: DeviceTrainer("plan", None, optim.Adam()), ArgumentTypeError, "DeviceTrainer takes a"),
     (
         "DataParallelTrainer",
@@ -249,6 +251,7 @@ CASES = [
     ("Network", lambda: _network()[0].load_parameters(3.5), ArgumentTypeError, "loading a checkpoint takes"),
     # Cards.
     ("show.Card", lambda: show.Card(3, {}, "text"), ArgumentTypeError, ""),
+    ("show.Card", lambda: show.Card("custom", {}, "text").update("more"), ArgumentError, "cannot be updated"),
     ("show.Line", lambda: show.Line.xy([1, 2], [1]), ShapeError, "as many x as y values"),
     ("show.Line", lambda: show.Line.y("text"), ArgumentError, "Line.y: expected numbers"),
     ("show.Plot", lambda: show.Plot().layer("line"), ArgumentTypeError, "Plot.layer() takes a Line"),
