@@ -22,7 +22,12 @@ The rules (Higham, *Accuracy and Stability of Numerical Algorithms*, 2nd ed., ch
   rounding noise, its sign can differ between two runs, and so can the direction of the step: two
   runs may then differ by both runs' whole movement, ``2 lr sum_t adam_step_ratio(t)``. A parameter
   whose gradient is resolved moves the same way in both runs, up to the gradient's relative rounding,
-  so most parameters agree far more closely than that.
+  so most parameters agree far more closely than that (``assert_trained_close``).
+
+Where the terms' magnitudes are at hand, ``sum_bound`` (worst case), ``blocked_sum_bound`` (the
+kernels' documented ``4 sqrt(n) u sum |terms|``) and ``matmul_bound`` use them; where they are not,
+``scaled_bound``, ``library_bound`` and ``training_bound`` judge against the result's largest
+magnitude, and ``loss_bound`` against the loss. JavaScript copies of a rule say so and point here.
 """
 
 from dataclasses import dataclass
@@ -151,7 +156,11 @@ def adam_step_ratio(step, betas=(0.9, 0.999)):
 
 def adam_parameter_bound(lr, steps, betas=(0.9, 0.999)):
     """Two Adam runs from the same parameters, with gradients that differ by rounding: a parameter whose
-    gradient is rounding noise may step either way, so the runs can differ by both runs' whole movement."""
+    gradient is rounding noise may step either way, so the runs can differ by both runs' whole movement.
+    It holds for Adam's L2 weight decay (part of the gradient) and for AdamW's decoupled decay (which
+    shrinks both runs' parameters alike, and so their difference). Adam's ``eps`` only shortens a step:
+    a float64 noise gradient of 1e-17 moves its parameter by ``lr * 1e-9``, a float32 one near
+    ``eps`` (1e-8) by up to ``lr``, which is where this bound is reached."""
     movement = lr * sum(adam_step_ratio(t, betas) for t in range(1, steps + 1))
     return Bound(2.0 * movement, f"Adam lr {lr:g}, {steps} steps: a noise gradient's step may go either way")
 
