@@ -120,7 +120,7 @@ class Guide:
 
 
 OPERATORS = Guide("recording.md", "the operators `+ - * / ** @` and unary\n`-`")
-INDEXING = Guide("recording.md", "indexing with integers and slices")
+INDEXING = Guide("recording.md", "| ints, slices, `None` (`np.newaxis`), `...` | a `Slice`")
 
 
 @dataclass(frozen=True)
