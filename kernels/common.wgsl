@@ -1,7 +1,26 @@
 // The helpers every topos kernel file shares. WGSL has no includes: a file writes
-// the COMMON token (in double braces) after its bindings, and the loaders (topos.webgpu.sources.specialise
-// and specialise in web/src/webgpu.ts) put this text there. It declares no
-// bindings of its own; it reads the including file's `params` (binding 0).
+// the COMMON token (in double braces) after its bindings, and the one loader
+// (topos.webgpu.sources.specialise, natively and in the page's Pyodide alike) puts
+// this text there, with the parameter block it reads: `params` (binding 0), which
+// the loader declares so that no kernel file writes it again. This file declares no
+// bindings of its own.
+//
+// The loader also writes each entry point's prologue, as onnxruntime-web's mainStart
+// does. A kernel file writes one line in double braces where the entry begins, then
+// the body and the closing brace:
+//
+//   ENTRY name          the signature: @compute @workgroup_size(64) fn name(group,
+//                       groups, lane), the workgroup_id, num_workgroups and
+//                       local_invocation_index builtins, and the opening brace
+//   ELEMENT_ENTRY name  the signature, then `i`, the invocation's element (element()),
+//                       and a return where i is past the element count (word 0)
+//   ROW_ENTRY name      the signature, then `row`, the workgroup's row
+//                       (workgroup_index()), a return where row is past the row count
+//                       (word 0), the same for the whole workgroup, and the row
+//                       kernels' layout: `length` (word 1), `stride` (word 4) and
+//                       `start` (row_start(row))
+//
+// An entry of another workgroup shape (matmul_tiled's 8 x 8) writes its own.
 //
 //   word(i)         u32 word i of the parameter block
 //   workgroup_index(group, groups)

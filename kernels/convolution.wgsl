@@ -21,6 +21,9 @@
 // Which kernel runs a convolution, and what it declines: py/topos/compiler/wgsl/convolution.py.
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -38,23 +41,13 @@
 //   38 lhs offset, 39 lhs batch stride, 40 lhs channel stride, 41..44 lhs spatial strides,
 //   45 rhs offset, 46 rhs output-channel stride, 47 rhs input-channel stride, 48..51 rhs spatial strides
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> lhs: array<f32>;
 @group(0) @binding(3) var<storage, read> rhs: array<f32>;
 
 {{COMMON}}
 
-@compute @workgroup_size(64)
-fn convolution(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY convolution}}
     let rank = word(1u);
     var rest = i;
     var position = vec4<u32>(0u, 0u, 0u, 0u);

@@ -10,6 +10,9 @@
 // (c0, ..., c{rank-1}) of `shape`, lives at offset + sum(c_d * stride_d).
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params   array<vec4<u32>, 16>: the u32 words below
@@ -28,34 +31,15 @@
 // Dispatch: workgroups of 64 invocations; the grid (gx, gy, 1) holds at least
 // ceil(count / 64) workgroups, numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @group(0) @binding(2) var<storage, read> source: array<u32>;
 
 {{COMMON}}
 
-@compute @workgroup_size(64)
-fn copy(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY copy}}
     out[strided(i, 15u)] = source[strided(i, 8u)];
 }
 
-@compute @workgroup_size(64)
-fn fill(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY fill}}
     out[strided(i, 15u)] = word(22u);
 }

@@ -22,6 +22,9 @@
 //                   the same for u, v, w and s (view words at 29u, 36u, 43u and 50u)
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params    array<vec4<u32>, 16>: the u32 words below
@@ -45,7 +48,6 @@
 // Dispatch: workgroups of 64 invocations; the grid (gx, gy, 1) holds at least
 // ceil(count / 64) workgroups, numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x_buffer: array<f32>;
 @group(0) @binding(3) var<storage, read> y_buffer: array<f32>;
@@ -335,16 +337,7 @@ fn load_s(i: u32) -> f32 {
     return {{LOAD_S}};
 }
 
-@compute @workgroup_size(64)
-fn main(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY main}}
     let x = load_x(i);
     let y = load_y(i);
     let z = load_z(i);

@@ -11,6 +11,9 @@
 //   index_to_float  IndexToFloat(indices): out[i] = f32(indices[i]).
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params   array<vec4<u32>, 16>: the u32 words below
@@ -25,23 +28,13 @@
 // Dispatch: workgroups of 64 invocations over `count` output elements, as a grid
 // (gx, gy, 1) numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> indices: array<i32>;
 @group(0) @binding(3) var<storage, read> values: array<f32>;
 
 {{COMMON}}
 
-@compute @workgroup_size(64)
-fn take(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY take}}
     let count = word(1u);
     let extent = word(2u);
     let inner = word(3u);
@@ -56,29 +49,11 @@ fn take(
     out[i] = values[(o * extent + u32(index)) * inner + within];
 }
 
-@compute @workgroup_size(64)
-fn one_hot(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY one_hot}}
     let depth = word(2u);
     out[i] = select(0.0, 1.0, indices[i / depth] == i32(i % depth));
 }
 
-@compute @workgroup_size(64)
-fn index_to_float(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY index_to_float}}
     out[i] = f32(indices[i]);
 }

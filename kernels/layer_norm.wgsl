@@ -19,6 +19,9 @@
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, fold, workgroup_index
 // and the row layout: row_start, second_start, third_start).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -35,7 +38,6 @@
 //
 // Dispatch: one workgroup per row, as a grid (gx, gy, 1) numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 @group(0) @binding(3) var<storage, read> second: array<f32>;
@@ -43,19 +45,7 @@
 
 {{COMMON}}
 
-@compute @workgroup_size(64)
-fn layer_norm(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let row = workgroup_index(group, groups);
-    if (row >= word(0u)) {
-        return;
-    }
-    let length = word(1u);
-    let stride = word(4u);
-    let start = row_start(row);
+{{ROW_ENTRY layer_norm}}
     let count = f32(length);
     var sum = 0.0;
     for (var j = lane; j < length; j += 64u) {
@@ -74,19 +64,7 @@ fn layer_norm(
     }
 }
 
-@compute @workgroup_size(64)
-fn layer_norm_grad(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let row = workgroup_index(group, groups);
-    if (row >= word(0u)) {
-        return;
-    }
-    let length = word(1u);
-    let stride = word(4u);
-    let start = row_start(row);
+{{ROW_ENTRY layer_norm_grad}}
     let n_stride = word(21u);
     let n_start = second_start(row);
     let count = f32(length);

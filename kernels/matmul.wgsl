@@ -18,6 +18,9 @@
 // Which one runs: matmul_strategy in py/topos/compiler/wgsl/launch.py (docs/kernels.md).
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -31,7 +34,6 @@
 //   15 b offset, 16..19 b batch strides, 20 b row stride, 21 b column stride
 //   22 batch count (the product of the batch shape)
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> a: array<f32>;
 @group(0) @binding(3) var<storage, read> b: array<f32>;
@@ -253,12 +255,7 @@ fn matmul_tiled(
     }
 }
 
-@compute @workgroup_size(64)
-fn matmul_simple(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY matmul_simple}}
     let m = word(0u);
     let n = word(1u);
     let k = word(2u);

@@ -16,6 +16,9 @@
 // in place needs no second buffer.
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params     array<vec4<u32>, 16>: the u32 words below
@@ -35,7 +38,6 @@
 // Dispatch: workgroups of 64 invocations over `count` elements, as a grid (gx, gy, 1)
 // numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> weights: array<f32>;
 @group(0) @binding(2) var<storage, read> gradients: array<f32>;
 @group(0) @binding(3) var<storage, read_write> first: array<f32>;
@@ -47,16 +49,7 @@ fn real(index: u32) -> f32 {
     return bitcast<f32>(word(index));
 }
 
-@compute @workgroup_size(64)
-fn sgd(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY sgd}}
     let w = weights[i];
     var g = gradients[i];
     if (real(5u) != 0.0) {
@@ -65,16 +58,7 @@ fn sgd(
     weights[i] = w + (-real(2u)) * g;
 }
 
-@compute @workgroup_size(64)
-fn sgd_momentum(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY sgd_momentum}}
     let flags = word(1u);
     let w = weights[i];
     var g = gradients[i];
@@ -94,16 +78,7 @@ fn sgd_momentum(
     weights[i] = w + (-real(2u)) * g;
 }
 
-@compute @workgroup_size(64)
-fn adam(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY adam}}
     let decoupled = (word(1u) & 1u) != 0u;
     var w = weights[i];
     var g = gradients[i];

@@ -11,6 +11,9 @@
 //            bits[i] is read through the view's offset and strides.
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -25,7 +28,6 @@
 // Dispatch: workgroups of 64 invocations over `count` output elements (split: count / 2 keys),
 // as a grid (gx, gy, 1) numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<u32>;
 @group(0) @binding(2) var<storage, read> source: array<u32>;
 
@@ -56,26 +58,12 @@ fn threefry(counter0: u32, counter1: u32) -> vec2<u32> {
     return vec2<u32>(x0, x1);
 }
 
-@compute @workgroup_size(64)
-fn bits(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY bits}}
     let y = threefry(0u, i);
     out[i] = y.x ^ y.y;
 }
 
-@compute @workgroup_size(64)
-fn split(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY split}}
     let j = element(group, groups, lane);
     if (2u * j >= word(0u)) {
         return;
@@ -85,12 +73,7 @@ fn split(
     out[2u * j + 1u] = y.y;
 }
 
-@compute @workgroup_size(64)
-fn fold_in(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY fold_in}}
     if (element(group, groups, lane) != 0u) {
         return;
     }
@@ -99,16 +82,7 @@ fn fold_in(
     out[1] = y.y;
 }
 
-@compute @workgroup_size(64)
-fn uniform_floats(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY uniform_floats}}
     let mantissa = (source[strided(i, 8u)] >> 9u) | 0x3f800000u;
     out[i] = bitcast<u32>(bitcast<f32>(mantissa) - 1.0);
 }

@@ -20,6 +20,9 @@
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, decode,
 // infinity) and its workgroup array `partial`, which the fold below uses with this file's combine.
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -39,7 +42,6 @@
 // Dispatch: reduce_workgroup takes outputs * chunks workgroups, reduce_serial
 // ceil(outputs / 64); both as a grid (gx, gy, 1) numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 
@@ -61,12 +63,7 @@ fn inner(r: u32) -> u32 {
     return decode(r, word(3u), 20u, 26u);
 }
 
-@compute @workgroup_size(64)
-fn reduce_workgroup(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY reduce_workgroup}}
     let chunks = word(6u);
     let slot = workgroup_index(group, groups);
     // `slot` is the same for the whole workgroup, so every invocation returns or none does.
@@ -98,12 +95,7 @@ fn reduce_workgroup(
     }
 }
 
-@compute @workgroup_size(64)
-fn reduce_serial(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY reduce_serial}}
     let o = element(group, groups, lane);
     if (o >= word(0u)) {
         return;

@@ -26,6 +26,9 @@
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, is_nan,
 // workgroup_index, element, row_start).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -41,7 +44,6 @@
 // invocations over the rows, top_k over rows * length elements; each as a grid (gx, gy, 1)
 // numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 @group(0) @binding(3) var<storage, read_write> picks: array<i32>;
@@ -110,21 +112,11 @@ fn arg_extreme(group: vec3<u32>, groups: vec3<u32>, lane: u32, largest: bool) {
     }
 }
 
-@compute @workgroup_size(64)
-fn argmax(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY argmax}}
     arg_extreme(group, groups, lane, true);
 }
 
-@compute @workgroup_size(64)
-fn argmin(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY argmin}}
     arg_extreme(group, groups, lane, false);
 }
 
@@ -148,30 +140,15 @@ fn arg_extreme_serial(group: vec3<u32>, groups: vec3<u32>, lane: u32, largest: b
     picks[row] = i32(index);
 }
 
-@compute @workgroup_size(64)
-fn argmax_serial(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY argmax_serial}}
     arg_extreme_serial(group, groups, lane, true);
 }
 
-@compute @workgroup_size(64)
-fn argmin_serial(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY argmin_serial}}
     arg_extreme_serial(group, groups, lane, false);
 }
 
-@compute @workgroup_size(64)
-fn cumsum_serial(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY cumsum_serial}}
     let row = element(group, groups, lane);
     if (row >= word(0u)) {
         return;
@@ -199,20 +176,8 @@ fn add_before(lane: u32, width: u32) {
     workgroupBarrier();
 }
 
-@compute @workgroup_size(64)
-fn cumsum(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let row = workgroup_index(group, groups);
-    if (row >= word(0u)) {
-        return;
-    }
-    let length = word(1u);
-    let stride = word(4u);
+{{ROW_ENTRY cumsum}}
     let reverse = word(5u) != 0u;
-    let start = row_start(row);
     var carry = 0.0;
     for (var base = 0u; base < length; base += 64u) {
         // The chunk's lane-th element, counted from the end when reversed.
@@ -240,12 +205,7 @@ fn cumsum(
     }
 }
 
-@compute @workgroup_size(64)
-fn top_k(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY top_k}}
     let length = word(1u);
     let i = element(group, groups, lane);
     if (i >= word(0u) * length) {

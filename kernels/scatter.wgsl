@@ -23,6 +23,9 @@
 // one loop run in an invocation) covers up to 262136 indices.
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided, infinity).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params   array<vec4<u32>, 16>: the u32 words below
@@ -41,7 +44,6 @@
 // `total` output elements (scatter_add, scatter_add_sorted), `padded` keys (scatter_keys; the
 // sort steps, one invocation a pair's lower position too), extent + 1 slots (scatter_starts).
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> indices: array<i32>;
 @group(0) @binding(3) var<storage, read> updates: array<f32>;
@@ -60,16 +62,7 @@ fn add_term(total: f32, j: u32, slot: i32, at: u32) -> f32 {
     return total;
 }
 
-@compute @workgroup_size(64)
-fn scatter_add(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY scatter_add}}
     let count = word(1u);
     let extent = word(2u);
     let inner = word(3u);
@@ -92,12 +85,7 @@ fn scatter_add(
     out[i] = total;
 }
 
-@compute @workgroup_size(64)
-fn scatter_keys(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY scatter_keys}}
     let p = element(group, groups, lane);
     if (p >= word(5u)) {
         return;
@@ -106,12 +94,7 @@ fn scatter_keys(
     keys[p] = select(0xffffffffu, u32(indices[min(p, count - 1u)]) * count + p, p < count);
 }
 
-@compute @workgroup_size(64)
-fn scatter_sort_step(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY scatter_sort_step}}
     let i = element(group, groups, lane);
     let k = word(6u);
     let j = word(7u);
@@ -128,12 +111,7 @@ fn scatter_sort_step(
     }
 }
 
-@compute @workgroup_size(64)
-fn scatter_starts(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
+{{ENTRY scatter_starts}}
     let s = element(group, groups, lane);
     let extent = word(2u);
     if (s > extent) {
@@ -164,16 +142,7 @@ fn add_sorted_term(total: f32, p: u32, stop: u32, base: u32) -> f32 {
     return total;
 }
 
-@compute @workgroup_size(64)
-fn scatter_add_sorted(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY scatter_add_sorted}}
     let count = word(1u);
     let extent = word(2u);
     let inner = word(3u);

@@ -20,6 +20,9 @@
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, fold, infinity,
 // workgroup_index and the row layout: row_start, second_start).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -34,7 +37,6 @@
 //
 // Dispatch: one workgroup per row, as a grid (gx, gy, 1) numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> source: array<f32>;
 @group(0) @binding(3) var<storage, read> second: array<f32>;
@@ -62,59 +64,23 @@ fn statistics(row: u32, lane: u32) -> RowStatistics {
     return RowStatistics(maximum, fold(lane, sum, false));
 }
 
-@compute @workgroup_size(64)
-fn softmax(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let row = workgroup_index(group, groups);
-    if (row >= word(0u)) {
-        return;
-    }
+{{ROW_ENTRY softmax}}
     let s = statistics(row, lane);
-    let length = word(1u);
-    let stride = word(4u);
-    let start = row_start(row);
     for (var j = lane; j < length; j += 64u) {
         out[row * length + j] = safe_exp(source[start + j * stride] - s.maximum) / s.total;
     }
 }
 
-@compute @workgroup_size(64)
-fn log_softmax(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let row = workgroup_index(group, groups);
-    if (row >= word(0u)) {
-        return;
-    }
+{{ROW_ENTRY log_softmax}}
     let s = statistics(row, lane);
     // The total is at least 1 (the maximum's own term) or NaN, which WGSL's log need not keep.
     let log_total = select(log(s.total), s.total, is_nan(s.total));
-    let length = word(1u);
-    let stride = word(4u);
-    let start = row_start(row);
     for (var j = lane; j < length; j += 64u) {
         out[row * length + j] = (source[start + j * stride] - s.maximum) - log_total;
     }
 }
 
-@compute @workgroup_size(64)
-fn softmax_grad(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let row = workgroup_index(group, groups);
-    if (row >= word(0u)) {
-        return;
-    }
-    let length = word(1u);
-    let stride = word(4u);
-    let start = row_start(row);
+{{ROW_ENTRY softmax_grad}}
     let y_stride = word(21u);
     let y_start = second_start(row);
     var dot = 0.0;
@@ -127,19 +93,7 @@ fn softmax_grad(
     }
 }
 
-@compute @workgroup_size(64)
-fn log_softmax_grad(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let row = workgroup_index(group, groups);
-    if (row >= word(0u)) {
-        return;
-    }
-    let length = word(1u);
-    let stride = word(4u);
-    let start = row_start(row);
+{{ROW_ENTRY log_softmax_grad}}
     let y_stride = word(21u);
     let y_start = second_start(row);
     var sum = 0.0;

@@ -16,6 +16,9 @@
 //                       selection found again
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, infinity, is_nan).
+// The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
+// prologue where a line {{ENTRY name}}, {{ELEMENT_ENTRY name}} or {{ROW_ENTRY name}} stands
+// (kernels/common.wgsl says what each form binds).
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
@@ -32,7 +35,6 @@
 // Dispatch: workgroups of 64 invocations over `count` output elements, as a grid
 // (gx, gy, 1) numbered gx * wy + wx.
 
-@group(0) @binding(0) var<uniform> params: array<vec4<u32>, 16>;
 @group(0) @binding(1) var<storage, read_write> out: array<f32>;
 @group(0) @binding(2) var<storage, read> x: array<f32>;
 @group(0) @binding(3) var<storage, read> second: array<f32>;
@@ -88,16 +90,7 @@ fn selected_tap(w: array<u32, 6>) -> u32 {
     return chosen;
 }
 
-@compute @workgroup_size(64)
-fn window_sum(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY window_sum}}
     let w = coordinates(i, 14u);
     var total = 0.0;
     for (var j = 0u; j < word(1u); j += 1u) {
@@ -109,16 +102,7 @@ fn window_sum(
     out[i] = total;
 }
 
-@compute @workgroup_size(64)
-fn window_max(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY window_max}}
     let w = coordinates(i, 14u);
     var largest = -infinity();
     for (var j = 0u; j < word(1u); j += 1u) {
@@ -130,16 +114,7 @@ fn window_max(
     out[i] = largest;
 }
 
-@compute @workgroup_size(64)
-fn select_gather(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY select_gather}}
     let w = coordinates(i, 14u);
     let j = selected_tap(w);
     if (j == word(1u)) {
@@ -155,16 +130,7 @@ fn select_gather(
     out[i] = second[index];
 }
 
-@compute @workgroup_size(64)
-fn select_scatter_add(
-    @builtin(workgroup_id) group: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lane: u32,
-) {
-    let i = element(group, groups, lane);
-    if (i >= word(0u)) {
-        return;
-    }
+{{ELEMENT_ENTRY select_scatter_add}}
     let c = coordinates(i, 8u);
     // On each axis, the windows holding padded position p = c + low: first to last.
     var first: array<u32, 6>;

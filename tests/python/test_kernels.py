@@ -23,7 +23,7 @@ from topos.compiler.wgsl import launch as build
 from topos.compiler.wgsl import windows
 from topos.ops import lookup
 from topos.webgpu import View, run_launches
-from topos.webgpu.sources import kernel_names, kernel_text, specialise, tokens
+from topos.webgpu.sources import entry_points, kernel_names, kernel_text, specialise, tokens
 
 EDGE_SIZES = (1, 7, 63, 64, 65, 1023, 4097)
 UNIT = 2.0**-24
@@ -510,6 +510,26 @@ def test_every_kernel_file_takes_the_shared_helpers_from_common_rather_than_its_
         own = defined(text)
         assert not own & shared, f"{name}.wgsl defines {sorted(own & shared)} again"
         assert "{{COMMON}}" not in specialise(name, {t: "0.0" for t in tokens(text) if t != "COMMON"})
+
+
+def test_every_entry_point_takes_its_prologue_and_the_parameter_block_from_the_loader():
+    import re
+
+    # The loader writes the signature, the index and its bound once (an entry line, expanded by
+    # topos.webgpu.sources.expand_entries), and declares params with common.wgsl; a file that wrote
+    # them out again would hold a copy that could drift. matmul_tiled (8 x 8 invocations) writes its own.
+    own_signature = {"matmul_tiled"}
+    for name in kernel_names():
+        text = kernel_text(name)
+        assert "var<uniform> params" not in text, f"{name}.wgsl declares the parameter block again"
+        assert "@builtin(local_invocation_index)" not in text, f"{name}.wgsl writes an entry's prologue again"
+        compiled = specialise(name, {t: "0.0" for t in tokens(text) if t != "COMMON"})
+        assert compiled.count("var<uniform> params") == 1, name
+        assert "{{" not in re.sub(r"//.*", "", compiled), f"{name}.wgsl holds a line the loader did not expand"
+        declared = set(re.findall(r"@compute @workgroup_size\([^)]*\)\nfn (\w+)\(", compiled))
+        lines = set(entry_points(name))
+        assert len(lines) == len(entry_points(name)), f"{name}.wgsl names an entry point twice"
+        assert declared - lines <= own_signature and lines <= declared, name
 
 
 def test_each_primitive_names_a_kernel_family_with_a_file():
