@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import LoweringError
 from ..ops import Primitive, lookup
 from ..text import format_shape, plural
-from .kernel_rules import KernelRules
+from .launch_helpers import LaunchHelpers
 from .wgsl import launch as build
 from .wgsl.concatenations import emit_concatenation, find_concatenations
 from .wgsl.fusion import find_chains
@@ -219,7 +219,7 @@ class Pool:
         return buffer.id
 
 
-class Selector(KernelRules):
+class Selector(LaunchHelpers):
     """Walks a plan's schedule once and writes its kernel program.
 
     It is also the ``k`` of each primitive's kernel rules (``Primitive.wgsl_launch(k, node, views)``

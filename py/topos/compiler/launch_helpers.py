@@ -1,4 +1,4 @@
-"""What a primitive's kernel rule writes through: the ``k`` of ``Primitive.wgsl_launch(k, node, views)``.
+"""The launch helpers a primitive's kernel rule writes through: the ``k`` of ``Primitive.wgsl_launch(k, node, views)``.
 
 ``Selector`` (``topos.compiler.kernels``) walks the plan and inherits these: each
 launches one kernel family for one node into a new buffer and returns the view of
@@ -15,8 +15,9 @@ from .wgsl.program import ViewStep
 from .wgsl.views import element_count
 
 
-class KernelRules:
-    """The kernel families a primitive's rule launches (mixed into ``Selector``)."""
+class LaunchHelpers:
+    """The launches of each kernel family that a primitive's rule calls (mixed into ``Selector``);
+    the rules themselves live in the op blocks (``wgsl_launch``)."""
 
     # What a primitive's rule writes through -----------------------------------------------
     # Each allocates the node's buffer before it copies an operand, so that buffers are numbered
