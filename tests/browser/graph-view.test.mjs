@@ -281,6 +281,23 @@ describe("the graph view", () => {
     assert.ok((await boxesInView(page)).length >= 3);
   });
 
+  test("a model of more groups than a readable view holds opens on its first, at the smallest opening scale", async () => {
+    // Sixty calls of a block, one under the other: whole, they would be a column of dots.
+    const blocks = `import numpy as np\nimport topos\nfrom topos import Tape\n\n\ndef block(x, w):\n    return topos.gelu(x @ w) + x\n\n\n` +
+      `def build(tape):\n    x = tape.input(np.ones((4, 8)))\n    for _ in range(60):\n        x = block(x, tape.parameter(np.eye(8)))\n    return [x.sum()]\n\n\n` +
+      `network, (loss,) = Tape.record(build)\n`;
+    const shown = await page.evaluate(() => Number(document.body.dataset.readingsShown));
+    await pasteCode(page, blocks);
+    await page.waitForFunction((shown) => Number(document.body.dataset.readingsShown) > shown, shown, { timeout: 60_000 });
+    await drawn(page);
+    assert.equal((await view(page)).scale, 0.3);
+    const { canvas, groups } = await topGroups(page);
+    assert.equal(groups.length, 60);
+    const first = groups.reduce((best, group) => (group.box.top < best.box.top ? group : best));
+    assert.ok(inside(first.box, canvas) && inside(first.label, canvas), `the first block is not in view: ${JSON.stringify(first)}`);
+    assert.ok(first.drawn && first.label.bottom - first.label.top >= 9, `its name is not readable: ${JSON.stringify(first.label)}`);
+  });
+
   test("a graph card in the output pane opens on its nodes; Ctrl and the wheel zoom it, the plain wheel scrolls the output", async () => {
     await pasteCode(page, `${TRANSFORMER}\nshow.graph(network)\n`);
     const card = '[data-reading="output"] .card-graph';

@@ -259,13 +259,15 @@ export class GraphView {
     return true;
   }
 
-  /** Where a graph opens when it is too large to fit readably: its top-level groups, else its sources. */
-  private opening(layout: Layout, visible: Visible): { groups: Rect | null; sources: Rect } {
+  /** Where a graph opens when it is too large to fit readably: its top-level groups (and the topmost of them), else its sources. */
+  private opening(layout: Layout, visible: Visible): { groups: Rect | null; first: Rect | null; sources: Rect } {
     const tops = [
       ...visible.items.filter((item) => item.kind === "group" && !item.frame).map((item) => item.id),
       ...visible.frames.filter((group) => !group.parent).map((group) => group.id),
     ];
-    return { groups: boundingBox(tops.map((id) => layout.boxes[id]).filter(Boolean)), sources: this.sources(layout, visible) };
+    const boxes = tops.map((id) => layout.boxes[id]).filter(Boolean);
+    const first = boxes.reduce<(typeof boxes)[number] | null>((best, box) => (!best || box.y - box.height / 2 < best.y - best.height / 2 ? box : best), null);
+    return { groups: boundingBox(boxes), first: first && boundingBox([first]), sources: this.sources(layout, visible) };
   }
 
   /** The rectangle of the items at the top rank (the graph's sources). */

@@ -24,6 +24,11 @@ const GESTURE_REST_MS = 120;
 /** Below this scale labels are 5 px or less: the drawing leaves them out. */
 const FAR_SCALE = 0.42;
 const MAX_SCALE = 4;
+/**
+ * The opening view zooms out no further than this to show a graph's groups whole: their names are then
+ * drawn 32 units tall to read 9.5 px, about as tall as a box. A graph of hundreds of groups opens on its top.
+ */
+const MIN_OPEN_SCALE = 0.3;
 /** A fit never enlarges a small graph beyond its natural size. */
 const MAX_FIT_SCALE = 1;
 const MARGIN = 12;
@@ -110,15 +115,16 @@ export class ZoomPan {
   /**
    * The opening view: the whole drawing when it is readable so (fitted). Else `coarser` may draw the
    * graph with less detail (its groups collapsed) and open that instead, when it returns true; else the
-   * main groups (`opening.groups`), fitted whole however small that makes them (their names are drawn
-   * at a readable size, graph-view.css); with no groups, a readable scale with the sources (at the top)
+   * main groups (`opening.groups`), fitted whole down to MIN_OPEN_SCALE (their names are drawn at a
+   * readable size however small the boxes, graph-view.css), or at that scale on the topmost
+   * (`opening.first`) when they do not fit so; with no groups, a readable scale with the sources (at the top)
    * centred across and their top at the top of the view.
    */
-  open(opening: { groups: Rect | null; sources: Rect }, coarser?: () => boolean): void {
+  open(opening: { groups: Rect | null; first: Rect | null; sources: Rect }, coarser?: () => boolean): void {
     this.whenSized(() => {
       if (this.fitScale() >= READABLE_SCALE) this.fitWhole();
       else if (coarser?.()) return;
-      else if (opening.groups) this.fitRect(opening.groups);
+      else if (opening.groups) this.fitRect(opening.groups, MIN_OPEN_SCALE, opening.first ?? opening.groups);
       else {
         const focus = opening.sources;
         const { width } = this.size();
@@ -132,11 +138,16 @@ export class ZoomPan {
     });
   }
 
-  /** Show `rect` whole and centred, at the largest scale up to the natural size that does. */
-  private fitRect(rect: Rect): void {
+  /**
+   * Show `rect` whole and centred, at the largest scale up to the natural size that does; but at no
+   * scale below `floor`, where the view shows `rect`'s top, centred across on `top` (a box in it).
+   */
+  private fitRect(rect: Rect, floor = 0, top: Rect = rect): void {
     const { width, height } = this.size();
-    const scale = Math.min(MAX_FIT_SCALE, (width - 2 * MARGIN) / Math.max(rect.width, 1), (height - 2 * MARGIN) / Math.max(rect.height, 1));
-    this.view = { scale, x: rect.x + rect.width / 2 - width / scale / 2, y: rect.y + rect.height / 2 - height / scale / 2 };
+    const fitting = Math.min(MAX_FIT_SCALE, (width - 2 * MARGIN) / Math.max(rect.width, 1), (height - 2 * MARGIN) / Math.max(rect.height, 1));
+    const scale = Math.max(floor, fitting);
+    const centre = fitting < floor ? { x: top.x + top.width / 2, y: rect.y - MARGIN / scale + height / scale / 2 } : { x: rect.x + rect.width / 2, y: rect.y + rect.height / 2 };
+    this.view = { scale, x: centre.x - width / scale / 2, y: centre.y - height / scale / 2 };
     this.apply();
   }
 
