@@ -1,6 +1,6 @@
 // The gallery transformer's training step (docs/examples/06_char_transformer.py through
 // tests/bench/train_webgpu.py, float32, Adam) in Pyodide 0.27.7 under Node on numpy, with the
-// playground's SIMD kernels (topos.ops.blas over topos.ops.wasm_gemm), with OpenBLAS instead (the
+// playground's SIMD kernels (topos.pyodide.blas over topos.pyodide.wasm_gemm), with OpenBLAS instead (the
 // files the site serves) and with products kept in numpy (blas.suspended()), GELU through exp in
 // all three, against native numpy (one BLAS thread), the same run. Two measures:
 //   - wall-clock medians of single steps, the page's two sides interleaved step for step
@@ -54,7 +54,7 @@ pyodide.globals.set("WARMUP", WARMUP);
 const page = JSON.parse(pyodide.runPython(`
 import json
 import train_webgpu
-from topos.ops import blas
+from topos.pyodide import blas
 example = train_webgpu.load_example(open("/checkout/docs/examples/06_char_transformer.py").read())
 report = train_webgpu.measure(example, ("numpy", "numpy-openblas", "numpy-no-blas"), STEPS, WARMUP)
 json.dumps(report)
@@ -62,7 +62,7 @@ json.dumps(report)
 const wallAfter = nativeWall();
 
 pyodide.runPython(`
-from topos.ops import blas
+from topos.pyodide import blas
 run_on = train_webgpu.step_runner(example)
 run_openblas = train_webgpu.step_runner(example)
 run_off = train_webgpu.step_runner(example)
@@ -75,7 +75,7 @@ with blas.suspended():
 const runOn = pyodide.globals.get("run_on");
 const runOpenblas = pyodide.globals.get("run_openblas");
 const runOff = pyodide.globals.get("run_off");
-const suspended = pyodide.pyimport("topos.ops.blas").suspended;
+const suspended = pyodide.pyimport("topos.pyodide.blas").suspended;
 const { spawn } = await import("node:child_process");
 const child = spawn(python, ["-c", nativeChunks], { cwd: root, env, stdio: ["pipe", "pipe", "inherit"] });
 const childLines = lines(child.stdout);

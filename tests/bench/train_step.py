@@ -302,7 +302,7 @@ def measure(config, arguments):
 
 #: How the profile's time is split: the first part of the path that names a function's file.
 SHARES = (
-    ("BLAS (matrix products)", ("topos/ops/linalg.py", "topos/ops/blas.py")),
+    ("BLAS (matrix products)", ("topos/ops/linalg.py", "topos/ops/hooks.py", "topos/pyodide/blas.py")),
     ("other numpy compute", ("topos/ops/", "method 'reduce' of", "method 'at' of", "method 'accumulate' of")),
     ("optimizer", ("topos/model/optim.py", "topos/model/optim_state.py")),
 )

@@ -56,7 +56,7 @@ def load_example(source=None):
     return module
 
 
-# The numpy trainers that do without some of topos.ops.blas's kernels, and which.
+# The numpy trainers that do without some of topos.pyodide.blas's kernels, and which.
 SUSPENDED = {"numpy-no-blas": ("simd", "openblas"), "numpy-openblas": ("simd",)}
 
 
@@ -81,7 +81,7 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3, config=No
         except topos.webgpu.NoAdapterError as error:  # no device here: time numpy alone, and say why
             refusal = str(error)
             backends = tuple(backend for backend in backends if backend != "webgpu")
-    from topos.ops import blas
+    from topos.pyodide import blas
 
     config = config if config is not None else example.Config()
     trainers = {}
@@ -89,7 +89,7 @@ def measure(example, backends=("numpy", "webgpu"), steps=30, warmup=3, config=No
         network, (tokens, targets, _, loss) = Tape.record(lambda tape: example.build(tape, config), dtype="float32")
         optimizer = optim.Adam(lr=config.learning_rate)
         # "numpy-no-blas": the numpy trainer with products kept in numpy even where the page
-        # installed kernels (topos.ops.blas); "numpy-openblas": with OpenBLAS but not the SIMD
+        # installed kernels (topos.pyodide.blas); "numpy-openblas": with OpenBLAS but not the SIMD
         # kernels. Natively both are the numpy trainer.
         kind = "numpy" if backend in SUSPENDED else backend
         trainer = example.make_trainer(kind, network, loss, network.parameters(), optimizer)

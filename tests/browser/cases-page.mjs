@@ -21,6 +21,7 @@ async function startPython() {
   const sitePackages = pyodide.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
   pyodide.unpackArchive(new Uint8Array(await wheel.arrayBuffer()), "wheel", { extractDir: sitePackages });
   pyodide.runPython("import topos.playground");
+  pyodide.runPython("import topos.pyodide; topos.pyodide.load_kernels()"); // as python-loader.ts's loadKernels
   return pyodide;
 }
 

@@ -1,16 +1,18 @@
-// The page's CPU path (web/src/blas-loader.ts, topos.ops.blas): the readings worker installs the
+// The page's CPU path (topos.pyodide, loaded by topos.pyodide.load_kernels): the readings worker installs the
 // project's WebAssembly SIMD matrix kernels as topos is imported, with no download (headless
 // Chromium has WebAssembly SIMD, so OpenBLAS is never fetched), and products routed through them
 // agree with numpy's own to the documented tolerance, k * eps * (|a| @ |b|): 2-D, odd shapes,
 // transposed operands, attention's batches, float32 and float64. GELU takes its exp form there,
-// and float32 exp and tanh their SIMD kernels (topos.ops.wasm_exp), within their tolerances.
+// and float32 exp and tanh their SIMD kernels (topos.pyodide.wasm_exp), within their tolerances.
 
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { openBrowser, openPlayground, pasteCode, waitForPane } from "./harness.mjs";
 
 const CHECK = `import numpy as np
-from topos.ops import activations, blas, pyodide_math
+from topos.ops.hooks import HOOKS
+from topos.pyodide import blas
+from topos.pyodide import kernels as simd
 
 rng = np.random.default_rng(0)
 worst = 0.0
@@ -26,13 +28,13 @@ for dtype in (np.float32, np.float64):
 print("kernels:", blas.installed())
 print("products through them:", blas.counts()["blas"] > 0)
 print("within tolerance:", worst <= 1.0)
-print("elementwise kernels:", sorted(pyodide_math._kernels))
+print("elementwise kernels:", sorted(simd.KERNELS))
 x = rng.standard_normal(4099).astype(np.float32) * 10
-exp_error = np.abs(pyodide_math.exp(x).astype(np.float64) - np.exp(x.astype(np.float64))) / np.exp(x.astype(np.float64))
-tanh_error = np.abs(pyodide_math.tanh(x).astype(np.float64) - np.tanh(x.astype(np.float64)))
-tanh_bound = pyodide_math.TANH_TOLERANCE[0] * np.finfo(np.float32).eps * np.abs(np.tanh(x.astype(np.float64)))
-print("exp and tanh within tolerance:", bool(exp_error.max() <= pyodide_math.EXP_TOLERANCE[0] * np.finfo(np.float32).eps), bool(np.all(tanh_error <= tanh_bound)))
-print("gelu exp form:", activations.IN_PYODIDE)
+exp_error = np.abs(simd.exp(x).astype(np.float64) - np.exp(x.astype(np.float64))) / np.exp(x.astype(np.float64))
+tanh_error = np.abs(simd.tanh(x).astype(np.float64) - np.tanh(x.astype(np.float64)))
+tanh_bound = simd.TANH_TOLERANCE[0] * np.finfo(np.float32).eps * np.abs(np.tanh(x.astype(np.float64)))
+print("exp and tanh within tolerance:", bool(exp_error.max() <= simd.EXP_TOLERANCE[0] * np.finfo(np.float32).eps), bool(np.all(tanh_error <= tanh_bound)))
+print("gelu exp form:", ("Gelu", "forward_into") in HOOKS.overridden)
 `;
 
 test("the readings worker multiplies through its SIMD kernels, downloading nothing more, and agrees with numpy", async () => {

@@ -1,10 +1,10 @@
 // Pyodide 0.27.7 (the npm package) under Node with the files the site serves (public/pyodide/,
 // put there and verified by web/scripts/fetch_pyodide_assets.py), the kernels installed as the
-// playground's workers install them (web/src/blas-loader.ts, the same steps): the SIMD kernels
-// that topos.ops.wasm_gemm assembles, instantiated by Pyodide's dynamic-library loader; and
+// playground's workers install them: the SIMD kernels through topos.pyodide.load_kernels (the
+// module topos.pyodide.wasm_gemm assembles, instantiated by Pyodide's dynamic-library loader); and
 // OpenBLAS, the shared library through loadPackage, the _fblas extension written into the file
 // system after its sha256 is checked against blas.json, then imported by
-// topos.ops.blas.load_extension. The engine is the
+// topos.pyodide.blas.load_extension (web/src/blas-loader.ts, the same steps). The engine is the
 // checkout's py/ (mounted at /checkout), ahead of anything else on sys.path.
 // Used by tests/pyodide/blas.mjs and the benchmarks tests/bench/pyodide_*.mjs.
 
@@ -34,13 +34,9 @@ export async function pyodideWithBlas({ blas = true, kernels = true } = {}) {
   pyodide.mountNodeFS("/checkout", root);
   pyodide.runPython(`import sys; sys.path[:0] = ["/checkout/py", "/checkout/tests/python", "/checkout/tests/bench"]; import numpy`);
   if (kernels) {
-    const wasm = pyodide.pyimport("topos.ops.wasm_gemm");
-    const bytes = wasm.module_bytes().toJs();
-    if (!WebAssembly.validate(bytes)) throw new Error("topos.ops.wasm_gemm's module does not validate");
-    const exports = pyodide._module.loadWebAssemblyModule(bytes, { loadAsync: false, nodelete: true, allowUndefined: true }, "topos-wasm-gemm.so", {}, 0);
-    const module = pyodide.pyimport("topos.ops.blas");
-    module.install_kernels(new Map(Object.entries(exports)));
-    module.destroy();
+    // The one place the kernels load, as the playground's workers load them (web/src/python-loader.ts).
+    const done = pyodide.runPython("import topos.pyodide; topos.pyodide.load_kernels()");
+    if (done !== "WebAssembly SIMD kernels") throw new Error(`topos.pyodide.load_kernels(): ${done}`);
   }
   let blasMs = null;
   if (blas) {
@@ -50,7 +46,7 @@ export async function pyodideWithBlas({ blas = true, kernels = true } = {}) {
     pyodide.FS.mkdirTree(folder);
     const extension = `${folder}/${manifest.extension.path.split("/").pop()}`;
     pyodide.FS.writeFile(extension, readFileSync(join(served, manifest.extension.file)));
-    const module = pyodide.pyimport("topos.ops.blas");
+    const module = pyodide.pyimport("topos.pyodide.blas");
     module.load_extension(extension);
     module.destroy();
     blasMs = performance.now() - started;

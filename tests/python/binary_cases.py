@@ -1,4 +1,4 @@
-"""Cases for the float32 binary kernels' routing (ops/pyodide_binary.py): natively with a fake kernel
+"""Cases for the float32 binary kernels' routing (topos/pyodide/binary.py): natively with a fake kernel
 (tests/python/test_blas.py), in Pyodide with the real ones (tests/pyodide/blas.mjs).
 
 Each case's result must equal numpy's own call bit for bit (NaN where numpy has NaN: its payload
@@ -82,14 +82,14 @@ def _same(got, want):
     return np.array_equal(np.isnan(got), nan) and np.array_equal(got[~nan].view(bits), want[~nan].view(bits))
 
 
-def check_binary(pyodide_binary, where_forward, calls):
-    """``pyodide_binary.into`` for the four ufuncs and ``where_forward(c, x, y, out)`` (Where's
+def check_binary(binary, where_forward, calls):
+    """``binary.into`` for the four ufuncs and ``where_forward(c, x, y, out)`` (Where's
     forward_into) against numpy; ``calls()`` counts the kernels' calls. Every size takes the kernel
     here (MIN_ELEMENTS 1, restored after). The failures, as text."""
     failures = []
-    saved = pyodide_binary.MIN_ELEMENTS
-    pyodide_binary.MIN_ELEMENTS = 1
-    pyodide_binary._PLANS.clear()
+    saved = binary.MIN_ELEMENTS
+    binary.MIN_ELEMENTS = 1
+    binary._LAYOUTS.clear()
     try:
         for label, x, y, kernel in binary_cases():
             for ufunc in UFUNCS:
@@ -101,7 +101,7 @@ def check_binary(pyodide_binary, where_forward, calls):
                         first = x.copy() if in_place else x
                         out = first if in_place else np.empty(want.shape, want.dtype)
                         before = calls()
-                        got = pyodide_binary.into(ufunc, first, y, out)
+                        got = binary.into(ufunc, first, y, out)
                         case = f"{ufunc.__name__} {label}{' in place' if in_place else ''}"
                         if got is not out or not _same(got, want):
                             failures.append(f"{case}: not numpy's result")
@@ -110,7 +110,7 @@ def check_binary(pyodide_binary, where_forward, calls):
         # The interpreter's step: its remembered call again for the same arrays, a new one for others.
         row = np.broadcast_to(np.arange(32, dtype=np.float32), (64, 32))
         values = [np.ones((64, 32), np.float32), row, np.empty((64, 32), np.float32)]
-        run = pyodide_binary.step(np.subtract, 0, 1, 2)
+        run = binary.ufunc_step(np.subtract, 0, 1, 2, lambda values: np.subtract(values[0], values[1], out=values[2]))
         # turns: the same arrays; a new x, then a new out (same layouts); a y of another layout; float64
         for turn, replace in enumerate((None, None, 0, 2, None, 1, None, 3)):
             if replace == 1:
@@ -127,7 +127,7 @@ def check_binary(pyodide_binary, where_forward, calls):
         # Where's step: twice the same arrays, then a new condition of the same layout, then float64.
         c = (np.arange(64 * 32).reshape(64, 32) % 3 == 0).astype(np.float32)
         values = [c, np.ones((64, 32), np.float32), row, np.empty((64, 32), np.float32)]
-        run = pyodide_binary.where_step(0, 1, 2, 3, lambda values: where_forward(*values))
+        run = binary.where_step(0, 1, 2, 3, lambda values: where_forward(*values))
         for turn in range(4):
             if turn == 2:
                 values[0] = np.ascontiguousarray(c[::-1])
@@ -149,6 +149,6 @@ def check_binary(pyodide_binary, where_forward, calls):
             if (calls() - before == 1) != kernel:
                 failures.append(f"Where {label}: {calls() - before} kernel calls")
     finally:
-        pyodide_binary.MIN_ELEMENTS = saved
-        pyodide_binary._PLANS.clear()
+        binary.MIN_ELEMENTS = saved
+        binary._LAYOUTS.clear()
     return failures

@@ -1,4 +1,4 @@
-"""The exact-shape cases for ``topos.ops.blas``: every routing decision against ``np.matmul``.
+"""The exact-shape cases for ``topos.pyodide.blas``: every routing decision against ``np.matmul``.
 
 Shared by tests/python/test_blas.py (natively, with scipy's ``_fblas`` over the native
 OpenBLAS installed, and with a recording fake) and tests/pyodide/blas.mjs (in Pyodide 0.27.7
@@ -6,7 +6,7 @@ under Node, with the OpenBLAS and ``_fblas`` the playground serves). Only numpy 
 here, so the file runs in both.
 
 Each case builds its operands (and, for some, the output buffer ``out`` the interpreter would
-pass) from a seeded generator, names the route ``topos.ops.blas.route`` must take, and is
+pass) from a seeded generator, names the route ``topos.pyodide.blas.route`` must take, and is
 checked against ``np.matmul`` of the same operands to the documented tolerance: elementwise
 ``|blas - numpy| <= k * eps * (|a| @ |b|)`` plus the dtype's smallest normal, k the
 contracting length (two summation orders of k terms differ by at most that much).
@@ -143,7 +143,7 @@ def check(blas):
     """Run every case through ``blas.matmul_into`` (the module, BLAS installed); the failures, as text.
 
     Twice, with other values the second time: new arrays of the same layouts (some at the first's
-    ids, freed in between) through the plans the first made (ops/blas_plans.py)."""
+    ids, freed in between) through the call layouts the first made (topos/pyodide/call_layouts.py)."""
     return check_round(blas, 22) + [f"again: {failure}" for failure in check_round(blas, 23)]
 
 
@@ -342,10 +342,10 @@ def sum_cases():
 
 def check_sum(registry, calls):
     """The Sum primitive's forward and forward_into against the sum in float64, within
-    ``pyodide_math.SUM_TOLERANCE`` n eps sum |x| (n terms), NaN and inf where the float64 sum has them,
+    ``topos.pyodide.kernels.SUM_TOLERANCE`` n eps sum |x| (n terms), NaN and inf where the float64 sum has them,
     shape and dtype numpy's; ``calls()`` counts the SIMD sums' calls: each case takes them or not as
     ``sum_cases`` says. The failures, as text."""
-    from topos.ops import pyodide_math
+    from topos.pyodide import kernels
 
     primitive = registry["Sum"]
     failures = []
@@ -378,10 +378,10 @@ def check_sum(registry, calls):
             finite = np.isfinite(want)
             error = np.abs(np.asarray(got, np.float64)[finite] - want[finite])
             unit = eps if x.dtype == np.float32 else float(np.finfo(np.float64).eps)
-            bound = pyodide_math.SUM_TOLERANCE * max(terms, 1) * unit * magnitude[finite]
+            bound = kernels.SUM_TOLERANCE * max(terms, 1) * unit * magnitude[finite]
             if not np.all(error <= bound):
                 worst = float(np.max(error / np.maximum(max(terms, 1) * unit * magnitude[finite], 1e-300)))
-                failures.append(f"{case}: {worst:.2f} n eps sum |x|, over {pyodide_math.SUM_TOLERANCE}")
+                failures.append(f"{case}: {worst:.2f} n eps sum |x|, over {kernels.SUM_TOLERANCE}")
     # Into an out that is not contiguous: numpy's own reduction.
     x = np.ones((5, 3, 7), np.float32)
     out = np.empty((7, 3), np.float32).T

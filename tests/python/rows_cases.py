@@ -1,4 +1,4 @@
-"""Cases for the row derivatives' forwards in Pyodide (ops/pyodide_rows.py): natively without
+"""Cases for the row derivatives' forwards in Pyodide (topos/pyodide/row_derivatives.py): natively without
 kernels or with fakes (tests/python/test_blas.py), in Pyodide with the real ones (tests/pyodide/blas.mjs).
 
 Each forward against its formula in float64, within a bound of ``ROW_TOLERANCE`` n eps times the
@@ -73,8 +73,8 @@ def _formulas(g, x):
     ]
 
 
-def check_rows(pyodide_rows, calls, kernels=True):
-    """``pyodide_rows``' three forwards over ``row_cases`` (see the module's docstring); ``calls()``
+def check_rows(row_derivatives, calls, kernels=True):
+    """``row_derivatives``' three forwards over ``row_cases`` (see the module's docstring); ``calls()``
     counts the kernels' calls (none at all without ``kernels``). The failures, as text."""
     failures = []
     for label, shape, dtype, layout, kernel in row_cases():
@@ -84,7 +84,7 @@ def check_rows(pyodide_rows, calls, kernels=True):
         for name, function, inputs, (want, magnitude) in _formulas(g, x):
             out = np.empty(shape, dtype)
             before = calls()
-            got = getattr(pyodide_rows, function)(*inputs, out)
+            got = getattr(row_derivatives, function)(*inputs, out)
             case = f"{name} {label}"
             if got is not out or got.dtype != dtype:
                 failures.append(f"{case}: not written into out as {np.dtype(dtype)}")

@@ -1,6 +1,7 @@
-"""topos.ops.blas: the routing of matrix products to a BLAS where numpy has none.
+"""topos.pyodide: the page's runtime, the routing of matrix products to a BLAS where numpy has none.
 
-Natively numpy has a BLAS and the module installs nothing: MatMul is np.matmul, bit for bit.
+Natively numpy has a BLAS and nothing is installed: MatMul is np.matmul, bit for bit. The routing
+into topos.ops.hooks (topos/pyodide/routing.py) is installed here by the ``routed`` fixture.
 The routing itself is tested here with scipy's ``_fblas`` (the same f2py wrappers the
 playground loads in Pyodide, here over the native OpenBLAS that jax's scipy brings) and with
 a recording fake; and in Pyodide 0.27.7 under Node with the files the site serves
@@ -8,6 +9,7 @@ a recording fake; and in Pyodide 0.27.7 under Node with the files the site serve
 """
 
 import ctypes
+import functools
 import json
 import os
 import subprocess
@@ -19,7 +21,9 @@ import pytest
 from scipy.linalg import _fblas
 
 import topos
-from topos.ops import blas, pyodide_math
+from topos.ops import hooks
+from topos.pyodide import blas, routing
+from topos.pyodide import kernels as simd
 
 sys.path.insert(0, str(Path(__file__).parent))
 import binary_cases  # noqa: E402
@@ -27,6 +31,16 @@ import blas_cases  # noqa: E402
 import rows_cases  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def routed():
+    """The runtime's routing filled into topos.ops.hooks as in Pyodide (its kernels fakes or none), undone after."""
+    routing.install()
+    try:
+        yield
+    finally:
+        hooks.restore()
 
 
 @pytest.fixture
@@ -75,13 +89,13 @@ def _view(address, shape, strides, dtype):
 
 
 class FakeKernels:
-    """ops/wasm_gemm.py's kernels' contract, natively: addresses and byte strides, whole tiles only."""
+    """topos/pyodide/wasm_gemm.py's kernels' contract, natively: addresses and byte strides, whole tiles only."""
 
     def __init__(self):
         self.calls = []
 
     def _gemm(self, dtype):
-        from topos.ops import wasm_gemm
+        from topos.pyodide import wasm_gemm
 
         size = np.dtype(dtype).itemsize
 
@@ -164,8 +178,8 @@ def test_out_is_written_in_place(installed):
     np.testing.assert_allclose(out, a @ b, rtol=1e-12)
 
 
-def test_training_through_the_blas_matches_numpy(installed):
-    # The interpreter's MatMul forward goes through the routing: gradients of a product chain.
+def test_training_through_the_blas_matches_numpy(routed, installed):
+    # The interpreter's MatMul forward goes through the runtime's product hook (ops/hooks.py): gradients of a product chain.
     rng = np.random.default_rng(0)
     values = [rng.standard_normal(shape) for shape in ((4, 16, 64), (64, 80), (80, 8))]
 
@@ -203,12 +217,12 @@ def test_in_pyodide_with_the_served_openblas():
     assert report["gelu_kernels"] == kernels
     assert report["binary_kernels"] == ["add", "div", "mul", "sub", "where"]  # bit for bit numpy's (check_binary)
     assert report["sum_kernels"] == ["colsum", "rowmax", "rowsum"]
-    assert report["rows_pyodide"]  # the row derivatives' forwards through ops/pyodide_rows.py (check_rows)
-    assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are pyodide_math.exp and .tanh
+    assert report["rows_pyodide"]  # the row derivatives' forwards through topos/pyodide/row_derivatives.py (check_rows)
+    assert report["exp_row"]  # the Exp and Tanh rows' forwards in Pyodide are topos.pyodide.kernels.exp and .tanh
     assert set(report["routes"]) == {case[-1] for case in blas_cases.cases()}
     # kernel arguments' data addresses read from the arrays' structs, as __array_interface__ gives them
     assert report["heap_read"] and report["heap_mismatches"] == []
-    assert report["plans"] == ["general", "kernel", "numpy"]  # ops/blas_plans.py's three kinds, each made
+    assert report["call_layouts"] == ["general", "kernel", "numpy"]  # call_layouts.py's three kinds, each made
 
 
 def reference_gelu(x):
@@ -224,25 +238,21 @@ def reference_gelu_grad(g, x):
 
 
 def test_pyodide_gelu_through_exp_matches_the_tanh_form():
-    # The Pyodide-only forms (natively the ops keep the tanh form: IN_PYODIDE is false here).
-    from topos.ops import activations, pyodide_math
-
-    assert not activations.IN_PYODIDE
+    # The Pyodide-only forms (natively the ops keep the tanh form: no rule of theirs is overridden).
+    assert not hooks.HOOKS.overridden
     failures = blas_cases.check_gelu(
-        lambda x: pyodide_math.gelu_into(x, np.empty_like(x)),
-        lambda g, x: pyodide_math.gelu_grad_into(g, x, np.empty_like(x)),
+        lambda x: simd.gelu_into(x, np.empty_like(x)),
+        lambda g, x: simd.gelu_grad_into(g, x, np.empty_like(x)),
         reference_gelu,
         reference_gelu_grad,
-        pyodide_math.GELU_TOLERANCE,
+        simd.GELU_TOLERANCE,
     )
     assert failures == []
 
 
 def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
-    # ops/wasm_gelu.py's contract natively: four pointer-sized arguments (x, g, out, count), a
+    # topos/pyodide/wasm_gelu.py's contract natively: four pointer-sized arguments (x, g, out, count), a
     # count that is a multiple of 4, contiguous float32; the fake applies the numpy forms.
-    from topos.ops import pyodide_math
-
     counts = []
 
     def fake(name):
@@ -252,33 +262,33 @@ def test_gelu_kernels_contract_takes_whole_quads_and_numpy_the_tail():
             counts.append(count)
             xs, gs, outs = (_view(address, (count,), (4,), np.float32) for address in (x, g, out))
             if name == "gelu":
-                pyodide_math._gelu_numpy(xs, outs)
+                simd._gelu_numpy(xs, outs)
             else:
-                pyodide_math._gelu_grad_numpy(gs, xs, outs)
+                simd._gelu_grad_numpy(gs, xs, outs)
 
         return kernel
 
-    pyodide_math.install({"gelu": fake("gelu"), "gelu_grad": fake("gelu_grad")})
+    simd.install({"gelu": fake("gelu"), "gelu_grad": fake("gelu_grad")})
     try:
         failures = blas_cases.check_gelu(
-            lambda x: pyodide_math.gelu_into(x, np.empty_like(x)),
-            lambda g, x: pyodide_math.gelu_grad_into(g, x, np.empty_like(x)),
+            lambda x: simd.gelu_into(x, np.empty_like(x)),
+            lambda g, x: simd.gelu_grad_into(g, x, np.empty_like(x)),
             reference_gelu,
             reference_gelu_grad,
-            pyodide_math.GELU_TOLERANCE,
+            simd.GELU_TOLERANCE,
         )
         assert failures == []
         size = blas_cases.gelu_inputs(np.float32)[0].size
         assert size % 4 and counts == [size - size % 4] * 2  # float32 only; float64 stays in numpy
     finally:
-        pyodide_math.uninstall()
+        simd.uninstall()
 
 
 @pytest.mark.parametrize("name", ["exp", "tanh"])
 def test_exp_and_tanh_kernels_contract_takes_whole_quads_and_numpy_the_tail(name):
-    # ops/wasm_exp.py's contract natively: the four arguments of the GELU kernels (x, unused, out,
+    # topos/pyodide/wasm_exp.py's contract natively: the four arguments of the GELU kernels (x, unused, out,
     # count), whole quads of contiguous float32; a fake applying the ufunc stands in for the kernel.
-    from topos.ops import elementwise, pyodide_math
+    from topos.ops import elementwise
 
     ufunc = getattr(np, name)
     row = elementwise.Exp if name == "exp" else elementwise.Tanh
@@ -291,18 +301,18 @@ def test_exp_and_tanh_kernels_contract_takes_whole_quads_and_numpy_the_tail(name
         counts.append(count)
         ufunc(_view(x, (count,), (4,), np.float32), out=_view(out, (count,), (4,), np.float32))
 
-    pyodide_math.install({name: fake})
+    simd.install({name: fake})
     try:
         check = blas_cases.check_exp if name == "exp" else blas_cases.check_tanh
-        tolerance = pyodide_math.EXP_TOLERANCE if name == "exp" else pyodide_math.TANH_TOLERANCE
-        assert check(getattr(pyodide_math, name), tolerance) == []
+        tolerance = simd.EXP_TOLERANCE if name == "exp" else simd.TANH_TOLERANCE
+        assert check(getattr(simd, name), tolerance) == []
         # Contiguous float32 of at least KERNEL_MIN elements only: the sizes from 1020 up take their whole quads.
         inputs = blas_cases.exp_inputs() if name == "exp" else blas_cases.tanh_inputs()
         sizes = [inputs.size, *range(10), *range(1020, 1034), 4099]
-        quads = [n - n % 4 for n in sizes if n >= pyodide_math.KERNEL_MIN[name]]
+        quads = [n - n % 4 for n in sizes if n >= simd.KERNEL_MIN[name]]
         assert counts[: len(quads)] == quads
     finally:
-        pyodide_math.uninstall()
+        simd.uninstall()
 
 
 def test_kernel_addresses_are_each_arrays_own_and_bounded():
@@ -312,13 +322,13 @@ def test_kernel_addresses_are_each_arrays_own_and_bounded():
     def true_address(array):
         return array.__array_interface__["data"][0]
 
-    from topos.ops import wasm_heap
+    from topos.pyodide import wasm_heap
 
     assert wasm_heap.address(np.zeros(4)) is None  # natively: the struct is not read (Pyodide: tests/pyodide/blas.mjs)
-    arrays = [np.zeros(4, np.float32) for _ in range(pyodide_math._ADDRESSES_KEPT + 10)]
+    arrays = [np.zeros(4, np.float32) for _ in range(simd._ADDRESSES_KEPT + 10)]
     for x in arrays * 2:
         assert blas._address(x) == true_address(x)
-        assert len(pyodide_math._ADDRESSES) <= pyodide_math._ADDRESSES_KEPT
+        assert len(simd._ADDRESSES) <= simd._ADDRESSES_KEPT
     assert blas._address(arrays[-1][1:]) == true_address(arrays[-1]) + 4
     for _ in range(200):  # fresh arrays, freed at once: ids come back, addresses must not
         y = np.empty(int(np.random.default_rng().integers(1, 64)), np.float32)
@@ -330,14 +340,13 @@ def test_kernel_addresses_are_each_arrays_own_and_bounded():
         del y
 
 
-def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
-    # ops/wasm_sum.py's contract natively: four pointer-sized arguments (x, out, rows, cols), x a
+def test_sum_kernels_contract_and_the_sum_rows_routing(routed):
+    # topos/pyodide/wasm_sum.py's contract natively: four pointer-sized arguments (x, out, rows, cols), x a
     # C-contiguous float32 [rows, cols], out contiguous; a fake summing in numpy stands in for the
-    # kernels, the Sum row routed as in Pyodide (reduce.SUM_INTO, None natively).
-    from topos.ops import pyodide_math, reduce
+    # kernels, the Sum row routed as in Pyodide (routing.sum_into; natively the ones product or np.add.reduce).
     from topos.ops.registry import _REGISTRY
 
-    assert reduce.SUM_INTO is None  # natively the Sum row is the ones product or np.add.reduce, unchanged
+    assert "forward_into" in vars(_REGISTRY["Sum"])  # routed (the fixture); natively the class's own
     calls = []
 
     def fake(name):
@@ -354,8 +363,7 @@ def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
 
         return kernel
 
-    monkeypatch.setattr(reduce, "SUM_INTO", reduce.sum_into)
-    pyodide_math.install({"colsum": fake("colsum"), "rowsum": fake("rowsum")})
+    simd.install({"colsum": fake("colsum"), "rowsum": fake("rowsum")})
     try:
         assert blas_cases.check_sum(_REGISTRY, lambda: len(calls)) == []
         assert {"colsum", "rowsum"} <= set(calls)
@@ -364,16 +372,14 @@ def test_sum_kernels_contract_and_the_sum_rows_routing(monkeypatch):
             assert [f for f in blas_cases.check_sum(_REGISTRY, lambda: len(calls)) if "kernel calls" not in f] == []
             assert len(calls) == count
     finally:
-        pyodide_math.uninstall()
+        simd.uninstall()
 
 
-def test_max_kernel_contract_and_the_max_rows_routing(monkeypatch):
-    # rowmax_f32's contract natively (ops/wasm_sum.py: x, out, rows, cols; x C-contiguous float32):
+def test_max_kernel_contract_and_the_max_rows_routing(routed):
+    # rowmax_f32's contract natively (topos/pyodide/wasm_sum.py: x, out, rows, cols; x C-contiguous float32):
     # a fake taking np.maximum.reduce stands in for it, the Max row routed as in Pyodide.
-    from topos.ops import pyodide_math, reduce
     from topos.ops.registry import _REGISTRY
 
-    assert reduce.MAX_LAST is None  # natively the Max row is numpy's, unchanged
     calls = []
 
     def fake(arguments):
@@ -383,60 +389,87 @@ def test_max_kernel_contract_and_the_max_rows_routing(monkeypatch):
         matrix = _view(x, (rows, cols), (4 * cols, 4), np.float32)
         np.maximum.reduce(matrix, axis=1, out=_view(out, (rows,), (4,), np.float32))
 
-    monkeypatch.setattr(reduce, "MAX_LAST", pyodide_math.max_last)
-    pyodide_math.install({"rowmax": fake})
+    simd.install({"rowmax": fake})
     try:
         assert blas_cases.check_max(_REGISTRY, lambda: len(calls)) == []
         assert (16 * 4 * 16, 16) in calls
     finally:
-        pyodide_math.uninstall()
+        simd.uninstall()
+
+
+def _fake_binary(calls, name, count):
+    """A fake of wasm_binary.py's kernel ``name`` (count arrays: out, then the operands): reads the
+    arguments (outer, rows, cols, then address and outer, row, col byte strides for each array)
+    and does the op in numpy."""
+
+    def kernel(arguments):
+        values = [int(v) for v in _view(arguments, (3 + 4 * count,), (8,), np.intp)]
+        shape = tuple(values[:3])
+        calls.append(name)
+        if 0 in shape:
+            return
+        views = [
+            _view(values[3 + 4 * k], shape, tuple(values[4 + 4 * k : 7 + 4 * k]), np.float32) for k in range(count)
+        ]
+        assert views[0].strides[2] == 4 or shape[2] == 1
+        if name == "where":
+            np.copyto(views[0], np.where(views[3] != 0, views[1], views[2]))
+        else:
+            with np.errstate(all="ignore"):
+                getattr(np, name)(views[1], views[2], out=views[0])
+
+    return kernel
+
+
+def test_the_prepared_interpreter_takes_the_runtimes_steps_by_what_they_call(routed):
+    # The interpreter asks topos.ops.hooks for a node's step by what the step calls (np.add, Where's
+    # forward_into), never by opcode: routed, its Add and Where nodes call the (fake) kernels.
+    calls = []
+    simd.install({"add": _fake_binary(calls, "add", 3), "where": _fake_binary(calls, "where", 4)})
+    try:
+        rng = np.random.default_rng(1)
+        x, y = (rng.standard_normal((64, 32)).astype(np.float32) for _ in range(2))
+
+        def build(tape):
+            a, b = tape.input(x), tape.input(y)
+            return [topos.where(a, a + b, b)]
+
+        network, (out,) = topos.Tape.record(build, dtype="float32")
+        for _ in range(3):  # prepared from the second run on
+            got = network.forward(network.parameters(), {}).of(out)
+        assert calls.count("add") >= 2 and calls.count("where") >= 2
+        np.testing.assert_array_equal(got, np.where(x != 0, x + y, y))
+    finally:
+        simd.uninstall()
 
 
 def test_binary_kernels_contract_and_routing():
-    # ops/wasm_binary.py's contract natively: a fake reading the arguments (outer, rows, cols, then
+    # topos/pyodide/wasm_binary.py's contract natively: a fake reading the arguments (outer, rows, cols, then
     # address and outer, row, col byte strides for out and each operand) does the op in numpy.
-    from topos.ops import pyodide_binary, pyodide_math
     from topos.ops.registry import _REGISTRY
+    from topos.pyodide import binary
 
-    assert pyodide_binary.UFUNC_STEP is None and pyodide_binary.WHERE_INTO is None  # natively: numpy's own
+    assert not hooks.HOOKS.steps and "forward_into" not in vars(_REGISTRY["Where"])  # natively: numpy's own
     calls = []
-
-    def fake(name, count):
-        def kernel(arguments):
-            values = [int(v) for v in _view(arguments, (3 + 4 * count,), (8,), np.intp)]
-            shape = tuple(values[:3])
-            calls.append(name)
-            if 0 in shape:
-                return
-            views = [
-                _view(values[3 + 4 * k], shape, tuple(values[4 + 4 * k : 7 + 4 * k]), np.float32) for k in range(count)
-            ]
-            assert views[0].strides[2] == 4 or shape[2] == 1
-            if name == "where":
-                np.copyto(views[0], np.where(views[3] != 0, views[1], views[2]))
-            else:
-                with np.errstate(all="ignore"):
-                    getattr(np, name)(views[1], views[2], out=views[0])
-
-        return kernel
+    fake = functools.partial(_fake_binary, calls)
 
     names = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide"}
-    pyodide_math.install({short: fake(name, 3) for short, name in names.items()} | {"where": fake("where", 4)})
+    simd.install({short: fake(name, 3) for short, name in names.items()} | {"where": fake("where", 4)})
 
     def where_forward(c, x, y, out):
-        if not pyodide_binary.where_into(c, x, y, out):
+        if not binary.where_into(c, x, y, out):
             _REGISTRY["Where"].forward_into([c, x, y], {}, out)
 
     try:
-        assert binary_cases.check_binary(pyodide_binary, where_forward, lambda: len(calls)) == []
+        assert binary_cases.check_binary(binary, where_forward, lambda: len(calls)) == []
         assert set(calls) == {"add", "subtract", "multiply", "divide", "where"}
-        # The row derivatives' forwards in Pyodide (ops/pyodide_rows.py): without the row sums'
+        # The row derivatives' forwards in Pyodide (topos/pyodide/row_derivatives.py): without the row sums'
         # kernel the general route, its binary ops through the fakes; with the fakes of both
         # (wasm_sum's rowsum contract: x, out, rows, cols) the direct route.
-        from topos.ops import pyodide_rows
+        from topos.pyodide import row_derivatives
 
         count = len(calls)
-        assert rows_cases.check_rows(pyodide_rows, lambda: len(calls)) == []
+        assert rows_cases.check_rows(row_derivatives, lambda: len(calls)) == []
         assert len(calls) > count
 
         def rowsum(arguments):
@@ -445,17 +478,18 @@ def test_binary_kernels_contract_and_routing():
             matrix = _view(x, (rows, cols), (4 * cols, 4), np.float32)
             np.add.reduce(matrix, axis=1, out=_view(out, (rows,), (4,), np.float32))
 
-        pyodide_math.install({"rowsum": rowsum})
-        assert rows_cases.check_rows(pyodide_rows, lambda: len(calls)) == []
+        simd.install({"rowsum": rowsum})
+        assert rows_cases.check_rows(row_derivatives, lambda: len(calls)) == []
         assert "rowsum" in calls
     finally:
-        pyodide_math.uninstall()
+        simd.uninstall()
 
 
 def test_rows_forwards_natively_unchanged():
-    # Natively rows.py's forwards are numpy's (rows.PYODIDE None); ops/pyodide_rows.py without
-    # kernels is numpy's too, within rows_cases' bound of the formulas in float64.
-    from topos.ops import pyodide_rows, rows
+    # Natively topos.ops.rows's forwards are numpy's (no rule overridden); topos/pyodide/row_derivatives.py
+    # without kernels is numpy's too, within rows_cases' bound of the formulas in float64.
+    from topos.ops.registry import _REGISTRY
+    from topos.pyodide import row_derivatives
 
-    assert rows.PYODIDE is None
-    assert rows_cases.check_rows(pyodide_rows, lambda: 0, kernels=False) == []
+    assert "forward_into" not in vars(_REGISTRY["SoftmaxGrad"])
+    assert rows_cases.check_rows(row_derivatives, lambda: 0, kernels=False) == []

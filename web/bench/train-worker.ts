@@ -53,7 +53,7 @@ import train_webgpu
 request = json.loads(REQUEST_JSON)
 example = train_webgpu.load_example(EXAMPLE_SOURCE)
 report = train_webgpu.measure(example, tuple(request["backends"]), request["steps"], request["warmup"])
-from topos.ops import blas
+from topos.pyodide import blas
 report["blas"] = {"loaded": BLAS_DETAIL, "installed": blas.installed(), "counts": blas.counts()}
 json.dumps(report)
 `)) as string;

@@ -1,8 +1,8 @@
-// The kernels the numpy interpreter multiplies with in the page (topos.ops.blas): numpy in
+// The kernels the numpy interpreter multiplies with in the page (topos.pyodide.blas): numpy in
 // Pyodide has no BLAS. First choice, measured faster (tests/bench/pyodide_matmul.mjs): the
-// project's own WebAssembly SIMD kernels (topos.ops.wasm_gemm writes the module's bytes:
+// project's own WebAssembly SIMD kernels (topos.pyodide.wasm_gemm writes the module's bytes:
 // nothing is downloaded), installed by every worker as soon as topos is imported, where the
-// browser has WebAssembly SIMD. Where it has not: Pyodide 0.27.7's OpenBLAS (openblas-0.3.26.zip, a shared library, 6.1 MB,
+// browser has WebAssembly SIMD (loadKernels, python-loader.ts). Where it has not: Pyodide 0.27.7's OpenBLAS (openblas-0.3.26.zip, a shared library, 6.1 MB,
 // 1.9 MB gzipped) and scipy's _fblas wrappers of it (0.5 MB, taken out of the verified scipy
 // wheel by web/scripts/fetch_pyodide_assets.py) lie in the site's pyodide/ folder, named with
 // their sha256 in blas.json. They are not precached and not loaded at start: a worker loads
@@ -47,7 +47,7 @@ export async function fetchBlas(): Promise<BlasFiles> {
 /**
  * Load OpenBLAS (Pyodide's loadPackage: fetched from pyodide/ and checked against the lock's
  * sha256, then loaded as a global shared library), write _fblas beside it and hand it to
- * topos.ops.blas, which routes products through it from then on. Returns what it took.
+ * topos.pyodide.blas, which routes products through it from then on. Returns what it took.
  */
 export async function installBlas(pyodide: PyodideInterface, files: Promise<BlasFiles> = fetchBlas()): Promise<string> {
   const started = performance.now();
@@ -57,7 +57,7 @@ export async function installBlas(pyodide: PyodideInterface, files: Promise<Blas
   pyodide.FS.mkdirTree(folder);
   const path = `${folder}/${manifest.extension.path.split("/").pop()}`;
   pyodide.FS.writeFile(path, extension);
-  const blas = pyodide.pyimport("topos.ops.blas");
+  const blas = pyodide.pyimport("topos.pyodide.blas");
   try {
     blas.load_extension(path);
   } finally {
@@ -66,9 +66,9 @@ export async function installBlas(pyodide: PyodideInterface, files: Promise<Blas
   return `OpenBLAS ${manifest.library.file} in ${Math.round(performance.now() - started)} ms`;
 }
 
-/** Whether the numpy interpreter has multiplied enough without a BLAS for one to pay (topos.ops.blas.counts). */
+/** Whether the numpy interpreter has multiplied enough without a BLAS for one to pay (topos.pyodide.blas.counts). */
 export function blasWanted(pyodide: PyodideInterface, multiplyAdds = 2e8): boolean {
-  const blas = pyodide.pyimport("topos.ops.blas");
+  const blas = pyodide.pyimport("topos.pyodide.blas");
   try {
     if (blas.installed()) return false;
     const counts = blas.counts();
@@ -80,45 +80,9 @@ export function blasWanted(pyodide: PyodideInterface, multiplyAdds = 2e8): boole
   }
 }
 
-/**
- * The SIMD kernels: the module topos.ops.wasm_gemm assembles, instantiated by Pyodide's own
- * dynamic-library loader so that it works in Pyodide's memory (numpy's data pointers are its
- * addresses), and handed to topos.ops.blas. Returns what was done, or why not.
- */
-export function installKernels(pyodide: PyodideInterface): string {
-  const wasm = pyodide.pyimport("topos.ops.wasm_gemm");
-  const blas = pyodide.pyimport("topos.ops.blas");
-  try {
-    const proxy = wasm.module_bytes();
-    const bytes = proxy.toJs() as Uint8Array<ArrayBuffer>;
-    proxy.destroy();
-    if (!WebAssembly.validate(bytes)) return "no WebAssembly SIMD: products stay in numpy until the BLAS loads";
-    // Pyodide's Emscripten module: its loader gives a dynamic library the memory Python lives in.
-    const module = (pyodide as unknown as { _module: EmscriptenLoader })._module;
-    const exports = module.loadWebAssemblyModule(bytes, { loadAsync: false, nodelete: true, allowUndefined: true }, "topos-wasm-gemm.so", {}, 0);
-    // By export name (a Map: Python reads it as a mapping); install_kernels takes the ones it knows.
-    blas.install_kernels(new Map(Object.entries(exports)));
-    return "WebAssembly SIMD kernels";
-  } finally {
-    wasm.destroy();
-    blas.destroy();
-  }
-}
-
-/** The part of Emscripten's runtime installKernels uses (Pyodide 0.27.7's Module). */
-interface EmscriptenLoader {
-  loadWebAssemblyModule(
-    binary: Uint8Array,
-    flags: { loadAsync: false; nodelete: boolean; allowUndefined: boolean },
-    libName: string,
-    localScope: object,
-    handle: number,
-  ): Record<string, (...args: number[]) => void>;
-}
-
-/** Whether topos.ops.blas has kernels of any kind installed. */
+/** Whether topos.pyodide.blas has kernels of any kind installed. */
 export function kernelsInstalled(pyodide: PyodideInterface): boolean {
-  const blas = pyodide.pyimport("topos.ops.blas");
+  const blas = pyodide.pyimport("topos.pyodide.blas");
   try {
     return (blas.installed() as string) !== "";
   } finally {

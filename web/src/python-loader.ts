@@ -5,7 +5,6 @@
 
 import type { PyodideInterface } from "pyodide";
 import type { StageMessage, StageName } from "../protocol";
-import { installKernels } from "./blas-loader";
 
 // The site may be served under any path (docs/deploy.md), so the folder is found from this
 // script's own URL: it lies one folder below the site's root (assets/ in the build, src/ on
@@ -72,16 +71,25 @@ export function loadPython(post: PostStage, module: string): Promise<PyodideInte
       installTopos(pyodide, await toposWheel);
       await numpyLoaded;
       pyodide.runPython(`import ${module}`);
-      // The SIMD kernels (blas-loader.ts): no download; installing runs each a while (about 30-70 ms
-      // under Node) so that V8 has optimized them before the first training step.
+      // The SIMD kernels: no download; installing runs each a while (about 30-70 ms under Node)
+      // so that V8 has optimized them before the first training step.
       try {
-        installKernels(pyodide);
+        loadKernels(pyodide);
       } catch (error) {
         console.warn(`the SIMD kernels did not install (products stay in numpy): ${error}`);
       }
     });
     return pyodide;
   })();
+}
+
+/**
+ * The in-page CPU runtime and its WebAssembly SIMD kernels, loaded where every Pyodide of the
+ * project loads them: topos.pyodide.load_kernels (also called by tests/pyodide/load.mjs and
+ * tests/browser/cases-page.mjs). Returns what was done, or why not.
+ */
+export function loadKernels(pyodide: PyodideInterface): string {
+  return pyodide.runPython("import topos.pyodide; topos.pyodide.load_kernels()") as string;
 }
 
 /**

@@ -6,18 +6,14 @@ every step in place, its StableHLO lowering composes the same steps in the same 
 """
 
 import math
-import sys
 
 import numpy as np
 
-from . import pyodide_math
 from .elementwise import Unary
 from .registry import Primitive, register, require_float, same_shape
 
 GELU_C = math.sqrt(2.0 / math.pi)
 GELU_K = 0.044715
-# numpy in Pyodide runs tanh slowly: there GELU and its gradient take one exp instead (pyodide_math).
-IN_PYODIDE = sys.platform == "emscripten"
 
 
 @register
@@ -35,8 +31,6 @@ class Gelu(Unary):
         # half * x * (one + tanh(c * (x + k * x * x * x))), each step in the same order as that
         # expression, written into one scratch array and ``out``: the same bits, no array a step.
         x = inputs[0]
-        if IN_PYODIDE:
-            return pyodide_math.gelu_into(x, out)
         c = x.dtype.type(GELU_C)
         k = x.dtype.type(GELU_K)
         half = x.dtype.type(0.5)
@@ -99,8 +93,6 @@ class GeluGrad(Primitive):
 
     def forward_into(self, inputs, attrs, out):
         g, x = inputs
-        if IN_PYODIDE:
-            return pyodide_math.gelu_grad_into(g, x, out)
         number = x.dtype.type
         x2 = np.multiply(x, x, out=out)
         t = np.multiply(x2, number(GELU_C * GELU_K), out=np.empty(x.shape, x.dtype))

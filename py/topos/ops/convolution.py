@@ -36,7 +36,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..text import format_shape
 from . import attributes as kinds
-from .blas import matmul_into
+from .hooks import matmul
 from .registry import Meta, Primitive, bytes_moved, integer_attr, integer_tuple_attr, register, require_float
 
 #: Elements of the column matrix the numpy forward gathers at a time: a few MiB, so that the
@@ -314,7 +314,7 @@ def convolve(lhs, rhs, attrs, out):
             stop = min(m, start + chunk)
             gathered = buffer[: stop - start]
             np.copyto(gathered, view[start:stop].transpose(order))
-            matmul_into(kernel, gathered.reshape(stop - start, groups, taps, outputs), out=result[start:stop])
+            matmul(kernel, gathered.reshape(stop - start, groups, taps, outputs), out=result[start:stop])
         return out
     # A weight gradient's window is an image and its output the small kernel: the columns of a chunk of input
     # channels [group, channels, batch x outputs, window], one product a channel with its part of the kernel
@@ -331,7 +331,7 @@ def convolve(lhs, rhs, attrs, out):
         stop = min(per_group, start + chunk)
         gathered = buffer[:, : stop - start]
         np.copyto(gathered, moved[:, start:stop])
-        products = matmul_into(gathered.reshape(groups, stop - start, m * outputs, window), kernel[:, start:stop])
+        products = matmul(gathered.reshape(groups, stop - start, m * outputs, window), kernel[:, start:stop])
         total += products.sum(axis=1)
     result[...] = total.reshape(groups, m, outputs, o_group).transpose(1, 0, 3, 2)
     return out
@@ -375,7 +375,7 @@ def convolve_rows(lhs, rhs, attrs, out):
         stop = min(m, start + chunk)
         count = stop - start
         np.copyto(buffer[:count], rows[start:stop])
-        matmul_into(kernel, buffer[:count].reshape(count, group_count, terms, positions), out=product[:count])
+        matmul(kernel, buffer[:count].reshape(count, group_count, terms, positions), out=product[:count])
         out[start:stop] = product[:count].reshape((count,) + grid)[keep]
     return out
 

@@ -13,7 +13,6 @@ rules are written with the emitter ``e`` so the same rule runs eagerly
 
 import numpy as np
 
-from . import pyodide_binary, pyodide_math
 from .registry import Primitive, register, require_float, same_shape
 
 
@@ -121,13 +120,9 @@ def compact(x):
 
 Neg = unary("Neg", numpy=np.negative, hlo="stablehlo.negate", wgsl="-x", vjp=lambda e, g, x, out: [e.neg(g)])
 
-# d exp(x) = exp(x), the output itself. numpy=np.exp natively; in Pyodide the SIMD exp (pyodide_math.EXP).
+# d exp(x) = exp(x), the output itself.
 Exp = unary(
-    "Exp",
-    numpy=pyodide_math.EXP,
-    hlo="stablehlo.exponential",
-    wgsl="safe_exp(x)",
-    vjp=lambda e, g, x, out: [e.mul(g, out)],
+    "Exp", numpy=np.exp, hlo="stablehlo.exponential", wgsl="safe_exp(x)", vjp=lambda e, g, x, out: [e.mul(g, out)]
 )
 
 Log = unary("Log", numpy=np.log, hlo="stablehlo.log", wgsl="precise_log(x)", vjp=lambda e, g, x, out: [e.div(g, x)])
@@ -169,8 +164,7 @@ def tanh_vjp(e, g, x, out):
     return [e.mul(g, e.sub(e.like(out, 1.0), e.mul(out, out)))]
 
 
-# numpy=np.tanh natively; in Pyodide the SIMD tanh (pyodide_math.TANH).
-Tanh = unary("Tanh", numpy=pyodide_math.TANH, hlo="stablehlo.tanh", wgsl="safe_tanh(x)", vjp=tanh_vjp)
+Tanh = unary("Tanh", numpy=np.tanh, hlo="stablehlo.tanh", wgsl="safe_tanh(x)", vjp=tanh_vjp)
 
 
 # d cos(x) = -sin(x), d sin(x) = cos(x). WGSL promises its cos and sin to an absolute 2^-11 on
@@ -418,8 +412,6 @@ class Where(Primitive):
 
     def forward_into(self, inputs, attrs, out):
         c, a, b = inputs
-        if pyodide_binary.WHERE_INTO is not None and pyodide_binary.WHERE_INTO(c, a, b, out):
-            return out  # float32 in Pyodide: the SIMD kernel (ops/pyodide_binary.py)
         np.copyto(out, b)
         np.copyto(out, a, where=compact(c) != 0)  # the mask broadcasts as the condition did
         return out

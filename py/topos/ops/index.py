@@ -7,7 +7,7 @@ from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from ..errors import IndexingError
 from ..text import format_shape
 from . import attributes as kinds
-from .blas import MATMUL
+from .hooks import matmul
 from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register
 
 
@@ -143,8 +143,8 @@ def one_hot_product(out, indices, rows):
     if not (out.flags.c_contiguous and np.isfinite(rows).all()):
         return False
     one_hot = np.equal(np.arange(out.shape[0], dtype=indices.dtype)[:, None], indices).astype(rows.dtype)
-    # np.matmul natively; in Pyodide the SIMD kernel (ops/blas.py)
-    MATMUL(one_hot, rows.reshape(indices.size, -1), out=out.reshape(out.shape[0], -1))
+    # np.matmul, or the product a runtime installed (ops/hooks.py)
+    matmul(one_hot, rows.reshape(indices.size, -1), out=out.reshape(out.shape[0], -1))
     return True
 
 

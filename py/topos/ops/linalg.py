@@ -1,7 +1,7 @@
 """Matrix products: ``MatMul`` over the last two axes, batched over the rest."""
 
 from ..text import format_shape
-from .blas import matmul_into
+from .hooks import matmul
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 
 
@@ -37,11 +37,11 @@ class MatMul(Primitive):
         return Meta(a.shape[:-1] + (b.shape[-1],), a.dtype)
 
     def forward(self, inputs, attrs):
-        # np.matmul, or the BLAS the playground installs in Pyodide (ops/blas.py).
-        return matmul_into(inputs[0], inputs[1])
+        # np.matmul, or the product a runtime installed (ops/hooks.py: the page's kernels in Pyodide).
+        return matmul(inputs[0], inputs[1])
 
     def forward_into(self, inputs, attrs, out):
-        return matmul_into(inputs[0], inputs[1], out)
+        return matmul(inputs[0], inputs[1], out)
 
     def vjp(self, e, g, operands, out, attrs):
         a, b = operands

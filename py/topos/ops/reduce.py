@@ -6,7 +6,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import attributes as kinds
-from . import pyodide_math
 from .registry import Meta, Primitive, bytes_moved, normalize_axes, register, require_float
 
 
@@ -72,8 +71,6 @@ class Sum(Reduction):
 
     def forward_into(self, inputs, attrs, out):
         x = inputs[0]
-        if SUM_INTO is not None and SUM_INTO(x, attrs["axes"], out):
-            return out  # in Pyodide, float32: the SIMD sums (ops/wasm_sum.py)
         product = ones_product(x, attrs["axes"])
         if product is not None and out.flags.c_contiguous:
             matrix, ones, along_rows = product
@@ -91,39 +88,6 @@ class Sum(Reduction):
     def stablehlo(self, ctx, node):
         return ctx.reduce(node, "stablehlo.add", 0.0)
 
-
-_FLOAT32 = np.dtype(np.float32)
-_NO = object()
-_MATRICES = {}
-_MATRICES_KEPT = 256
-
-
-def sum_into(x, axes, out):
-    """Whether the SIMD sums (``pyodide_math.sum_matrix``) wrote ``Sum`` of ``x`` over ``axes`` into
-    ``out``: float32 ndarrays, both C-contiguous, where the sum is a ones product (``ones_product``).
-
-    The decision and the matrix's shape are remembered by the shapes, strides and axes (a training
-    step sums the same layouts every run): no ``flags`` object nor reshaped view a call, a few us
-    each in Pyodide, where ``Sum`` runs 30-odd times a step."""
-    if type(x) is not np.ndarray or x.dtype is not _FLOAT32 or out.dtype is not _FLOAT32:
-        return False
-    key = (x.shape, x.strides, axes, out.strides)
-    found = _MATRICES.get(key, _NO)
-    if found is _NO:
-        product = _product_for(x.shape, axes, x.dtype) if x.flags.c_contiguous and out.flags.c_contiguous else None
-        if product is not None:
-            terms, along_rows, _ = product
-            found = ((x.size // terms, terms) if along_rows else (terms, x.size // terms), along_rows)
-        else:
-            found = None
-        if len(_MATRICES) >= _MATRICES_KEPT:
-            _MATRICES.clear()
-        _MATRICES[key] = found
-    return found is not None and pyodide_math.sum_matrix(x, out, *found)
-
-
-#: None natively (the ones product, unchanged); in Pyodide ``sum_into``.
-SUM_INTO = sum_into if pyodide_math.SUM_MATRIX is not None else None
 
 #: The most terms a ``Sum`` adds as a product with a vector of ones (BLAS) rather than with numpy's
 #: reduction: numpy reduces short rows one at a time (16 us for a layer norm's 256 rows of 32 where
@@ -144,7 +108,7 @@ def ones_product(x, axes):
     key = (x.shape, axes, x.dtype)
     product = _PRODUCTS.get(key, False)
     if product is False:  # worked out once for each shape, axes and dtype
-        product = _PRODUCTS.setdefault(key, _product_for(x.shape, axes, x.dtype))
+        product = _PRODUCTS.setdefault(key, product_for(x.shape, axes, x.dtype))
     if product is None:
         return None
     terms, along_rows, ones = product
@@ -152,7 +116,7 @@ def ones_product(x, axes):
     return matrix, ones, along_rows
 
 
-def _product_for(shape, axes, dtype):
+def product_for(shape, axes, dtype):
     """``(terms, along_rows, ones)`` for ``ones_product``, or None where a Sum over ``axes`` is not one."""
     size = math.prod(shape)
     if dtype.kind != "f" or dtype.itemsize < 4 or not axes or size == 0:
@@ -180,9 +144,6 @@ def ones_of(count, dtype):
     return ones
 
 
-#: None natively; in Pyodide the SIMD maxima of the last axis, where they fit (pyodide_math.max_last).
-MAX_LAST = pyodide_math.MAX_LAST
-
 #: Last axes up to this length take ``Max``'s moved-axis path.
 SHORT_AXIS = 64
 
@@ -200,10 +161,6 @@ class Max(Reduction):
         if x.size == 0:
             # The maximum of no elements is -inf, the identity the StableHLO reduce starts from.
             return np.maximum.reduce(x, axis=axes, keepdims=attrs["keepdims"], initial=x.dtype.type(-np.inf))
-        if MAX_LAST is not None and x.ndim and axes == (x.ndim - 1,):
-            result = MAX_LAST(x, attrs["keepdims"])  # in Pyodide, float32: the SIMD maxima (ops/wasm_sum.py)
-            if result is not None:
-                return result
         if x.ndim >= 2 and axes == (x.ndim - 1,) and 1 < x.shape[-1] <= SHORT_AXIS:
             # numpy reduces a short last axis row by row, slowly (50 us for a softmax's rows); with
             # that axis moved first and made contiguous, the reduction runs across whole rows

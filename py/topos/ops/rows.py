@@ -15,23 +15,14 @@ primitives. Each works along the last axis, one row at a time:
 
 The numpy forwards sum rows as a product with a vector of ones (BLAS), several
 times faster than numpy's reduction of short rows; WebGPU runs each as one
-workgroup per row (``kernels/softmax.wgsl``, ``kernels/layer_norm.wgsl``). In Pyodide the
-same steps go through the SIMD kernels (``ops/pyodide_rows.py``, ``PYODIDE``; None natively).
+workgroup per row (``kernels/softmax.wgsl``, ``kernels/layer_norm.wgsl``).
 """
-
-import sys
 
 import numpy as np
 
 from ..text import format_shape
-from . import pyodide_math
 from .reduce import ones_of
 from .registry import Meta, Primitive, register, require_float, same_shape
-
-if sys.platform == "emscripten":
-    from . import pyodide_rows as PYODIDE  # the same forwards through the SIMD kernels
-else:
-    PYODIDE = None  # natively the numpy forwards below, unchanged
 
 
 def row_sums(a):
@@ -104,8 +95,6 @@ class SoftmaxGrad(RowGrad):
 
     def forward_into(self, inputs, attrs, out):
         g, y = inputs
-        if PYODIDE is not None:
-            return PYODIDE.softmax_grad(g, y, out)
         np.multiply(g, y, out=out)
         total = row_sums(out)
         np.subtract(g, total, out=out)
@@ -143,10 +132,8 @@ class LogSoftmaxGrad(RowGrad):
 
     def forward_into(self, inputs, attrs, out):
         g, y = inputs
-        if PYODIDE is not None:
-            return PYODIDE.log_softmax_grad(g, y, out)
         total = row_sums(g)
-        pyodide_math.EXP(y, out=out)  # np.exp natively
+        np.exp(y, out=out)
         out *= total
         np.subtract(g, out, out=out)
         return out
@@ -201,8 +188,6 @@ class LayerNormGrad(Primitive):
 
     def forward_into(self, inputs, attrs, out):
         g, normed, scale = inputs
-        if PYODIDE is not None:
-            return PYODIDE.layer_norm_grad(g, normed, scale, out)
         count = normed.dtype.type(normed.shape[-1])
         mean_g = np.divide(row_sums(g), count)
         np.multiply(g, normed, out=out)

@@ -1,41 +1,40 @@
-"""Add, Sub, Mul, Div and Where of float32 through the SIMD kernels of ops/wasm_binary.py, in Pyodide only.
+"""Add, Sub, Mul, Div and Where of float32 through the SIMD kernels of wasm_binary.py, in Pyodide only.
 
 numpy in Pyodide runs small float32 binary ops 3-5 times slower than natively (its loops are
 scalar wasm) and the training step's operands are mostly broadcast views: a bias row (strides
-(0, 4)), a per-row scalar ((4, 0)), a [16, 16] mask over attention's [16, 4, 16, 16]. ``plan``
-views the op's operands as at most three axes (outer, rows, cols: the axes of extent 1 dropped,
+(0, 4)), a per-row scalar ((4, 0)), a [16, 16] mask over attention's [16, 4, 16, 16].
+``call_layout`` views the op's operands as at most three axes (outer, rows, cols: the axes of extent 1 dropped,
 neighbours merged where every operand's strides allow) and calls the kernel where each
 operand's last stride is 0 or one element and out's is one element; every other case (another
 dtype, operands of another rank than out's, fewer than ``MIN_ELEMENTS``, no kernel) is numpy's
 own call, unchanged; an operand of out's rank with extents of 1 (a row's scalar ``[..., 1]``)
-is read broadcast, its stride 0 along those axes. The decision is remembered by shapes and strides (``_PLANS``), and the
-interpreter's nodes (``step``, ``where_step``) remember their last call: the step's operands have
-the same layouts every run. The results are numpy's bit for bit (one IEEE single operation an
+is read broadcast, its stride 0 along those axes. The decision is remembered by shapes and strides
+(``_LAYOUTS``), and the interpreter's nodes (``ufunc_step``, ``where_step``) remember their last
+call: the step's operands have the same layouts every run. The results are numpy's bit for bit (one IEEE single operation an
 element), NaN payloads aside.
 
-Natively the hooks (``UFUNC_STEP``, ``WHERE_STEP``, ``WHERE_INTO``) are None and nothing changes:
-the interpreter calls the ufuncs themselves.
+routing.py hands these to the interpreter and to Where's forward where the runtime is installed;
+natively nothing changes: the interpreter calls the ufuncs themselves.
 """
 
-import sys
 import weakref
 
 import numpy as np
 
-from . import pyodide_math, wasm_binary
+from . import kernels, wasm_binary
 
 # Below this many elements numpy's own loop costs less than the call from Python (measured in
 # Pyodide 0.27.7 under Node: a kernel call about 6 us from Python, numpy's 4 + 0.5-2 ns an element).
 MIN_ELEMENTS = 128
 _FLOAT32 = np.dtype(np.float32)
-_KERNELS = pyodide_math._kernels  # the same table: blas.suspended and uninstall clear it
+_KERNELS = kernels.KERNELS  # the same table: blas.suspended and uninstall clear it
 _NAMES = {np.add: "add", np.subtract: "sub", np.multiply: "mul", np.divide: "div"}
-_PLANS = {}
-_PLANS_KEPT = 1024
+_LAYOUTS = {}
+_LAYOUTS_KEPT = 1024
 _NO = object()
 
 
-def plan(shape, out_strides, *operand_strides):
+def call_layout(shape, out_strides, *operand_strides):
     """The kernel's arguments for ``shape`` and the strides (out's, then the operands'), their
     addresses left 0 (at 3, 7, 11, ...), as an intp array; None where the kernel does not take them."""
     size = 1
@@ -80,7 +79,7 @@ def broadcast_strides(operand, shape):
 
 
 def _arguments(name, out, operands):
-    """The kernel ``name`` and its arguments (the plan's array, out's and the operands' addresses
+    """The kernel ``name`` and its arguments (the call layout's array, out's and the operands' addresses
     written in) for ``operands`` (float32 arrays of out's shape, or of its rank broadcast to it: a
     row's scalar ``[..., 1]``) into ``out``; None where numpy does it."""
     kernel = _KERNELS.get(name)
@@ -92,18 +91,18 @@ def _arguments(name, out, operands):
             return None
         key += (operand.shape, operand.strides)
     key = tuple(key)
-    arguments = _PLANS.get(key, _NO)
+    arguments = _LAYOUTS.get(key, _NO)
     if arguments is _NO:
         strides = [broadcast_strides(operand, out.shape) for operand in operands]
-        arguments = None if None in strides else plan(out.shape, out.strides, *strides)
-        if len(_PLANS) >= _PLANS_KEPT:
-            _PLANS.clear()
-        _PLANS[key] = arguments
+        arguments = None if None in strides else call_layout(out.shape, out.strides, *strides)
+        if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = arguments
     if arguments is None:
         return None
-    arguments[3] = pyodide_math._kept_address(out)
+    arguments[3] = kernels.kept_address(out)
     for position, operand in enumerate(operands):
-        arguments[7 + 4 * position] = pyodide_math._kept_address(operand)
+        arguments[7 + 4 * position] = kernels.kept_address(operand)
     return kernel, arguments
 
 
@@ -113,7 +112,7 @@ def _run(name, out, operands):
     if found is None:
         return False
     kernel, arguments = found
-    kernel(pyodide_math._kept_address(arguments))
+    kernel(kernels.kept_address(arguments))
     return True
 
 
@@ -125,7 +124,7 @@ class _Call:
 
     def __init__(self, kernel, arguments, arrays):
         self.kernel, self.arguments = kernel, arguments
-        self.address = pyodide_math._address(arguments)
+        self.address = kernels.address(arguments)
         self.references = [weakref.ref(array) for array in arrays]
         self.layouts = [(array.shape, array.strides) for array in arrays]
 
@@ -136,17 +135,23 @@ class _Call:
             return False
         if (array.shape, array.strides) != self.layouts[position]:
             return False
-        self.arguments[3 + 4 * position] = pyodide_math._address(array)  # from the struct where ops/wasm_heap.py can
+        self.arguments[3 + 4 * position] = kernels.address(array)  # from the struct where wasm_heap.py can
         self.references[position] = weakref.ref(array)
         return True
 
 
-def step(ufunc, a, b, index):
-    """The interpreter's step for ``values[index] = ufunc(values[a], values[b])`` (``into``; see ``_step``)."""
+class _LastCall:
+    """A step's last kernel call (``_Call``), or None before its first and after a miss."""
 
-    def fallback(values):
-        ufunc(values[a], values[b], out=values[index])
+    __slots__ = ("call",)
 
+    def __init__(self):
+        self.call = None
+
+
+def ufunc_step(ufunc, a, b, index, fallback):
+    """The interpreter's step for ``values[index] = ufunc(values[a], values[b])``, ``fallback(values)``
+    where the kernel does not take it (see ``_step``)."""
     return _step(_NAMES[ufunc], (a, b), index, fallback)
 
 
@@ -162,16 +167,16 @@ def _step(name, operands, index, fallback):
     arrays, or new ones of the same layouts (their addresses written in), and the same kernel call
     it again, about 2 us from Python. Pyodide runs the interpreter in one thread: nothing guards
     the remembered call (natively these steps are not made)."""
-    last = [None]
+    last = _LastCall()
 
     def miss(values, arrays):
         found = _arguments(name, arrays[0], arrays[1:])
         if found is None:
-            last[0] = None
+            last.call = None
             fallback(values)
             return
         kernel, arguments = found
-        last[0] = call = _Call(kernel, arguments.copy(), arrays)
+        last.call = call = _Call(kernel, arguments.copy(), arrays)
         kernel(call.address)
 
     # Written out for two operands and for three: this is the per-call path (a Python loop over
@@ -181,7 +186,7 @@ def _step(name, operands, index, fallback):
 
         def run(values):
             out, x, y = values[index], values[a], values[b]
-            call = last[0]
+            call = last.call
             if call is not None and _KERNELS.get(name) is call.kernel:
                 seen = call.references
                 if (
@@ -198,7 +203,7 @@ def _step(name, operands, index, fallback):
 
         def run(values):
             out, x, y, z = values[index], values[a], values[b], values[c]
-            call = last[0]
+            call = last.call
             if call is not None and _KERNELS.get(name) is call.kernel:
                 seen = call.references
                 if (
@@ -222,13 +227,13 @@ def into(ufunc, x, y, out):
 
 
 def where_into(c, x, y, out):
-    """Whether ``out = c != 0 ? x : y`` went through the kernel (Where's forward_into, ops/elementwise.py)."""
+    """Whether ``out = c != 0 ? x : y`` went through the kernel (Where's forward_into where the runtime is installed, routing.py)."""
     return _run("where", out, (x, y, c))
 
 
 def warm_up(calls=200):
     """Run each kernel ``calls`` times over [64, 256], a row and a column broadcast, about 30 ms (V8
-    optimizes a function once it has run enough, see pyodide_math.warm_up; at 16 calls the
+    optimizes a function once it has run enough, see kernels.warm_up; at 16 calls the
     training step's binary ops ran 1.5-2 times slower, measured)."""
     x = np.zeros((64, 256), np.float32)
     out = np.empty_like(x)
@@ -241,12 +246,6 @@ def warm_up(calls=200):
         _run("where", out, (column, x, row))
 
 
-# The ufuncs that ``UFUNC_STEP`` takes, and it: in Pyodide ``step``, natively None (the
-# interpreter calls the ufuncs themselves). ``WHERE_STEP`` alike for Where's node, ``WHERE_INTO``
-# for its forward_into called elsewhere.
+# The ufuncs ``ufunc_step`` and ``into`` take.
 UFUNCS = tuple(_NAMES)
-IN_PYODIDE = sys.platform == "emscripten"
-UFUNC_STEP = step if IN_PYODIDE else None
-WHERE_STEP = where_step if IN_PYODIDE else None
-WHERE_INTO = where_into if IN_PYODIDE else None
 assert set(_NAMES.values()) | {"where"} == set(wasm_binary.KERNELS)

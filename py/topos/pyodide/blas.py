@@ -3,10 +3,10 @@
 Natively numpy's matmul already calls a BLAS, and this module changes nothing: no kernels
 are installed, and ``matmul_into(a, b, out)`` is ``np.matmul(a, b, out=out)``. numpy in
 Pyodide is built without one, and multiplies at 1-2 GFLOP/s. There the playground's workers
-install one of two kinds (web/src/blas-loader.ts), measured (tests/bench/pyodide_matmul.mjs,
-tests/bench/pyodide_train.mjs):
+install one of two kinds (``topos.pyodide.load_kernels``, web/src/blas-loader.ts), measured
+(tests/bench/pyodide_matmul.mjs, tests/bench/pyodide_train.mjs):
 
-- the project's own WebAssembly SIMD kernels (``install_kernels``; ops/wasm_gemm.py writes
+- the project's own WebAssembly SIMD kernels (``install_kernels``; wasm_gemm.py writes
   them), 2-4x OpenBLAS's speed here, installed by every worker at start with no download;
   whole 4-row tiles go through them and the few rows and columns past the last tile through
   numpy;
@@ -22,7 +22,7 @@ matrix broadcast over the batch (zero batch strides), folded into one 2-D produc
 batch of whole tiles over at most two batch axes in one call (attention's products).
 Everything else stays in numpy: a call from Python costs more than a small product.
 With the SIMD kernels each layout's route and kernel arguments are worked out once
-(ops/blas_plans.py): a product of a layout seen before costs a lookup, three addresses
+(call_layouts.py): a product of a layout seen before costs a lookup, three addresses
 written and the kernel call.
 
 Transposed operands cost nothing (``?gemm`` is told to transpose a Fortran-ordered matrix;
@@ -43,7 +43,7 @@ import sys
 
 import numpy as np
 
-from . import blas_plans, pyodide_binary, pyodide_math, wasm_binary, wasm_gemm, wasm_heap
+from . import binary, call_layouts, kernels, wasm_binary, wasm_gemm, wasm_heap
 
 # Measured in Pyodide 0.27.7 (Node, tests/bench/pyodide_matmul.mjs): at 32^3 multiply-adds
 # numpy's own loop is faster than a kernel called from Python (OpenBLAS 1.3x, SIMD 1.6x its
@@ -52,13 +52,13 @@ MIN_2D_WORK = 65536
 # A batched product goes through one call a matrix only when each is this large (one call a
 # matrix: 0.95 of numpy at 8 x 32^3, 0.79 at 4 x 64^3, 10x slower at attention's 64 x 16x16x8).
 MIN_BATCHED_WORK = 65536
-# (The plans of ops/blas_plans.py keep the decisions made under these: after changing either, blas_plans.clear().)
+# (The call layouts of call_layouts.py keep the decisions made under these: after changing either, call_layouts.clear().)
 
-# Every export of ops/wasm_gemm.py's module that ``install_kernels`` takes.
+# Every export of wasm_gemm.py's module that ``install_kernels`` takes.
 KERNEL_EXPORTS = ("sgemm", "dgemm", "gelu_f32", "gelu_grad_f32", "exp_f32", "tanh_f32", "colsum_f32", "rowsum_f32")
 KERNEL_EXPORTS += ("rowmax_f32", *wasm_binary.KERNELS.values())
 _routines = {}  # numpy dtype -> the f2py ?gemm wrapper (OpenBLAS)
-_kernels = {}  # numpy dtype -> the WebAssembly SIMD kernel (ops/wasm_gemm.py), preferred where installed
+_kernels = {}  # numpy dtype -> the WebAssembly SIMD kernel (wasm_gemm.py), preferred where installed
 _counts = {"blas": 0, "numpy": 0, "wanted": 0}
 # Only where numpy lacks a BLAS is it worth a look at each product while none is installed.
 _COUNTING = sys.platform == "emscripten"
@@ -71,37 +71,37 @@ def install(module):
     _routines[np.dtype(np.float64)] = module.dgemm
 
 
-def install_kernels(kernels):
-    """Route products through the WebAssembly SIMD kernels of ops/wasm_gemm.py: ``kernels`` maps
+def install_kernels(exports):
+    """Route products through the WebAssembly SIMD kernels of wasm_gemm.py: ``exports`` maps
     the module's export names to callables taking the address of their int32 arguments
     (addresses in the memory numpy's arrays live in, sizes, byte strides). ``sgemm`` and
     ``dgemm`` take the products; the float32 kernels named ``*_f32`` (GELU, exp, tanh, the sums
-    and maxima, the binary ops: ops/wasm_gelu.py, wasm_exp.py, wasm_sum.py, wasm_binary.py) go to
-    ``pyodide_math`` under their names less "_f32". Names it does not know are ignored."""
-    kernels = {name: kernels[name] for name in KERNEL_EXPORTS if name in kernels}
+    and maxima, the binary ops: wasm_gelu.py, wasm_exp.py, wasm_sum.py, wasm_binary.py) go to
+    ``kernels`` under their names less "_f32". Names it does not know are ignored."""
+    exports = {name: exports[name] for name in KERNEL_EXPORTS if name in exports}
     _kernels.clear()
-    _kernels[np.dtype(np.float32)] = kernels["sgemm"]
-    _kernels[np.dtype(np.float64)] = kernels["dgemm"]
-    elementwise = {name.removesuffix("_f32"): kernel for name, kernel in kernels.items() if name.endswith("_f32")}
+    _kernels[np.dtype(np.float32)] = exports["sgemm"]
+    _kernels[np.dtype(np.float64)] = exports["dgemm"]
+    elementwise = {name.removesuffix("_f32"): kernel for name, kernel in exports.items() if name.endswith("_f32")}
     if elementwise:
-        pyodide_math.install(elementwise)
-        pyodide_math.warm_up()
-        pyodide_binary.warm_up()
+        kernels.install(elementwise)
+        kernels.warm_up()
+        binary.warm_up()
 
 
 def uninstall():
     """Back to numpy alone (the benchmark's BLAS-off side, and the tests)."""
     _routines.clear()
     _kernels.clear()
-    blas_plans.clear()
-    pyodide_math.uninstall()
+    call_layouts.clear()
+    kernels.uninstall()
 
 
 @contextlib.contextmanager
-def suspended(kernels=("simd", "openblas")):
+def suspended(names=("simd", "openblas")):
     """Inside the block products (and GELU) do without the named kernels ("simd", "openblas"), after it with them again."""
-    named = (("simd", _kernels), ("simd", pyodide_math._kernels), ("openblas", _routines))
-    tables = [table for name, table in named if name in kernels]
+    named = (("simd", _kernels), ("simd", kernels.KERNELS), ("openblas", _routines))
+    tables = [table for name, table in named if name in names]
     saved = [dict(table) for table in tables]
     for table in tables:
         table.clear()
@@ -164,18 +164,18 @@ def matmul_into(a, b, out=None):
         return np.matmul(a, b, out=out)
     kernel = _kernels.get(a.dtype)
     if kernel is not None:
-        # The SIMD kernels: one plan a layout (ops/blas_plans.py), made the first time it is seen.
-        layout = None if out is None else (out.shape, out.strides)
-        key = (id(kernel), a.dtype, a.shape, a.strides, b.dtype, b.shape, b.strides, layout)
-        plan = blas_plans.PLANS.get(key)
-        if plan is None:
-            plan = blas_plans.make(key, kernel, a, b, out, route(a, b))
-        if plan is blas_plans.NUMPY:
+        # The SIMD kernels: one call layout a layout of operands (call_layouts.py), made the first time it is seen.
+        target = None if out is None else (out.shape, out.strides)
+        key = (id(kernel), a.dtype, a.shape, a.strides, b.dtype, b.shape, b.strides, target)
+        layout = call_layouts.LAYOUTS.get(key)
+        if layout is None:
+            layout = call_layouts.make(key, kernel, a, b, out, route(a, b))
+        if layout is call_layouts.NUMPY:
             _counts["numpy"] += 1
             return np.matmul(a, b, out=out)
-        if plan is not blas_plans.GENERAL:
+        if layout is not call_layouts.GENERAL:
             _counts["blas"] += 1
-            return blas_plans.run(plan, a, b, out)
+            return call_layouts.run(layout, a, b, out)
     way = route(a, b)
     # The SIMD kernel where there is one for the dtype, else OpenBLAS's ?gemm.
     routine = _kernels.get(a.dtype) if way != "numpy" else None
@@ -249,15 +249,15 @@ def _gemm_into(gemm, a, b, out):
 
 
 def _address(array, keep=True):
-    """``array``'s data address; remembered (``pyodide_math.remembered_address``) unless ``keep`` is
+    """``array``'s data address; remembered (``kernels.remembered_address``) unless ``keep`` is
     false (a copy made for this call, which no later call passes)."""
     if not keep:
         address = wasm_heap.address(array)
         return array.__array_interface__["data"][0] if address is None else address
-    return pyodide_math.remembered_address(array)
+    return kernels.remembered_address(array)
 
 
-# The kernels' ten arguments, written here and passed by address (ops/wasm_gemm.py): pointer-sized
+# The kernels' ten arguments, written here and passed by address (wasm_gemm.py): pointer-sized
 # integers, which in Pyodide (wasm32) are the int32 the kernels read.
 _ARGUMENTS = np.zeros(len(wasm_gemm.ARGUMENTS), np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
@@ -336,8 +336,3 @@ def _kernel_batched(kernel, a, b, out):
     if target is not out:
         out[...] = target
     return out
-
-
-# The product the numpy forwards outside MatMul call (ScatterAdd's one-hot matrix): ``np.matmul``
-# itself natively, ``matmul_into`` (the page's kernels) in Pyodide.
-MATMUL = matmul_into if sys.platform == "emscripten" else np.matmul

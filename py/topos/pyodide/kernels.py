@@ -1,4 +1,10 @@
-"""GELU and its derivative for numpy in Pyodide, where ``np.tanh`` is slow: through one ``np.exp``.
+"""The page's float32 SIMD kernels other than the products, and GELU through one ``np.exp``.
+
+``KERNELS`` holds the WebAssembly SIMD kernels the page installed (GELU and its derivative,
+exp, tanh, the row and column sums and maxima, the binary ops; ``topos.pyodide.installKERNELS``),
+by their export names less "_f32"; each takes the address of its pointer-sized arguments.
+
+GELU and its derivative for numpy in Pyodide, where ``np.tanh`` is slow, go through one ``np.exp``.
 
 numpy in Pyodide runs ``np.tanh`` at about 41 ns an element (natively 0.33) and ``np.exp`` at
 about 15 (natively 0.48), so the tanh form of GELU spends most of its time in tanh. With
@@ -9,8 +15,9 @@ t = tanh(u) = 2 s - 1, s = sigmoid(2u) = 1 / (1 + exp(-2u)), u = c (x + k x^3):
 
 One exp and no tanh; fewer passes (six for GELU, fourteen for its gradient) over float32
 kept float32. Where the page installed them (``install``), float32 goes through the
-WebAssembly SIMD forms of the same formulas instead (ops/wasm_gelu.py): one pass each. ``activations.Gelu`` and ``GeluGrad`` use these only in Pyodide
-(``sys.platform == "emscripten"``): natively their results are unchanged, bit for bit.
+WebAssembly SIMD forms of the same formulas instead (wasm_gelu.py): one pass each. ``Gelu`` and
+``GeluGrad`` use these where the runtime is installed (routing.py): natively their results are
+unchanged, bit for bit.
 The rounding differs from the tanh form's: within ``GELU_TOLERANCE`` eps of the dtype times
 (1 + |x|) for GELU and (1 + |x|) |g| for the gradient, against the tanh form in float64
 (tests/python/test_blas.py checks both dtypes, natively and in Pyodide). Overflow goes where
@@ -19,7 +26,6 @@ the tanh form's does: exp(-2u) = inf gives gelu -0.0 and gelu' 0 for very negati
 
 import math
 import struct
-import sys
 import weakref
 
 import numpy as np
@@ -31,20 +37,20 @@ GELU_K = 0.044715
 # The documented bound, in units of the dtype's eps (see the module's docstring).
 GELU_TOLERANCE = 16
 
-# The SIMD exp's documented bound (ops/wasm_exp.py): |exp_f32(x) - exp(x)| <= EXP_TOLERANCE[0] eps |exp(x)|
+# The SIMD exp's documented bound (wasm_exp.py): |exp_f32(x) - exp(x)| <= EXP_TOLERANCE[0] eps |exp(x)|
 # + EXP_TOLERANCE[1], exp(x) in float64, eps float32's (and the smallest denormal absolutely).
 EXP_TOLERANCE = (2, 2.0**-149)
-# The SIMD tanh's (ops/wasm_exp.py), alike: |tanh_f32(x) - tanh(x)| <= TANH_TOLERANCE[0] eps |tanh(x)| + TANH_TOLERANCE[1].
+# The SIMD tanh's (wasm_exp.py), alike: |tanh_f32(x) - tanh(x)| <= TANH_TOLERANCE[0] eps |tanh(x)| + TANH_TOLERANCE[1].
 TANH_TOLERANCE = (3, 2.0**-149)
-# The SIMD sums' bound (ops/wasm_sum.py), n terms a sum: |sum_f32(x) - sum(x)| <= SUM_TOLERANCE n eps sum |x|,
+# The SIMD sums' bound (wasm_sum.py), n terms a sum: |sum_f32(x) - sum(x)| <= SUM_TOLERANCE n eps sum |x|,
 # sum(x) in float64, eps float32's (a sum in any order of n float32 additions: (n - 1) u sum |x| to first order).
 SUM_TOLERANCE = 1
 # The fewest elements a kernel takes: below, numpy's own loop costs less than the call from Python
 # (about 8 us in Pyodide 0.27.7 under Node; np.exp 7-15 ns an element, np.tanh 18-41, the kernels 1-2).
 KERNEL_MIN = {"exp": 1024, "tanh": 512}
 
-# The WebAssembly SIMD forms of both (ops/wasm_gelu.py, float32), where the page installed them.
-_kernels = {}
+# The WebAssembly SIMD forms of both (wasm_gelu.py, float32), where the page installed them.
+KERNELS = {}
 _ARGUMENTS = np.zeros(4, np.intp)
 _ARGUMENTS_ADDRESS = _ARGUMENTS.__array_interface__["data"][0]
 # The arguments are written through this (``_PACK.pack_into(_SLOTS, 0, ...)``): one C call, about
@@ -57,7 +63,7 @@ _WRAP = 1 << (8 * _ARGUMENTS.itemsize - 1)
 def install(kernels):
     """Use the SIMD kernels for float32: ``kernels`` maps names ("gelu", "exp", "colsum", "add",
     ...: the module's exports less "_f32") to callables taking the address of their arguments."""
-    _kernels.update({name: kernel for name, kernel in kernels.items() if kernel is not None})
+    KERNELS.update({name: kernel for name, kernel in kernels.items() if kernel is not None})
 
 
 def warm_up(calls=16):
@@ -66,31 +72,38 @@ def warm_up(calls=16):
     V8 first runs WebAssembly through its baseline compiler and optimizes a function once it has
     run enough; the training step calls these kernels a few dozen times on small matrices, so
     without this they would stay unoptimized (the column sums 2.4 times slower, measured) for the first hundreds of
-    steps. ``blas.install_kernels`` calls it once."""
+    steps. ``blas.installKERNELS`` calls it once."""
     x = np.zeros((256, 256), np.float32)
     out = np.empty(256, np.float32)
     for name in ("colsum", "rowsum", "rowmax"):
-        if name in _kernels:
-            _PACK.pack_into(_SLOTS, 0, _address(x), _address(out), 256, 256)
+        if name in KERNELS:
+            _PACK.pack_into(_SLOTS, 0, address(x), address(out), 256, 256)
             for _ in range(calls):
-                _kernels[name](_ARGUMENTS_ADDRESS)
+                KERNELS[name](_ARGUMENTS_ADDRESS)
 
 
 def uninstall():
-    _kernels.clear()
+    KERNELS.clear()
 
 
 def _through_kernel(name, g, x, out):
     """The kernel over the whole multiple-of-4 part of contiguous float32 arrays; the count done."""
     count = x.size - x.size % 4
     if count:
-        _PACK.pack_into(_SLOTS, 0, _address(x), _address(g), _address(out), count)
-        _kernels[name](_ARGUMENTS_ADDRESS)
+        _PACK.pack_into(_SLOTS, 0, address(x), address(g), address(out), count)
+        KERNELS[name](_ARGUMENTS_ADDRESS)
     return count
 
 
-def _address(array):
-    address = wasm_heap.address(array)  # in Pyodide, read from the array's struct (ops/wasm_heap.py)
+def call(name, *arguments):
+    """Kernel ``name`` over its four pointer-sized arguments (addresses as ``address`` gives them)."""
+    _PACK.pack_into(_SLOTS, 0, *arguments)
+    KERNELS[name](_ARGUMENTS_ADDRESS)
+
+
+def address(array):
+    """``array``'s data address as the kernels' signed argument."""
+    address = wasm_heap.address(array)  # in Pyodide, read from the array's struct (wasm_heap.py)
     return _wrapped(array.__array_interface__["data"][0] if address is None else address)
 
 
@@ -100,13 +113,13 @@ def _wrapped(address):
 
 
 def _kernel_fits(out, *arrays):
-    return bool(_kernels) and all(a.dtype == np.float32 and a.flags.c_contiguous for a in (out, *arrays))
+    return bool(KERNELS) and all(a.dtype == np.float32 and a.flags.c_contiguous for a in (out, *arrays))
 
 
 def exp(x, out=None):
-    """``np.exp(x, out=out)``; contiguous float32 through the SIMD kernel where installed (ops/wasm_exp.py).
+    """``np.exp(x, out=out)``; contiguous float32 through the SIMD kernel where installed (wasm_exp.py).
 
-    The Exp row's forward in Pyodide (ops/elementwise.py). Within ``EXP_TOLERANCE`` of exp in
+    The Exp row's forward in Pyodide (routing.py). Within ``EXP_TOLERANCE`` of exp in
     float64 and raising no floating-point warning; anything else (other dtypes, strided or
     broadcast operands, fewer than ``KERNEL_MIN["exp"]`` elements, no kernel) is ``np.exp`` itself.
     """
@@ -120,7 +133,7 @@ def tanh(x, out=None):
 
 def _unary(name, ufunc, x, out):
     if (
-        name in _kernels
+        name in KERNELS
         and type(x) is np.ndarray
         and x.dtype == np.float32
         and x.size >= KERNEL_MIN[name]
@@ -136,54 +149,44 @@ def _unary(name, ufunc, x, out):
     return ufunc(x) if out is None else ufunc(x, out=out)
 
 
-# The exp and tanh the numpy forwards call (the Exp and Tanh rows, LogSoftmaxGrad): the ufuncs
-# themselves natively, which the interpreter calls straight (natively nothing changes), ``exp``
-# and ``tanh`` above in Pyodide.
-EXP = exp if sys.platform == "emscripten" else np.exp
-TANH = tanh if sys.platform == "emscripten" else np.tanh
-
-
 def sum_matrix(x, out, shape, along_rows):
     """Whether the SIMD sums wrote the row sums (``along_rows``) or column sums of ``x`` seen as a
     matrix of ``shape`` into ``out``.
 
-    ``Sum``'s forward in Pyodide (ops/reduce.py) calls this where it would multiply that matrix by
+    ``Sum``'s forward in Pyodide (routing.py) calls this where it would multiply that matrix by
     a vector of ones, ``x`` and ``out`` C-contiguous and ``out`` of the sums' count; it does where
     this returns False. Float32 only, within ``SUM_TOLERANCE``.
     """
-    kernel = _kernels.get("rowsum" if along_rows else "colsum")
+    kernel = KERNELS.get("rowsum" if along_rows else "colsum")
     if kernel is None or x.dtype is not _FLOAT32 or out.dtype is not _FLOAT32:
         return False
     rows, columns = shape
-    _PACK.pack_into(_SLOTS, 0, _kept_address(x), _kept_address(out), rows, columns)
+    _PACK.pack_into(_SLOTS, 0, kept_address(x), kept_address(out), rows, columns)
     kernel(_ARGUMENTS_ADDRESS)
     return True
 
 
 def max_last(x, keepdims):
-    """The largest element of each row of ``x``'s last axis through the SIMD kernel (ops/wasm_sum.py),
+    """The largest element of each row of ``x``'s last axis through the SIMD kernel (wasm_sum.py),
     ``x`` float32, C-contiguous and not empty; None (the caller's numpy) otherwise.
 
-    ``Max``'s forward in Pyodide (ops/reduce.py) over the last axis: exact, NaN where numpy has it.
+    ``Max``'s forward in Pyodide (routing.py) over the last axis: exact, NaN where numpy has it.
     """
-    kernel = _kernels.get("rowmax")
+    kernel = KERNELS.get("rowmax")
     if kernel is None or type(x) is not np.ndarray or x.dtype is not _FLOAT32 or not x.size or not x.flags.c_contiguous:
         return None
     shape = x.shape[:-1] + ((1,) if keepdims else ())
     out = np.empty(shape, np.float32)
-    _PACK.pack_into(_SLOTS, 0, _kept_address(x), _address(out), x.size // x.shape[-1], x.shape[-1])
+    _PACK.pack_into(_SLOTS, 0, kept_address(x), address(out), x.size // x.shape[-1], x.shape[-1])
     kernel(_ARGUMENTS_ADDRESS)
     return out
 
-
-# What ``Max`` over the last axis tries first (ops/reduce.py): nothing natively, ``max_last`` in Pyodide.
-MAX_LAST = max_last if sys.platform == "emscripten" else None
 
 _FLOAT32 = np.dtype(np.float32)
 # Data addresses by id, each entry with a weak reference to its array (an id is only the same
 # array while that array lives; a dead entry's reference answers None): ``__array_interface__``
 # builds a dict, about 2 us in Pyodide, and most operands the kernels are passed (here and in
-# ops/blas.py) are the interpreter's kept buffers, step after step. The references are weak so
+# blas.py) are the interpreter's kept buffers, step after step. The references are weak so
 # that the table keeps nothing alive: a kept block or a donated optimizer state is reused only
 # once nothing else refers to it. An ndarray's data never moves.
 _ADDRESSES = {}
@@ -192,7 +195,7 @@ _ADDRESSES_KEPT = 256
 
 def remembered_address(array):
     """``array``'s data address (as ``__array_interface__`` gives it), remembered by id (see above);
-    in Pyodide read from the array's struct (ops/wasm_heap.py) where that works, fresh views too."""
+    in Pyodide read from the array's struct (wasm_heap.py) where that works, fresh views too."""
     address = wasm_heap.address(array)
     if address is not None:
         return address
@@ -206,17 +209,12 @@ def remembered_address(array):
     return address
 
 
-def _kept_address(array):
-    """``_address`` through the remembered addresses."""
+def kept_address(array):
+    """``address`` through the remembered addresses."""
     address = wasm_heap.address(array)  # the common case first: one call fewer (a hot path)
     if address is None:
         address = remembered_address(array)
     return address - 2 * _WRAP if address >= _WRAP else address
-
-
-# What ``Sum`` tries before its ones product (ops/reduce.py): nothing natively (the product
-# itself, unchanged), ``sum_matrix`` above in Pyodide.
-SUM_MATRIX = sum_matrix if sys.platform == "emscripten" else None
 
 
 def _sigmoid_2u(x, x2, scratch):

@@ -1,4 +1,4 @@
-"""A few WebAssembly instructions as bytes: what ops/wasm_gemm.py and ops/wasm_gelu.py assemble with.
+"""A few WebAssembly instructions as bytes: what wasm_gemm.py and wasm_gelu.py assemble with.
 
 No toolchain: LEB128 numbers, sections and vectors as the binary format spells them, and a
 function body written one instruction a call, locals named (``index`` maps names to indices).

@@ -2,7 +2,7 @@
 
 numpy in Pyodide runs its float32 loops as scalar wasm, and a small binary op with a broadcast
 operand costs it 3-5 times native numpy (the training step's Add row, 27 calls of [256, 32]
-and smaller, 29 us a call; natively 6). Five functions, part of the module ops/wasm_gemm.py
+and smaller, 29 us a call; natively 6). Five functions, part of the module wasm_gemm.py
 writes, each taking the address of int32 arguments: outer, rows and cols, then for out and
 each operand its address and byte strides along those three axes (outer, row, col):
 

@@ -2,16 +2,16 @@
 
 numpy in Pyodide runs ``np.exp`` at about 10-15 ns an float32 element (natively under 0.5):
 the softmax's and the cross-entropy's exps were the largest elementwise row of the page's
-training step after GELU. ``exp_f32``, part of the module ops/wasm_gemm.py writes, takes the
-address of four int32 values, the layout of ops/wasm_gelu.py's kernels: x, (unused), out and
+training step after GELU. ``exp_f32``, part of the module wasm_gemm.py writes, takes the
+address of four int32 values, the layout of wasm_gelu.py's kernels: x, (unused), out and
 the count of elements (a multiple of 4; x and out contiguous float32, out may be x).
 
-The method is Cephes' expf, as ``emit_exp`` writes it (ops/wasm_gelu.py's GELU shares it):
+The method is Cephes' expf, as ``emit_exp`` writes it (wasm_gelu.py's GELU shares it):
 y clamped to [LOW, HIGH], n = round(y log2 e), r = y - n (C1 + C2) in [-ln2/2, ln2/2], a
 degree-7 polynomial for exp(r), then the scale 2^n as two factors 2^(n >> 1) 2^(n - (n >> 1))
 (each a normal float32), so that results past the largest float32 overflow to inf and results
 below the smallest normal round once into the denormals, as a correctly rounded exp does.
-``pyodide_math.EXP_TOLERANCE`` bounds the difference from exp in float64: 2 eps relatively plus
+``kernels.EXP_TOLERANCE`` bounds the difference from exp in float64: 2 eps relatively plus
 the smallest denormal absolutely (tests/python/test_blas.py in Pyodide checks it at 0, +-tiny,
 denormals, +-88.7, -87.3 .. -104, +-inf and NaN). NaN stays NaN, exp(-inf) is 0 and exp(inf)
 inf; unlike ``np.exp`` it raises no floating-point warning on overflow.
@@ -19,7 +19,7 @@ inf; unlike ``np.exp`` it raises no floating-point warning on overflow.
 ``tanh_f32`` (the same four arguments) is Cephes' tanhf: for |x| < 0.625 the odd polynomial
 x + x^3 P(x^2), elsewhere sign(x) (1 - 2 / (1 + exp(2|x|))) with the exp above (1 for large
 |x|, where exp is inf; NaN stays NaN). numpy in Pyodide runs ``np.tanh`` at 18-41 ns an
-element. ``pyodide_math.TANH_TOLERANCE`` bounds it against tanh in float64 (checked as exp's).
+element. ``kernels.TANH_TOLERANCE`` bounds it against tanh in float64 (checked as exp's).
 """
 
 import struct

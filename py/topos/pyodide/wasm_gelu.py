@@ -1,10 +1,10 @@
 """GELU and its derivative in WebAssembly SIMD (float32), for numpy in Pyodide: one pass each.
 
-``pyodide_math`` computes GELU through one exp in numpy passes; in Pyodide numpy's exp alone
-costs about 12 ns an element. These two functions, part of the module ops/wasm_gemm.py writes,
+``kernels`` computes GELU through one exp in numpy passes; in Pyodide numpy's exp alone
+costs about 12 ns an element. These two functions, part of the module wasm_gemm.py writes,
 do the whole of each formula four elements at a time, with exp by Cephes' expf method as
-ops/wasm_exp.py writes it (``emit_exp``: about 1 ulp, overflowing to inf and rounding into
-the denormals as exp does), in the order ``pyodide_math`` writes its passes:
+wasm_exp.py writes it (``emit_exp``: about 1 ulp, overflowing to inf and rounding into
+the denormals as exp does), in the order ``kernels`` writes its passes:
 
     gelu_f32(arguments)       out = x / (1 + exp(-2u))
     gelu_grad_f32(arguments)  out = g s (1 + x (1 - s) (2c + 6ck x^2)),  s = 1 / (1 + exp(-2u))
@@ -56,7 +56,7 @@ def body(grad):
     combine(MUL, "vx", "vx"), set_("vx2")
     # y = -2u = (x^2 (-2ck) + (-2c)) x
     combine(MUL, "vx2", -2.0 * GELU_C * GELU_K), f32(-2.0 * GELU_C), simd(ADD), get("vx"), simd(MUL), set_("vy")
-    emit_exp(code)  # q = exp(y), in vq (ops/wasm_exp.py)
+    emit_exp(code)  # q = exp(y), in vq (wasm_exp.py)
     # w = 1 + q (in vq)
     combine(ADD, "vq", 1.0), set_("vq")
     if not grad:

@@ -5,16 +5,16 @@ WebAssembly module (no toolchain: the bytes are assembled below) with two functi
 ``sgemm`` (float32) and ``dgemm`` (float64), each computing ``C = A @ B`` with 128-bit
 vectors, four rows by two vectors of columns at a time (eight accumulators: 4 x 8 for
 float32, 4 x 4 for float64), summing each element over the contracting axis in order
-p = 0, 1, ... (a plain loop's order: the tolerance of ops/blas.py holds).
+p = 0, 1, ... (a plain loop's order: the tolerance of blas.py holds).
 The module imports the memory it works in (``env.memory``) and declares itself a dynamic
 library (a ``dylink.0`` section with no memory or table of its own), so that Pyodide's
 loader instantiates it over Pyodide's own memory (web/src/blas-loader.ts): numpy arrays'
 data pointers are then addresses the kernel reads and writes directly. The same module holds
-the float32 elementwise kernels ``gelu_f32``, ``gelu_grad_f32`` (ops/wasm_gelu.py) and
-``exp_f32``, ``tanh_f32`` (ops/wasm_exp.py) and the float32 sums ``colsum_f32``,
-``rowsum_f32`` and maxima ``rowmax_f32`` (ops/wasm_sum.py), and the float32 binary ops
+the float32 elementwise kernels ``gelu_f32``, ``gelu_grad_f32`` (wasm_gelu.py) and
+``exp_f32``, ``tanh_f32`` (wasm_exp.py) and the float32 sums ``colsum_f32``,
+``rowsum_f32`` and maxima ``rowmax_f32`` (wasm_sum.py), and the float32 binary ops
 ``add_f32``, ``sub_f32``, ``mul_f32``, ``div_f32`` and ``where_f32`` over broadcast operands
-(ops/wasm_binary.py).
+(wasm_binary.py).
 
     sgemm(arguments)   (and dgemm alike): ``arguments`` is the address of eighteen int32 values,
     a, b, c, m, n, k, a_row, a_col, b_row, c_row,
@@ -25,7 +25,7 @@ A is read one element at a time), B[p, j] at ``b + p*b_row + j*size`` and C[i, j
 ``c + i*c_row + j*size`` (rows of B and C contiguous; size 4 or 8). The product is done for
 ``outer`` x ``inner`` matrices, the (x0, x1)-th at a + x0*a_outer + x1*a_inner (and b, c
 alike): two batch axes in one call (a 2-D product passes 1 and 1). ``m`` must be a
-multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; ops/blas.py multiplies the rest
+multiple of ``M_BLOCK`` and ``n`` of ``N_BLOCK[dtype]``; blas.py multiplies the rest
 of a product's rows and columns in numpy.
 """
 

@@ -1,9 +1,9 @@
 """An ndarray's data address read straight from the array's C struct, in Pyodide.
 
-The kernels (ops/blas.py, ops/pyodide_math.py) take the data addresses of the arrays they
+The kernels (blas.py, kernels.py) take the data addresses of the arrays they
 read and write. ``array.__array_interface__["data"][0]`` gives one, but builds a dict: about
 2.5 us in Pyodide 0.27.7 under Node, as much as a small kernel call; the weak table of
-``pyodide_math.remembered_address`` saves that for arrays seen before, and a training step
+``kernels.remembered_address`` saves that for arrays seen before, and a training step
 passes a few dozen fresh views (transposes, reshapes) each step, which miss it.
 
 In CPython ``id(array)`` is the address of the array's struct, and numpy's ``PyArrayObject``

@@ -2,7 +2,7 @@
 
 numpy in Pyodide reduces a small matrix slowly (a ``Sum``'s ones product there, 15 us for the
 bias gradient of [256, 32]; natively 1-3): the training step's Sum row was 9 times native numpy.
-Two functions, part of the module ops/wasm_gemm.py writes, each taking the address of four int32
+Two functions, part of the module wasm_gemm.py writes, each taking the address of four int32
 values: x, out, rows and cols (x a C-contiguous [rows, cols] float32 matrix, out contiguous
 float32; any rows >= 1, cols >= 1, no multiple of 4 needed):
 
@@ -15,7 +15,7 @@ in order i = 0, 1, ... (the order of the ones product it replaces), the last col
 one at a time in the same order.
 ``rowsum_f32`` adds a row's elements j = 4q + l into lane l in order q = 0, 1, ..., then the
 lanes as (l0 + l1) + (l2 + l3), then the last cols % 4 elements in order. Either is a sum in
-some order of float32 additions: ``pyodide_math.SUM_TOLERANCE`` bounds it (n terms:
+some order of float32 additions: ``kernels.SUM_TOLERANCE`` bounds it (n terms:
 n eps sum |x|). NaN and the infinities propagate as in any sum.
 
 ``rowmax_f32`` (the same arguments) is ``rowsum_f32`` with f32x4.max and f32.max from -inf:

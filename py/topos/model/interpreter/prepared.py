@@ -32,8 +32,9 @@ import sys
 import numpy as np
 
 from ...errors import ShapeError, located
-from ...ops import lookup, pyodide_binary
+from ...ops import lookup
 from ...ops.elementwise import TableRow
+from ...ops.hooks import HOOKS
 from .arena import ALIGNMENT, Arena
 
 #: How many kept blocks a plan keeps for later runs (two: a loop that holds one step's gradients
@@ -109,14 +110,16 @@ class PreparedPlan:
             else:
                 primitive = lookup(node.opcode)
                 # A kept value's buffer (a view of the run's kept block) is in place when the run starts.
-                ufunc = table_ufunc(primitive)
-                if ufunc is not None:
-                    step = ufunc_step(ufunc, index, node.operands)
+                callee = table_ufunc(primitive)
+                if callee is not None:
+                    step = ufunc_step(callee, index, node.operands)
                 else:
-                    step = slot_step(primitive.forward_into, index, node.operands, node.attrs)
-                    if node.opcode == "Where" and pyodide_binary.WHERE_STEP is not None:
-                        # In Pyodide: float32 Where through the SIMD kernel where it fits (ops/pyodide_binary.py).
-                        step = pyodide_binary.WHERE_STEP(*node.operands, index, step)
+                    callee = primitive.forward_into
+                    step = slot_step(callee, index, node.operands, node.attrs)
+                # A runtime's own step for what this one calls, where it installed one (ops/hooks.py).
+                runtime_step = HOOKS.steps.get(callee)
+                if runtime_step is not None:
+                    step = runtime_step(node.operands, index, step)
             if step is not None:
                 self._steps.append(step)
                 self._step_nodes.append(node)
@@ -355,10 +358,6 @@ def ufunc_step(ufunc, index, operands):
 
         def step(values):
             ufunc(values[a], out=values[index])
-
-    elif len(operands) == 2 and pyodide_binary.UFUNC_STEP is not None and ufunc in pyodide_binary.UFUNCS:
-        # In Pyodide: float32 Add, Sub, Mul and Div through the SIMD kernels where they fit (ops/pyodide_binary.py).
-        step = pyodide_binary.UFUNC_STEP(ufunc, *operands, index)
 
     elif len(operands) == 2:
         a, b = operands
