@@ -3,8 +3,9 @@
 // pane, the output pane's graph cards, the embed and JupyterLab all draw graphs through it.
 //
 // A graph opens fitted to the view when it is readable so. A larger one opens on its model: its
-// groups collapsed, and the top-level groups fitted whole (their names drawn at a readable size
-// however far out that is, graph-view.css), as Netron and TensorBoard open a large graph fitted;
+// groups collapsed, and the top-level groups fitted whole down to a floor of scale (their names
+// drawn at a readable size however small the boxes, graph-view.css; past the floor, the topmost
+// groups), as Netron and TensorBoard open a large graph fitted;
 // a graph without groups opens at a readable scale on its sources (at the top: the graph runs
 // downwards from its inputs and parameters). The fit control shows the whole. A graph of more
 // than EXPANDED_UP_TO nodes always opens with its groups collapsed: a transformer reads as its
