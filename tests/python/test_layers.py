@@ -1,7 +1,7 @@
 """The engine's modules import in layers, so that no circle of imports can come back.
 
 ``py/pyproject.toml`` declares the layers for ``import-linter`` (top to bottom:
-the playground, cards, the WebGPU runtime, the compiler, the model, ``Tensor``,
+the playground, cards, the runtimes (WebGPU, XLA, the page's Pyodide), the compiler, the model, ``Tensor``,
 the ops, then ``dtypes``, ``errors`` and ``text``; and the model's own order).
 The second test finds circles itself, lazy imports inside functions included,
 so that an import hidden in a function body cannot close one either. Both allow

@@ -46,5 +46,5 @@ def load_kernels():
         return "no WebAssembly SIMD: products stay in numpy until the BLAS loads"
     flags = to_js({"loadAsync": False, "nodelete": True, "allowUndefined": True}, dict_converter=js.Object.fromEntries)
     exports = pyodide_js._module.loadWebAssemblyModule(code, flags, "topos-wasm-gemm.so", js.Object.new(), 0)
-    install_kernels({name: getattr(exports, name) for name in blas.KERNEL_EXPORTS if hasattr(exports, name)})
+    blas.install_kernels({name: getattr(exports, name) for name in blas.KERNEL_EXPORTS if hasattr(exports, name)})
     return "WebAssembly SIMD kernels"
