@@ -37,7 +37,7 @@ class MatMul(Primitive):
         return Meta(a.shape[:-1] + (b.shape[-1],), a.dtype)
 
     def forward(self, inputs, attrs):
-        # np.matmul, or the product a runtime installed (ops/hooks.py: the page's kernels in Pyodide).
+        # np.matmul, or the product a runtime installed (ops/hooks.py: the page's SIMD kernels).
         return matmul(inputs[0], inputs[1])
 
     def forward_into(self, inputs, attrs, out):
