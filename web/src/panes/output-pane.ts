@@ -34,14 +34,21 @@ function drawItem(item: OutputItem, width: number, plotHeight = PLOT_HEIGHT): HT
 }
 
 
-/** Room the printed text keeps under the pinned cards: a few lines, whatever the cards are. */
-const TEXT_ROOM = 72;
-/** A plot card's title, legend and margins, around the height its axes are drawn at. */
-const PLOT_CHROME = 64;
-/** No plot is drawn shorter than this to be pinned: a shorter one would not read. */
+/** Room the printed text keeps under the pinned cards: three lines, whatever the cards are. */
+const TEXT_ROOM = 56;
+/** No plot is drawn shorter than this to be pinned: a shorter one would not read well. */
 const MIN_PLOT_HEIGHT = 120;
 
-type RunCard = { item: OutputItem; element: HTMLElement; live: boolean };
+/** A card of the run: what it shows, and for a plot the height it is drawn at. */
+interface RunCard {
+  item: OutputItem;
+  element: HTMLElement;
+  /** It changed during the run: it is pinned where there is room. */
+  live: boolean;
+  plotHeight: number;
+  /** Its height was measured since it was last drawn for a change or the container's size: it is not fitted again. */
+  measured: boolean;
+}
 
 /**
  * Run mode's output: a run's printed lines and cards as they come. Printed text runs on in
@@ -51,14 +58,14 @@ type RunCard = { item: OutputItem; element: HTMLElement; live: boolean };
  * A card that changes during the run is live: it is pinned (sticky) at the top of the
  * container, under the earlier live cards, so that it stays in view while the text scrolls
  * under it, during the run and after it. Cards are pinned in order while TEXT_ROOM is left
- * for the text; a plot is drawn shorter (down to MIN_PLOT_HEIGHT) where that lets it be pinned.
- * `notice`, which the page places above `element` in the same container, says when the code
- * shown is no longer the code that ran (setStale).
+ * for the text; a live plot is drawn shorter (down to MIN_PLOT_HEIGHT) where that lets it be
+ * pinned. `notice`, which the page places above `element` in the same container, says when
+ * the code shown is no longer the code that ran (setStale).
  */
 export class RunOutputPane {
   readonly element: HTMLDivElement;
   readonly notice: HTMLParagraphElement;
-  /** The run's cards, by number (their order of arrival), with what each shows now and whether it changed. */
+  /** The run's cards, by number (their order of arrival). */
   private cards: RunCard[] = [];
   /** The block printed text goes on in, while no card has come after it. */
   private printBlock: HTMLPreElement | null = null;
@@ -74,7 +81,7 @@ export class RunOutputPane {
     this.notice.textContent = "The code has changed since this run: the output below is of the earlier code. Run runs the code shown.";
     window.matchMedia("(prefers-color-scheme: dark)").addEventListener("change", () => {
       for (const card of this.cards) this.redraw(card, card.item);
-      this.pin();
+      this.pinSoon();
     });
   }
 
@@ -91,7 +98,7 @@ export class RunOutputPane {
   setStale(stale: boolean): void {
     if (this.notice.hidden !== stale) return;
     this.notice.hidden = !stale;
-    this.pin();
+    this.refit();
   }
 
   append(items: OutputItem[]): void {
@@ -106,7 +113,7 @@ export class RunOutputPane {
           this.printBlock.append(document.createTextNode(item.text));
         } else {
           const element = drawItem(item, this.width());
-          this.cards.push({ item, element, live: false });
+          this.cards.push({ item, element, live: false, plotHeight: PLOT_HEIGHT, measured: false });
           this.element.append(element);
           this.printBlock = null;
         }
@@ -119,10 +126,9 @@ export class RunOutputPane {
     const card = this.cards[number];
     if (!card) return;
     card.live = true;
-    this.keepingTheEndInView(() => {
-      this.redraw(card, item);
-      this.pin();
-    });
+    card.measured = false;
+    this.keepingTheEndInView(() => this.redraw(card, item));
+    this.pinSoon();
   }
 
   /** The run ended: say so when it printed nothing. */
@@ -146,22 +152,49 @@ export class RunOutputPane {
     });
   }
 
+  /** Draw `card` again, showing `item`, its plot at the height last fitted to the pane (see pin). */
   private redraw(card: RunCard, item: OutputItem): void {
-    const element = drawItem(item, this.width(), card.live ? this.pinnedPlotHeight() : PLOT_HEIGHT);
+    const element = drawItem(item, this.width(), card.plotHeight);
     card.element.replaceWith(element);
     releaseCards(card.element);
     card.element = element;
     card.item = item;
   }
 
-  /** Pin the live cards, in order, while the text keeps TEXT_ROOM of the container under them. */
+  /** Pin once the charts just drawn have their sizes: uPlot gives its elements theirs in a microtask of its own. */
+  private pinSoon(): void {
+    queueMicrotask(() => this.pin());
+  }
+
+  /** The room for the cards has changed (the container's size, the notice): fit the live plots to it again. */
+  private refit(): void {
+    for (const card of this.cards) card.measured = false;
+    this.pin();
+  }
+
+  /**
+   * Pin the live cards, in order, while the text keeps TEXT_ROOM of the container under them. A live
+   * plot is measured first, once a drawing: when the height that fits the room left for it (as usual
+   * where there is room, else less, but as usual where even a MIN_PLOT_HEIGHT one would not fit: that
+   * one is scrolled to, not pinned) is not the height it was drawn at, it is drawn again at that height
+   * and pinned after that.
+   */
   private pin(): void {
-    const scroller = this.scroller();
-    this.observe(scroller);
-    let top = this.notice.hidden ? 0 : this.notice.offsetHeight;
+    this.observe(this.scroller());
     const room = this.room() - TEXT_ROOM;
+    let top = this.notice.hidden ? 0 : this.notice.offsetHeight;
     for (const card of this.cards) {
       const height = card.live ? card.element.offsetHeight : 0;
+      if (height && card.item.kind === "plot" && !card.measured) {
+        card.measured = true;
+        const fits = room - top - (height - card.plotHeight);
+        const fitted = fits < MIN_PLOT_HEIGHT ? PLOT_HEIGHT : Math.min(PLOT_HEIGHT, fits);
+        if (fitted !== card.plotHeight) {
+          card.plotHeight = fitted;
+          this.keepingTheEndInView(() => this.redraw(card, card.item));
+          return this.pinSoon();
+        }
+      }
       const pinned = card.live && height > 0 && top + height <= room;
       card.element.classList.toggle("pinned", pinned);
       card.element.style.top = pinned ? `${top}px` : "";
@@ -169,19 +202,11 @@ export class RunOutputPane {
     }
   }
 
-  /** A live plot's height: as usual where the container has room for it and TEXT_ROOM, else less. */
-  private pinnedPlotHeight(): number {
-    const height = this.room();
-    if (!height) return PLOT_HEIGHT; // the container is hidden: nothing to fit yet
-    const notice = this.notice.hidden ? 0 : this.notice.offsetHeight;
-    return Math.max(MIN_PLOT_HEIGHT, Math.min(PLOT_HEIGHT, height - notice - TEXT_ROOM - PLOT_CHROME));
-  }
-
-  /** The container changes size (the window, or the container shown again): pin again. */
+  /** The container changes size (the window, or the container shown again): fit and pin again. */
   private observe(scroller: Element): void {
     if (this.observed === scroller || scroller === this.element) return;
     this.observed = scroller;
-    new ResizeObserver(() => this.pin()).observe(scroller);
+    new ResizeObserver(() => this.refit()).observe(scroller);
   }
 
   /** The container's height; for one that grows with its content up to a maximum (the embed's), that maximum. */
@@ -204,6 +229,7 @@ export class RunOutputPane {
     const scroller = this.scroller();
     const atEnd = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 8;
     change();
-    if (atEnd) scroller.scrollTop = scroller.scrollHeight;
+    // After the microtask in which a chart just drawn takes its size (see pinSoon), so that the end is the end.
+    if (atEnd) queueMicrotask(() => (scroller.scrollTop = scroller.scrollHeight));
   }
 }
