@@ -72,18 +72,18 @@ def phases(config, steps, warmup):
 def step_products(trainer, config):
     """Each product of one topos step: (shape of a, shape of b, a's strides, b's strides), counted."""
     seen = Counter()
-    original = linalg.matmul_into
+    original = linalg.matmul
 
     def recording(a, b, out=None):
         seen[(a.shape, b.shape, a.strides, b.strides)] += 1
         return original(a, b, out)
 
-    linalg.matmul_into = recording
+    linalg.matmul = recording
     try:
         tokens, targets = (a.astype(np.int64) for a in example.sample_windows(np.random.default_rng(1), config))
         trainer.step(tokens, targets)
     finally:
-        linalg.matmul_into = original
+        linalg.matmul = original
     return seen
 
 
