@@ -155,6 +155,46 @@ fn is_odd_integer(y: f32) -> bool {
     return fract(y) == 0.0 && fract(y * 0.5) != 0.0;
 }
 
+// atan(t) for t >= 0 (inf included), Cephes' atanf: reduced to [0, tan(pi/8)] by
+// atan(t) = pi/4 + atan((t - 1) / (t + 1)) or pi/2 - atan(1 / t), then an odd polynomial; a
+// few ulps, where WGSL's atan may be off by thousands.
+fn arc_tangent(t: f32) -> f32 {
+    var base = 0.0;
+    var r = t;
+    if (t > 2.4142137) {
+        base = 1.5707964;
+        r = -1.0 / t;
+    } else if (t > 0.41421357) {
+        base = 0.7853982;
+        r = (t - 1.0) / (t + 1.0);
+    }
+    let z = r * r;
+    return base + (((0.0805374449538 * z - 0.138776856032) * z + 0.199777106478) * z - 0.333329491539) * z * r + r;
+}
+
+// numpy's (C's) arctan2 for f32, the angle of the point (x, y) (y first, as C): a NaN gives
+// NaN; a zero or an infinite operand gives a multiple of pi/4, C's table; the angle keeps y's
+// sign (the sign of a zero too). A subnormal reads as a zero of its sign, as on XLA's CPU.
+fn arc_tangent2(y_in: f32, x_in: f32) -> f32 {
+    let y = select(y_in, bitcast<f32>(bitcast<u32>(y_in) & 0x80000000u), is_subnormal(y_in));
+    let x = select(x_in, bitcast<f32>(bitcast<u32>(x_in) & 0x80000000u), is_subnormal(x_in));
+    if (is_nan(x) || is_nan(y)) {
+        return not_a_number();
+    }
+    let left = (bitcast<u32>(x) & 0x80000000u) != 0u;
+    var angle = 0.0;
+    if (is_infinite(y)) {
+        angle = select(1.5707964, select(0.7853982, 2.3561945, left), is_infinite(x));
+    } else if (y == 0.0 || is_infinite(x)) {
+        angle = select(0.0, 3.1415927, left);
+    } else {
+        // |y| / |x| may round to 0 or inf; atan reads both.
+        let a = arc_tangent(abs(y) / abs(x));
+        angle = select(a, 3.1415927 - a, left);
+    }
+    return select(angle, -angle, (bitcast<u32>(y) & 0x80000000u) != 0u);
+}
+
 // numpy's (C's) power for f32. WGSL's pow is undefined for a negative base and promises nothing
 // for NaN, zeros or infinities, so those cases are C's table, in its order: x^0 and 1^y are 1
 // (even for a NaN), any other NaN is NaN, then infinite exponents, zero and infinite bases. A

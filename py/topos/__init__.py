@@ -34,6 +34,7 @@ from .model.convolutions import conv, conv1d, conv2d
 from .model.derivatives import grad, hessian, hvp, jvp
 from .model.functions import (
     abs,
+    atan2,
     attention,
     broadcast_to,
     causal_mask,
@@ -120,6 +121,7 @@ __all__ = [
     "show",
     "datasets",
     "abs",
+    "atan2",
     "attention",
     "broadcast_to",
     "causal_mask",

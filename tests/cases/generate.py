@@ -27,8 +27,10 @@ sys.path.insert(0, str(ROOT / "tests" / "python"))
 from op_specs import (  # noqa: E402  (each op's domain, written once for every test)
     check_operand,
     check_operands,
+    derived_binary_rows,
     derived_unary_rows,
     numpy_forward,
+    numpy_oracle,
     op_rng,
     recording,
     spread_sampler,
@@ -278,6 +280,14 @@ def binary_cases():
         lambda t, c, a, b: topos.where(c, a, b),
         lambda c, a, b: np.where(c != 0, a, b),
     )
+    # A plain binary table row listed nowhere above: each operand over its op_specs spread, the
+    # second broadcast, drawn from its own generator; its numpy function as the oracle.
+    for opcode in derived_binary_rows({"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", *comparisons}):
+        rng = op_rng(opcode)
+        data = [spread_sampler(opcode, 0)(rng, (4, 5)), spread_sampler(opcode, 1)(rng, (1, 5))]
+        yield Case(
+            f"{opcode} broadcast [4, 5] and [1, 5]", [(d, F) for d in data], recording(opcode), numpy_oracle(opcode)
+        )
 
 
 def reduction_cases():
@@ -598,6 +608,8 @@ def nonfinite_cases():
         "NotEqual": (lambda t, a, b: topos.not_equal(a, b), lambda a, b: np.not_equal(a, b).astype(np.float64)),
         "Where": (lambda t, c, a: topos.where(c, a, -a), lambda c, a: np.where(c != 0, a, -a)),
     }
+    for opcode in derived_binary_rows(binary):  # a plain table row listed nowhere above
+        binary[opcode] = (recording(opcode), numpy_oracle(opcode))
     for opcode, (record, oracle) in binary.items():
         yield Case(
             f"{opcode} of every pair of NaN, infinities, zeros and the largest float32",

@@ -131,9 +131,13 @@ class OpSpec:
     check may draw (the same unless given); ``docs``: where the docs name its public spelling,
     or ``internal``: why it has none (a derivative only the engine records); ``kernel_declined``:
     why WebGPU runs no kernel for it, where its ``kernel`` is None. ``torch``: the dotted name
-    of the torch function computing the same, and ``spread``: the wide range (inside the
-    domain) that reaches float32's edges: a per-op test takes a plain table row it has no
-    entry of its own for (``derived_unary_rows``) from these.
+    of the torch function computing the same; ``numpy``: the numpy function (the kernels'
+    float64 oracle; the op's own forward where None); ``call``: the recording function where
+    ``docs`` names a guide rather than one (``topos.model.functions.add``, which ``a + b``
+    calls); ``ties``: the op decides between equal operands (forward tests draw ties on
+    purpose, gradient checks keep its operands apart); ``spread``: the wide range (inside the
+    domain) that reaches float32's edges, one an operand for a binary op. A per-op test takes
+    each plain table row it has no entry of its own for (``derived_rows``) from these.
     """
 
     operands: tuple
@@ -145,6 +149,9 @@ class OpSpec:
     kernel_declined: str = None
     notes: tuple = field(default=())
     torch: str = None
+    numpy: str = None
+    call: str = None
+    ties: bool = False
     spread: tuple = None
 
     def smooth_domains(self):
@@ -155,8 +162,8 @@ def unary(docs, domain=REAL, smooth=None, **more):
     return OpSpec((domain,), smooth=None if smooth is None else (smooth,), docs=docs, **more)
 
 
-def binary(docs, left=REAL, right=REAL, **more):
-    return OpSpec((left, right), docs=docs, **more)
+def binary(docs, left=REAL, right=REAL, smooth=None, **more):
+    return OpSpec((left, right), smooth=smooth, docs=docs, **more)
 
 
 TIES = "the gradient check keeps operands apart: at a tie the derivative picks one side"
@@ -164,38 +171,40 @@ DERIVATIVE_ONLY = "recorded only by the engine, as the derivative of {}"
 SOURCE = "a source: its value is a buffer the runner writes, no kernel computes it"
 
 OP_SPECS = {
-    "Neg": unary(OPERATORS),
-    "Exp": unary(Api("topos.exp")),
-    "Log": unary(Api("topos.log"), POSITIVE),
-    "Sqrt": unary(Api("topos.sqrt"), NONNEGATIVE, smooth=POSITIVE),
-    "Rsqrt": unary(Api("topos.rsqrt"), POSITIVE),
-    "Tanh": unary(Api("topos.tanh")),
-    "Sigmoid": unary(Api("topos.sigmoid")),
-    "Relu": unary(Api("topos.relu"), smooth=AWAY_FROM_KINK),
+    "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg"),
+    "Exp": unary(Api("topos.exp"), torch="torch.exp"),
+    "Log": unary(Api("topos.log"), POSITIVE, torch="torch.log"),
+    "Sqrt": unary(Api("topos.sqrt"), NONNEGATIVE, smooth=POSITIVE, torch="torch.sqrt"),
+    "Rsqrt": unary(Api("topos.rsqrt"), POSITIVE, torch="torch.rsqrt"),
+    "Tanh": unary(Api("topos.tanh"), torch="torch.tanh"),
+    "Sigmoid": unary(Api("topos.sigmoid"), torch="torch.sigmoid"),
+    "Relu": unary(Api("topos.relu"), smooth=AWAY_FROM_KINK, torch="torch.relu"),
     # The spread reaches float32's tail (exp(-|x|) under 2^-24 below -16.6) and stops short of
     # 20, past which torch's softplus returns x itself (its threshold), 2e-9 away in float64.
     "Softplus": unary(Api("topos.softplus"), torch="torch.nn.functional.softplus", spread=(-30.0, 18.0)),
     "Gelu": unary(Api("topos.gelu")),
     "GeluGrad": binary(None, internal=DERIVATIVE_ONLY.format("gelu")),
     "StopGradient": unary(Api("topos.stop_gradient")),
-    "Add": binary(OPERATORS),
-    "Sub": binary(OPERATORS),
-    "Mul": binary(OPERATORS),
-    "Div": binary(OPERATORS, right=NONZERO),
+    "Add": binary(OPERATORS, call="topos.model.functions.add", torch="torch.add"),
+    "Sub": binary(OPERATORS, call="topos.model.functions.sub", torch="torch.sub"),
+    "Mul": binary(OPERATORS, call="topos.model.functions.mul", torch="torch.mul"),
+    "Div": binary(OPERATORS, right=NONZERO, call="topos.model.functions.div", torch="torch.div"),
     "Pow": OpSpec(
         (POSITIVE, REAL),
         smooth=(POSITIVE, EXPONENT),
         docs=Api("topos.power"),
         notes=("a negative base only to an integer exponent, as numpy",),
     ),
-    "Maximum": binary(Api("topos.maximum"), notes=(TIES,)),
-    "Minimum": binary(Api("topos.minimum"), notes=(TIES,)),
-    "Less": binary(Api("topos.less")),
-    "LessEqual": binary(Api("topos.less_equal")),
-    "Greater": binary(Api("topos.greater")),
-    "GreaterEqual": binary(Api("topos.greater_equal")),
-    "Equal": binary(Api("topos.equal")),
-    "NotEqual": binary(Api("topos.not_equal")),
+    # The gradient check keeps a away from 0: across it, with b < 0, the angle jumps by 2 pi.
+    "Atan2": binary(Api("topos.atan2"), smooth=(NONZERO, REAL), torch="torch.atan2", numpy="numpy.arctan2"),
+    "Maximum": binary(Api("topos.maximum"), notes=(TIES,), ties=True, torch="torch.maximum"),
+    "Minimum": binary(Api("topos.minimum"), notes=(TIES,), ties=True, torch="torch.minimum"),
+    "Less": binary(Api("topos.less"), ties=True, torch="torch.lt"),
+    "LessEqual": binary(Api("topos.less_equal"), ties=True, torch="torch.le"),
+    "Greater": binary(Api("topos.greater"), ties=True, torch="torch.gt"),
+    "GreaterEqual": binary(Api("topos.greater_equal"), ties=True, torch="torch.ge"),
+    "Equal": binary(Api("topos.equal"), ties=True, torch="torch.eq"),
+    "NotEqual": binary(Api("topos.not_equal"), ties=True, torch="torch.ne"),
     "Where": OpSpec((REAL, REAL, REAL), docs=Api("topos.where")),
     "Take": OpSpec((REAL, INDEX), docs=Api("topos.take")),
     "ScatterAdd": OpSpec((REAL, INDEX), internal=DERIVATIVE_ONLY.format("take")),
@@ -275,54 +284,83 @@ def check_operands(opcode, arrays, smooth=False):
 # Plain table rows: the ops a per-op test takes from this table alone ---------------------------
 
 
-def derived_unary_rows(local):
-    """The plain unary table rows (``unary(...)`` in topos.ops.elementwise) with a public
-    function that a test's ``local`` table (of opcodes) has no entry for, in OP_SPECS order:
-    the test builds each one's case from its row (``public_function``, ``torch_function``,
-    ``numpy_forward``, ``spread_sampler``)."""
+def derived_rows(local, arity=None):
+    """The plain table rows (``unary``, ``binary`` and ``comparison`` in topos.ops.elementwise)
+    with a recording function that a test's ``local`` table (of opcodes) has no entry for, in
+    OP_SPECS order, of ``arity`` operands (any where None): the test builds each one's case from
+    its row (``public_function``, ``torch_function``, ``numpy_oracle``, ``spread_sampler``)."""
     from topos.ops import lookup
-    from topos.ops.elementwise import UnaryRow
+    from topos.ops.elementwise import TableRow
 
-    plain = [op for op in OP_SPECS if isinstance(lookup(op), UnaryRow) and isinstance(OP_SPECS[op].docs, Api)]
-    return [op for op in plain if op not in local]
+    def plain(op):
+        row = OP_SPECS[op]
+        return isinstance(lookup(op), TableRow) and (isinstance(row.docs, Api) or row.call is not None)
+
+    rows = [op for op in OP_SPECS if plain(op) and arity in (None, len(OP_SPECS[op].operands))]
+    return [op for op in rows if op not in local]
+
+
+def derived_unary_rows(local):
+    return derived_rows(local, arity=1)
+
+
+def derived_binary_rows(local):
+    return derived_rows(local, arity=2)
+
+
+def dotted(name):
+    """The object a dotted name (``torch.nn.functional.softplus``) names."""
+    module, _, attribute = name.rpartition(".")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def public_function(opcode):
-    """The recording function its row documents (``Api("topos.softplus")``: ``topos.softplus``)."""
-    module, _, name = OP_SPECS[opcode].docs.name.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    """The recording function its row documents (``Api("topos.softplus")``: ``topos.softplus``),
+    or its ``call`` (``topos.model.functions.add``, which ``a + b`` calls)."""
+    row = OP_SPECS[opcode]
+    return dotted(row.call or row.docs.name)
 
 
 def recording(opcode):
-    """``record(tape, x)``: the public function applied to ``x``, the form the case tables take."""
+    """``record(tape, *operands)``: the public function applied to them, the form the case tables take."""
     function = public_function(opcode)
-    return lambda tape, x: function(x)
+    return lambda tape, *operands: function(*operands)
 
 
 def public_name(opcode):
-    """The recording function's own name (``softplus``), or None where the row documents none."""
-    docs = OP_SPECS[opcode].docs
-    return docs.name.rpartition(".")[2] if isinstance(docs, Api) else None
+    """The recording function's own name (``softplus``; ``add``, which ``a + b`` calls), or None
+    where the row has none."""
+    row = OP_SPECS[opcode]
+    name = row.call or (row.docs.name if isinstance(row.docs, Api) else None)
+    return name and name.rpartition(".")[2]
 
 
 def torch_function(opcode):
     """The torch function its row names (``torch.nn.functional.softplus``)."""
-    module, _, name = OP_SPECS[opcode].torch.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    return dotted(OP_SPECS[opcode].torch)
 
 
 def numpy_forward(opcode):
     """The op's own numpy forward, as a numpy oracle: float64 in, float64 out (float32 in, float32 out)."""
     from topos.ops import lookup
 
-    return lambda x: np.asarray(lookup(opcode).forward([np.asarray(x)], {}))
+    return lambda *operands: np.asarray(lookup(opcode).forward([np.asarray(x) for x in operands], {}))
 
 
-def spread_sampler(opcode):
-    """``sample(rng, shape)`` over the row's ``spread`` (its domain's draw unless given)."""
+def numpy_oracle(opcode):
+    """The numpy function its row names (``numpy.arctan2``), else the op's own forward."""
     row = OP_SPECS[opcode]
-    low, high = row.spread or row.operands[0].draw
-    return lambda rng, shape: row.operands[0].sample(rng, shape, low, high)
+    return dotted(row.numpy) if row.numpy else numpy_forward(opcode)
+
+
+def spread_sampler(opcode, operand=0):
+    """``sample(rng, shape)`` of operand ``operand`` over the row's ``spread`` (its domain's draw
+    unless given; a binary row's ``spread`` is one range an operand)."""
+    row = OP_SPECS[opcode]
+    domain = row.operands[operand]
+    spread = row.spread if row.spread is None or len(row.operands) == 1 else row.spread[operand]
+    low, high = spread or domain.draw
+    return lambda rng, shape: domain.sample(rng, shape, low, high)
 
 
 def op_rng(opcode):

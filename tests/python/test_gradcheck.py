@@ -22,7 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
-from op_specs import ANY_SHAPE, GRADCHECK_EPS, derived_unary_rows, public_function, smooth_sampler
+from op_specs import ANY_SHAPE, GRADCHECK_EPS, OP_SPECS, derived_rows, public_function, smooth_sampler
 
 import topos
 from topos import Tape, detach
@@ -406,9 +406,22 @@ PRIMITIVE_CASES = {
     "SelectAndScatterAdd": window_case("SelectAndScatterAdd"),
     "SelectAndGather": window_case("SelectAndGather"),
 }
-# A plain table row with no case above is checked from its op_specs row: its public function, its smooth domain.
+
+
+def derived_case(opcode):
+    """A plain table row's case from its op_specs row: its public function over its smooth domains,
+    or, for an op that decides between equal operands, over two grids that never tie."""
+    row, function = OP_SPECS[opcode], public_function(opcode)
+    if len(row.operands) == 1:
+        return unary(function, smooth_sampler(opcode))
+    if row.ties:
+        return binary(function, left=grid(0.0), right=grid(0.25))
+    return binary(function, left=smooth_sampler(opcode, 0), right=smooth_sampler(opcode, 1))
+
+
+# A differentiable plain table row with no case above is checked from its op_specs row.
 PRIMITIVE_CASES.update(
-    {opcode: unary(public_function(opcode), smooth_sampler(opcode)) for opcode in derived_unary_rows(PRIMITIVE_CASES)}
+    {opcode: derived_case(opcode) for opcode in derived_rows(PRIMITIVE_CASES) if lookup(opcode).differentiable}
 )
 
 

@@ -16,7 +16,15 @@ import zlib
 
 import numpy as np
 import pytest
-from op_specs import check_operand, check_operands, derived_unary_rows, numpy_forward, spread_sampler
+from op_specs import (
+    check_operand,
+    check_operands,
+    derived_binary_rows,
+    derived_unary_rows,
+    numpy_forward,
+    numpy_oracle,
+    spread_sampler,
+)
 
 from topos import webgpu
 from topos.compiler.wgsl import launch as build
@@ -122,6 +130,8 @@ BINARY = {
     "Equal": np.equal,
     "NotEqual": np.not_equal,
 }
+# A plain table row with no entry above: its op_specs numpy function (its own forward if none) as the oracle.
+BINARY.update({opcode: numpy_oracle(opcode) for opcode in derived_binary_rows(BINARY)})
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)

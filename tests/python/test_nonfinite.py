@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from op_specs import OP_SPECS, derived_unary_rows, public_function, public_name, torch_function
+from op_specs import OP_SPECS, derived_rows, public_function, public_name, torch_function
 
 import topos
 from topos import Tape
@@ -166,11 +166,16 @@ OPS = {
     "max_pool_padded": (pool_rows, lambda v: topos.max_pool(v, 2, 2, 1), lambda t: F.max_pool1d(t, 2, 2, 1)),
     "avg_pool": (pool_rows, lambda v: topos.avg_pool(v, 2, 1, 1), lambda t: F.avg_pool1d(t, 2, 1, 1)),
 }
-# A plain table row with no entry above: its public function against its op_specs torch function.
+# A plain table row with no entry above: its public function against its op_specs torch function,
+# on every special value (unary) or every pair of them (binary).
 OPS.update(
     {
-        public_name(opcode): (every_value, public_function(opcode), torch_function(opcode))
-        for opcode in derived_unary_rows({opcode for opcode in OP_SPECS if public_name(opcode) in OPS})
+        public_name(opcode): (
+            every_value if len(OP_SPECS[opcode].operands) == 1 else every_pair,
+            public_function(opcode),
+            torch_function(opcode),
+        )
+        for opcode in derived_rows({opcode for opcode in OP_SPECS if public_name(opcode) in OPS})
     }
 )
 
@@ -217,8 +222,8 @@ def interpreted(network, inputs, result, arrays):
 def flushed(array):
     """``array`` with every subnormal replaced by a zero of its sign."""
     array = np.array(array)
-    subnormal = (array != 0) & (np.abs(array) < np.finfo(array.dtype).tiny)
-    array[subnormal] = np.copysign(0.0, array[subnormal])
+    tiny = subnormal(array)
+    array[tiny] = np.copysign(0.0, array[tiny])
     return array
 
 
@@ -255,8 +260,23 @@ def describe_disagreement(bad, got, want, arrays):
     return f"{int(bad.sum())} of {bad.size} elements disagree: " + "; ".join(shown)
 
 
-def assert_backend_agrees(got, name, dtype, network, inputs, result, arrays):
-    """``got`` against the interpreter on the inputs as they are, or with subnormals read as zeros."""
+def subnormal(array):
+    return (array != 0) & (np.abs(array) < np.finfo(array.dtype).tiny)
+
+
+#: Where XLA's CPU decides otherwise than the interpreter: op -> (the elements, why). At those
+#: elements XLA's answer must still be NaN or the interpreter's magnitude (docs/api.md says so).
+XLA_DIFFERS = {
+    "atan2": (
+        lambda arrays: subnormal(arrays[0]),
+        "XLA's atan2 of a subnormal y is NaN when x is subnormal too, and may flip its sign (as JAX's arctan2)",
+    ),
+}
+
+
+def assert_backend_agrees(got, name, dtype, network, inputs, result, arrays, differs=None):
+    """``got`` against the interpreter on the inputs as they are, or with subnormals read as zeros;
+    ``differs``: the backend's table of where it decides otherwise (``XLA_DIFFERS``)."""
     want = interpreted(network, inputs, result, arrays)
     want_flushed = interpreted(network, inputs, result, [flushed(array) for array in arrays])
     got = np.asarray(got)
@@ -265,6 +285,11 @@ def assert_backend_agrees(got, name, dtype, network, inputs, result, arrays):
     # Where the subnormal and its zero give different answers, a backend may give either's kind.
     grey = ~agrees(want, want_flushed, dtype)
     ok |= grey & ((value_class(got) == value_class(want)) | (value_class(got) == value_class(want_flushed)))
+    if name in (differs or {}):
+        elements, why = differs[name]
+        excused = elements(arrays) & (np.isnan(got) | agrees(np.abs(got), np.abs(want), dtype))
+        assert excused.any(), f"{name}: no element is excused by the stated difference ({why})"
+        ok |= excused
     assert ok.all(), f"{name} {dtype}: " + describe_disagreement(~ok, got, want, arrays)
 
 
@@ -292,10 +317,10 @@ def test_xla_agrees_with_the_interpreter(name, dtype):
     plan = network.entry([result]).lower()
     feeds = dict(zip(inputs, arrays))
     on_xla = plan.run(network.parameters(), feeds, backend="xla").of(result)
-    assert_backend_agrees(on_xla, name, dtype, network, inputs, result, arrays)
+    assert_backend_agrees(on_xla, name, dtype, network, inputs, result, arrays, XLA_DIFFERS)
     # The same module, compiled without XLA's optimisations.
     (unoptimised,) = run_plan(plan, network.parameters(), feeds, optimize=False).outputs()
-    assert_backend_agrees(unoptimised, name, dtype, network, inputs, result, arrays)
+    assert_backend_agrees(unoptimised, name, dtype, network, inputs, result, arrays, XLA_DIFFERS)
 
 
 @pytest.mark.parametrize("name", OPS)

@@ -20,7 +20,7 @@ measured peak equals the plan's.
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from op_specs import OP_SPECS, derived_unary_rows
+from op_specs import OP_SPECS, derived_binary_rows, derived_unary_rows
 from test_kernels_plans import float64_shadow
 from test_stablehlo import TOLERANCE, assert_outputs_agree
 
@@ -78,6 +78,7 @@ UNARY = ["Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Tanh", "Sigmoid", "Relu", "Gelu"
 UNARY += derived_unary_rows(UNARY)  # a plain table row listed nowhere above
 BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum"]
 COMPARISONS = ["Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"]
+BINARY += derived_binary_rows(BINARY + COMPARISONS)  # a plain table row listed nowhere above
 STRUCTURAL = [
     "Sum",
     "Max",

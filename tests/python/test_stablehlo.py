@@ -10,7 +10,7 @@ magnitude of each result (see ``assert_outputs_agree``).
 
 import numpy as np
 import pytest
-from op_specs import OP_SPECS, POSITIVE, XLA_TOLERANCE, check_operands, derived_unary_rows
+from op_specs import OP_SPECS, POSITIVE, XLA_TOLERANCE, check_operands, derived_rows
 from seed_texts import SEED_HLO
 
 import topos
@@ -302,8 +302,24 @@ CASES = {
     "SelectAndScatterAdd": [windowed("SelectAndScatterAdd")],
     "SelectAndGather": [windowed("SelectAndGather")],
 }
-# A plain table row with no case above is lowered over its op_specs domain's draw.
-CASES.update({opcode: [unary(opcode, *OP_SPECS[opcode].operands[0].draw)] for opcode in derived_unary_rows(CASES)})
+
+
+def derived(opcode):
+    """A plain table row's case from its op_specs row: each operand drawn from its domain, with
+    equal elements where the op decides between equal operands (its ``ties``)."""
+    row = OP_SPECS[opcode]
+
+    def case(tape, rng):
+        data = [domain.sample(rng, (3, 4)) for domain in row.operands]
+        if row.ties:
+            data[1][0] = data[0][0]
+        return tape.apply(opcode, [tape.parameter(values) for values in data])
+
+    return case
+
+
+# A plain table row with no case above is lowered from its op_specs row.
+CASES.update({opcode: [derived(opcode)] for opcode in derived_rows(CASES)})
 
 PARAMETRIZED = [(name, i) for name, cases in CASES.items() for i in range(len(cases))]
 

@@ -21,7 +21,7 @@ import torch.nn.functional as TF
 from op_specs import (
     OP_SPECS,
     POSITIVE,
-    derived_unary_rows,
+    derived_rows,
     op_rng,
     public_name,
     recording,
@@ -407,16 +407,23 @@ CASES += [
     ),
 ]
 
-# A plain table row with no case above is checked from its op_specs row: its public function
-# against its torch function, over its domain's spread (drawn from the op's own generator).
+
+def derived_case(opcode):
+    """A plain table row's case from its op_specs row: its public function against its torch
+    function, each operand over its spread (drawn from the op's own generator), a binary op's
+    second operand of shape [4], so that it is broadcast."""
+    rng = op_rng(opcode)
+    shapes = [(3, 4), (4,)][: len(OP_SPECS[opcode].operands)]
+    arrays = [spread_sampler(opcode, operand)(rng, shape) for operand, shape in enumerate(shapes)]
+    function = torch_function(opcode)
+    # A comparison's torch answer is bool; topos's is 1.0 or 0.0 in the operands' dtype.
+    return OpCase(public_name(opcode), arrays, recording(opcode), lambda *t: function(*t).to(t[0].dtype))
+
+
+# A plain table row with no case above is checked from its op_specs row.
 CASES += [
-    OpCase(
-        public_name(opcode),
-        [spread_sampler(opcode)(op_rng(opcode), (3, 4))],
-        recording(opcode),
-        torch_function(opcode),
-    )
-    for opcode in derived_unary_rows({opcode for opcode in OP_SPECS if public_name(opcode) in {c.name for c in CASES}})
+    derived_case(opcode)
+    for opcode in derived_rows({opcode for opcode in OP_SPECS if public_name(opcode) in {c.name for c in CASES}})
 ]
 
 

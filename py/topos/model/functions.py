@@ -105,6 +105,18 @@ def minimum(a, b):
     return _elementwise("Minimum", a, b)
 
 
+def atan2(a, b):
+    """The angle of the point ``(b, a)`` in (-pi, pi], elementwise, as ``numpy.arctan2`` (records ``Atan2``).
+
+    ``a`` is the y coordinate, as in C's ``atan2``; operands broadcast numpy's way. A zero or
+    infinite operand gives C's answers (a multiple of pi/4, with ``a``'s sign). The gradient is
+    ``b / (a^2 + b^2)`` and ``-a / (a^2 + b^2)``, NaN at the origin (as PyTorch's). XLA's CPU
+    may misread a subnormal ``a`` (NaN when ``b`` is subnormal too, or the angle's sign flipped,
+    as JAX's ``arctan2``); numpy and WebGPU give C's answers.
+    """
+    return _elementwise("Atan2", a, b)
+
+
 def less(a, b):
     """1.0 where a < b, else 0.0 (``==`` and ``<`` are not overloaded on values)."""
     return _elementwise("Less", a, b)

@@ -372,6 +372,19 @@ Maximum = binary("Maximum", numpy=np.maximum, hlo="stablehlo.maximum", wgsl="nan
 Minimum = binary("Minimum", numpy=np.minimum, hlo="stablehlo.minimum", wgsl="nan_min(x, y)", vjp=minimum_vjp)
 
 
+def atan2_vjp(e, g, a, b, out):
+    # d/da atan2(a, b) = b / (a^2 + b^2), d/db = -a / (a^2 + b^2), in torch's order (at the
+    # origin both are NaN, as torch's).
+    reciprocal = e.div(e.like(a, 1.0), e.add(e.mul(a, a), e.mul(b, b)))
+    grad_a = e.mul(e.mul(g, b), reciprocal) if e.wants(0) else None
+    grad_b = e.mul(e.mul(g, e.neg(a)), reciprocal) if e.wants(1) else None
+    return [grad_a, grad_b]
+
+
+# The angle of the point (b, a), in (-pi, pi]: a first, as numpy.arctan2 and C's atan2.
+Atan2 = binary("Atan2", numpy=np.arctan2, hlo="stablehlo.atan2", wgsl="arc_tangent2(x, y)", vjp=atan2_vjp)
+
+
 def select_grads(e, g, a_wins, a, b):
     """Gradients of max/min: to the winner, split evenly on ties (as PyTorch does)."""
     tie = e.equal(a, b)
