@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+from seed_texts import record_seed
 
 from topos import Tape, show
 from topos.compiler.stablehlo import emit_plan_rows
@@ -18,11 +19,7 @@ SCRIPT = "<script>alert(1)</script>"
 
 
 def build(tape):
-    w = tape.parameter(0.5, name="w")
-    x = tape.input(2.0)
-    y = tape.input(4.0)
-    error = w * x - y
-    return [w, x, y, error * error]
+    return record_seed(tape, name="w")
 
 
 def seed():

@@ -13,6 +13,7 @@ import re
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from seed_texts import open_seed_tape, record_seed
 
 from topos import Tape, show
 from topos.display import MIME_TYPE, escape, rows_json
@@ -21,22 +22,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "docs" / "notebooks" / "cards.ipynb"
 
 
-def seed_tape():
-    tape = Tape()
-    w = tape.parameter(0.0)
-    x = tape.input(0.0)
-    y = tape.input(0.0)
-    error = w * x - y
-    error * error
-    return tape
+seed_tape = open_seed_tape
 
 
 def build(tape):
-    w = tape.parameter(0.5, name="w")
-    x = tape.input(2.0)
-    y = tape.input(4.0)
-    error = w * x - y
-    return [w, x, y, error * error]
+    return record_seed(tape, name="w")
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+from seed_texts import record_seed
 
 import topos
 from topos import Tape
@@ -250,14 +251,7 @@ def test_a_tiny_model_trains(optimizer, dtype):
 
 
 def test_the_seed_problem_converges_with_momentum():
-    def build(tape):
-        w = tape.parameter(0.0, name="w")
-        x = tape.input(0.0)
-        y = tape.input(0.0)
-        error = w * x - y
-        return [w, x, y, error * error]
-
-    network, (w, x, y, loss) = Tape.record(build)
+    network, (w, x, y, loss) = Tape.record(lambda tape: record_seed(tape, 0.0, 0.0, 0.0, name="w"))
     parameters = network.parameters()
     opt = optim.SGD(lr=0.02, momentum=0.5)
     state = opt.init(parameters)

@@ -7,23 +7,15 @@ code under test.
 
 import numpy as np
 import pytest
-from seed_texts import SEED_PLAN
+from seed_texts import SEED_PLAN, record_seed
 
 from topos import FeedError, Tape
 from topos.compiler import Plan, register_backend, unregister_backend
 
 
-def build_seed(tape):
-    w = tape.parameter(0.5)
-    x = tape.input(2.0)
-    y = tape.input(4.0)
-    error = w * x - y
-    return [w, x, y, error * error]
-
-
 @pytest.fixture
-def seed():
-    network, (w, x, y, loss) = Tape.record(build_seed)
+def seed(seed_model):
+    network, (w, x, y, loss) = seed_model
     return network, w, x, y, loss
 
 
@@ -224,7 +216,7 @@ def test_backward_checks_its_target_and_wrt():
     with pytest.raises(ValueError, match="already has a backward target"):
         network.entry([]).backward(total).backward(total)
     with pytest.raises(FeedError, match="another network"):
-        other, (w, *_) = Tape.record(build_seed)
+        other, (w, *_) = Tape.record(record_seed)
         network.entry([]).backward(total, [w])
 
 

@@ -5,22 +5,16 @@ import math
 
 import numpy as np
 import pytest
+from seed_texts import open_seed_tape
 
-from topos import Tape, show
+from topos import show
 from topos.compiler import Graph
 from topos.show import MIME_TYPE, Line, Plot
 
 MARKUP = '<img src=x onerror="alert(1)">'
 
 
-def seed_tape():
-    tape = Tape()
-    w = tape.parameter(0.0)
-    x = tape.input(0.0)
-    y = tape.input(0.0)
-    error = w * x - y
-    error * error
-    return tape
+seed_tape = open_seed_tape
 
 
 def test_show_is_exported_from_topos():

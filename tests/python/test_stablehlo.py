@@ -56,15 +56,8 @@ def check_against_xla(network, readables, target=None, feeds=None):
     return plans
 
 
-def test_seed_stablehlo_is_exactly_api_md():
-    def build(tape):
-        w = tape.parameter(0.5)
-        x = tape.input(2.0)
-        y = tape.input(4.0)
-        error = w * x - y
-        return [w, x, y, error * error]
-
-    network, (w, x, y, loss) = Tape.record(build)
+def test_seed_stablehlo_is_exactly_api_md(seed_model):
+    network, (w, x, y, loss) = seed_model
     plan = network.entry([loss]).lower()
     assert plan.emit_stablehlo() == SEED_STABLEHLO
     assert plan.run(network.parameters(), {x: 3.0}, backend="xla").outputs() == [(0.5 * 3.0 - 4.0) ** 2]
