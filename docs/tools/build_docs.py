@@ -310,6 +310,22 @@ def check_page(name):
     return problems
 
 
+def check_as_json(names):
+    """``--check --json``: check every page, even after one that fails, and print the problems by page.
+
+    The docs test checks all pages in one process per environment this way, rather than one
+    process per page: the imports happen once (tests/python/test_docs.py).
+    """
+    problems = {}
+    for name in names:
+        try:
+            problems[name] = check_page(name)
+        except BuildError as error:
+            problems[name] = [f"error: {error}"]
+    print(json.dumps(problems))
+    return 1 if any(problems.values()) else 0
+
+
 def check_pages_list():
     pages = []
     for name in existing_pages():
@@ -359,11 +375,16 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pages", nargs="*", help="page names (docs/<name>.md); default: every page")
     parser.add_argument("--check", action="store_true", help="compare with the files on disk; write nothing")
+    parser.add_argument(
+        "--json", action="store_true", help="with --check: print {page: [problems]} as JSON, every page checked"
+    )
     arguments = parser.parse_args(argv)
     unknown = [name for name in arguments.pages if name not in PAGES]
     if unknown:
         parser.error(f"unknown page(s) {', '.join(unknown)}; pages: {', '.join(PAGES)}")
     names = arguments.pages or existing_pages()
+    if arguments.check and arguments.json:
+        return check_as_json(names)
     try:
         if not arguments.check:
             build(names)

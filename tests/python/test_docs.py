@@ -8,6 +8,8 @@ an output typed by hand is refused, a changed output is caught, a block cannot
 see or disturb another.
 """
 
+import fcntl
+import functools
 import json
 import os
 import re
@@ -44,32 +46,85 @@ def page_parts(name):
 # The committed docs are what running them gives now --------------------------------------
 
 
-@pytest.mark.parametrize("name", PAGES)
-def test_page_outputs_are_what_its_blocks_print_now(name):
-    result = subprocess.run(
-        [sys.executable, os.path.join(TOOLS, "build_docs.py"), "--check", name],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=CHECK_TIMEOUT_SECONDS,
+# Each environment's check is one process over the selected pages (``build_docs.py --check
+# --json``), not one process a page: the imports happen once. Run alone, the two environments'
+# processes start together, when the first page test asks, and run side by side. Under xdist
+# (tests/run-python.sh), the first worker to ask for an environment's check runs it and leaves
+# the result for the other worker, so that each page is checked once in each environment.
+CHECK_ENVIRONMENTS = {"this CPU": {}, "another CPU": build_docs.other_cpu_environment()}
+CHECK_TESTS = {
+    "this CPU": "test_page_outputs_are_what_its_blocks_print_now",
+    "another CPU": "test_page_outputs_hold_on_another_cpu",
+}
+
+
+@functools.cache
+def started_checks(selection):
+    """``{label: process}`` checking the pages ``selection`` (``((label, pages), ...)``) names."""
+    return {
+        label: subprocess.Popen(
+            [sys.executable, os.path.join(TOOLS, "build_docs.py"), "--check", "--json", *pages],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ, **CHECK_ENVIRONMENTS[label]),
+        )
+        for label, pages in selection
+        if pages
+    }
+
+
+@functools.cache
+def finished_check(process):
+    """``[problems by page or None, output]`` of one environment's check."""
+    stdout, stderr = process.communicate(timeout=CHECK_TIMEOUT_SECONDS * len(PAGES))
+    try:
+        return [json.loads(stdout.strip().splitlines()[-1]), stderr]
+    except (IndexError, ValueError):
+        return [None, stdout + stderr]
+
+
+def check_once_per_run(request, label, selection):
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return finished_check(started_checks(selection)[label])
+    # Only this environment's process: the other worker may be running the other one. The
+    # workers' temporary folders share a parent, pytest's for this run (xdist's own recipe).
+    shared = request.getfixturevalue("tmp_path_factory").getbasetemp().parent
+    path = os.path.join(shared, f"docs-check-{label.replace(' ', '-')}.json")
+    with open(path + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(path):
+            mine = tuple(entry for entry in selection if entry[0] == label)
+            with open(path, "w", encoding="utf-8") as file:
+                json.dump(finished_check(started_checks(mine)[label]), file)
+        with open(path, encoding="utf-8") as file:
+            return json.load(file)
+
+
+def page_problems(request, label, name):
+    # The pages whose tests this session runs (after -k and the like), for each environment.
+    selection = tuple(
+        (other, tuple(item.callspec.params["name"] for item in request.session.items if item.originalname == test))
+        for other, test in CHECK_TESTS.items()
     )
-    assert result.returncode == 0, result.stdout + result.stderr
+    problems, output = check_once_per_run(request, label, selection)
+    assert problems is not None, f"build_docs.py --check --json did not finish ({label}):\n{output}"
+    return problems[name]
 
 
 @pytest.mark.parametrize("name", PAGES)
-def test_page_outputs_hold_on_another_cpu(name):
+def test_page_outputs_are_what_its_blocks_print_now(request, name):
+    problems = page_problems(request, "this CPU", name)
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_outputs_hold_on_another_cpu(request, name):
     # The docs are checked on CPUs other than the one that built them (build_docs.py's docstring):
     # rerun every block with numpy's SIMD loops and OpenBLAS's kernels of another CPU.
-    environment = dict(os.environ, **build_docs.other_cpu_environment())
-    result = subprocess.run(
-        [sys.executable, os.path.join(TOOLS, "build_docs.py"), "--check", name],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=CHECK_TIMEOUT_SECONDS,
-        env=environment,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    problems = page_problems(request, "another CPU", name)
+    assert problems == [], "\n".join(problems)
 
 
 def test_the_other_cpu_environment_changes_the_last_bits():
@@ -99,19 +154,26 @@ def test_a_long_float32_training_run_would_fail_on_another_cpu():
     program = "import runpy, sys\nmodule = runpy.run_path(sys.argv[1])\nmodule['main'](dtype=sys.argv[2])\n"
     script = os.path.join(DOCS, "examples", "06_char_transformer.py")
 
-    def output(dtype, environment):
-        return subprocess.run(
+    def start(dtype, environment):
+        return subprocess.Popen(
             [sys.executable, "-c", program, script, dtype],
-            capture_output=True,
+            stdout=subprocess.PIPE,
             text=True,
-            check=True,
-            timeout=CHECK_TIMEOUT_SECONDS,
             env=dict(os.environ, OPENBLAS_NUM_THREADS="1", **environment),
-        ).stdout
+        )
 
+    def output(process):
+        stdout, _ = process.communicate(timeout=CHECK_TIMEOUT_SECONDS)
+        assert process.returncode == 0
+        return stdout
+
+    # The four runs are independent, so they run side by side.
     other = build_docs.other_cpu_environment()
-    assert output_agreement.first_disagreement(output("float32", {}), output("float32", other)) is not None
-    assert output_agreement.first_disagreement(output("float64", {}), output("float64", other)) is None
+    cpus = {"this": {}, "other": other}
+    started = {(dtype, cpu): start(dtype, cpus[cpu]) for dtype in ("float32", "float64") for cpu in cpus}
+    outputs = {key: output(process) for key, process in started.items()}
+    assert output_agreement.first_disagreement(outputs["float32", "this"], outputs["float32", "other"]) is not None
+    assert output_agreement.first_disagreement(outputs["float64", "this"], outputs["float64", "other"]) is None
 
 
 def test_every_page_is_in_the_reading_order_and_the_index():
