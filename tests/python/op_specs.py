@@ -2,13 +2,17 @@
 
 Each registered primitive has one row: the domain of each operand (where the op is defined,
 and where it is smooth enough for a gradient check), its dtypes, the shapes the property tests
-draw, where its documentation names it, and why WebGPU declines it where it has no kernel
-family. The per-op tests read it: test_gradcheck and test_torch_ops draw their operands from
-it; test_stablehlo, test_kernels and tests/cases/generate.py draw their own (each test's
-spread: wide ranges to reach float32's edges, log-uniform ones for the kernels) and check every
-draw against it with ``check_operands``; test_random_programs asks ``admits`` whether a value
-recorded so far may feed an op; test_op_checklist checks that every registered primitive has a
-row. So "Log needs a positive input" is written here, once.
+draw, where its documentation names it, why WebGPU declines it where it has no kernel family,
+and its spellings elsewhere (torch, numpy, the recording function an operator calls), whether
+it decides ties, and the wide range that reaches float32's edges. The six per-op suites
+(test_gradcheck, test_stablehlo, test_torch_ops, test_kernels, test_nonfinite,
+test_random_programs) and tests/cases/generate.py take every elementwise op of one or two
+operands from its row (``derived_rows``), keeping local cases only for what a row cannot say
+(shapes and attributes, index operands, a method's spelling, values at chosen places), each
+with its reason; the cases they draw themselves are checked against it with
+``check_operands``; test_random_programs asks ``admits`` whether a value recorded so far may
+feed an op; test_op_checklist checks that every registered primitive has a row. So "Log needs
+a positive input" is written here, once, and a new elementwise op is one row.
 """
 
 import importlib
@@ -74,6 +78,8 @@ REAL = Domain("any real number", "real")
 POSITIVE = Domain("positive", "positive", draw=(0.5, 2.0))
 NONNEGATIVE = Domain("non-negative", "nonnegative", draw=(0.5, 2.0))
 NONZERO = Domain("away from zero (a denominator)", "nonzero", draw=(0.5, 2.0))
+# A gradient check's draw wide enough to reach a saturating op's flat tails (tanh, sigmoid, gelu).
+WIDE = Domain("any real number, drawn wide", "real", draw=(-4.0, 4.0))
 AWAY_FROM_KINK = Domain("away from relu's kink at 0", "nonzero", draw=(0.1, 2.0))
 EXPONENT = Domain("an exponent", "real", draw=(-2.0, 2.0))
 INDEX = Domain("an index in 0..n-1", "index")
@@ -171,18 +177,18 @@ DERIVATIVE_ONLY = "recorded only by the engine, as the derivative of {}"
 SOURCE = "a source: its value is a buffer the runner writes, no kernel computes it"
 
 OP_SPECS = {
-    "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg"),
-    "Exp": unary(Api("topos.exp"), torch="torch.exp"),
+    "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg", spread=(-9.0, 9.0)),
+    "Exp": unary(Api("topos.exp"), torch="torch.exp", spread=(-20.0, 20.0)),
     "Log": unary(Api("topos.log"), POSITIVE, torch="torch.log"),
-    "Sqrt": unary(Api("topos.sqrt"), NONNEGATIVE, smooth=POSITIVE, torch="torch.sqrt"),
+    "Sqrt": unary(Api("topos.sqrt"), NONNEGATIVE, smooth=POSITIVE, torch="torch.sqrt", spread=(0.0, 100.0)),
     "Rsqrt": unary(Api("topos.rsqrt"), POSITIVE, torch="torch.rsqrt"),
-    "Tanh": unary(Api("topos.tanh"), torch="torch.tanh"),
-    "Sigmoid": unary(Api("topos.sigmoid"), torch="torch.sigmoid"),
+    "Tanh": unary(Api("topos.tanh"), smooth=WIDE, torch="torch.tanh", spread=(-9.0, 9.0)),
+    "Sigmoid": unary(Api("topos.sigmoid"), smooth=WIDE, torch="torch.sigmoid", spread=(-30.0, 30.0)),
     "Relu": unary(Api("topos.relu"), smooth=AWAY_FROM_KINK, torch="torch.relu"),
     # The spread reaches float32's tail (exp(-|x|) under 2^-24 below -16.6) and stops short of
     # 20, past which torch's softplus returns x itself (its threshold), 2e-9 away in float64.
     "Softplus": unary(Api("topos.softplus"), torch="torch.nn.functional.softplus", spread=(-30.0, 18.0)),
-    "Gelu": unary(Api("topos.gelu")),
+    "Gelu": unary(Api("topos.gelu"), smooth=WIDE, spread=(-9.0, 9.0)),
     "GeluGrad": binary(None, internal=DERIVATIVE_ONLY.format("gelu")),
     "StopGradient": unary(Api("topos.stop_gradient")),
     "Add": binary(OPERATORS, call="topos.model.functions.add", torch="torch.add"),
@@ -194,6 +200,8 @@ OP_SPECS = {
         smooth=(POSITIVE, EXPONENT),
         docs=Api("topos.power"),
         notes=("a negative base only to an integer exponent, as numpy",),
+        torch="torch.pow",
+        numpy="numpy.power",
     ),
     # The gradient check keeps a away from 0: across it, with b < 0, the angle jumps by 2 pi.
     "Atan2": binary(Api("topos.atan2"), smooth=(NONZERO, REAL), torch="torch.atan2", numpy="numpy.arctan2"),
@@ -285,16 +293,17 @@ def check_operands(opcode, arrays, smooth=False):
 
 
 def derived_rows(local, arity=None):
-    """The plain table rows (``unary``, ``binary`` and ``comparison`` in topos.ops.elementwise)
-    with a recording function that a test's ``local`` table (of opcodes) has no entry for, in
-    OP_SPECS order, of ``arity`` operands (any where None): the test builds each one's case from
-    its row (``public_function``, ``torch_function``, ``numpy_oracle``, ``spread_sampler``)."""
+    """The elementwise ops of one or two operands (topos.ops.elementwise's ``Unary`` and
+    ``Binary``: the table's rows, the comparisons, Rsqrt, Relu, Pow...) with a recording function
+    that a test's ``local`` table (of opcodes) has no entry for, in OP_SPECS order, of ``arity``
+    operands (any where None): the test builds each one's case from its row
+    (``public_function``, ``torch_function``, ``numpy_oracle``, ``spread_sampler``)."""
     from topos.ops import lookup
-    from topos.ops.elementwise import TableRow
+    from topos.ops.elementwise import Binary, Unary
 
     def plain(op):
         row = OP_SPECS[op]
-        return isinstance(lookup(op), TableRow) and (isinstance(row.docs, Api) or row.call is not None)
+        return isinstance(lookup(op), (Unary, Binary)) and (isinstance(row.docs, Api) or row.call is not None)
 
     rows = [op for op in OP_SPECS if plain(op) and arity in (None, len(OP_SPECS[op].operands))]
     return [op for op in rows if op not in local]

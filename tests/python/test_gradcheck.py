@@ -365,23 +365,9 @@ def window_case(draw, opcode):
     return Case([second, x], lambda tape, a, v: tape.apply(opcode, [a, v], **attrs))
 
 
+# The cases an op_specs row cannot give (shapes, attributes, index operands); every elementwise
+# op of one or two operands is derived from its row below.
 PRIMITIVE_CASES = {
-    "Neg": unary(lambda x: -x),
-    "Exp": unary(topos.exp),
-    "Log": unary(topos.log, smooth_sampler("Log")),
-    "Sqrt": unary(topos.sqrt, smooth_sampler("Sqrt")),
-    "Rsqrt": unary(topos.rsqrt, smooth_sampler("Rsqrt")),
-    "Tanh": unary(topos.tanh, lambda rng, shape: normal(rng, shape, 1.5)),
-    "Sigmoid": unary(topos.sigmoid, lambda rng, shape: normal(rng, shape, 3.0)),
-    "Relu": unary(topos.relu, smooth_sampler("Relu")),
-    "Gelu": unary(topos.gelu, lambda rng, shape: normal(rng, shape, 2.0)),
-    "Add": binary(lambda a, b: a + b),
-    "Sub": binary(lambda a, b: a - b),
-    "Mul": binary(lambda a, b: a * b),
-    "Div": binary(lambda a, b: a / b, right=smooth_sampler("Div", 1)),
-    "Pow": binary(lambda a, b: a**b, left=smooth_sampler("Pow", 0), right=smooth_sampler("Pow", 1)),
-    "Maximum": binary(topos.maximum, left=grid(0.0), right=grid(0.25)),
-    "Minimum": binary(topos.minimum, left=grid(0.0), right=grid(0.25)),
     "Where": where_case(),
     "MatMul": matmul_case(),
     "Sum": reduction("sum", normal),
@@ -419,7 +405,7 @@ def derived_case(opcode):
     return binary(function, left=smooth_sampler(opcode, 0), right=smooth_sampler(opcode, 1))
 
 
-# A differentiable plain table row with no case above is checked from its op_specs row.
+# Every differentiable elementwise op with no case above is checked from its op_specs row.
 PRIMITIVE_CASES.update(
     {opcode: derived_case(opcode) for opcode in derived_rows(PRIMITIVE_CASES) if lookup(opcode).differentiable}
 )

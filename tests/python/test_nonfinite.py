@@ -106,33 +106,15 @@ def topos_cross_entropy(*logits):
     return topos.stack([topos.cross_entropy(row, target) for row, target in zip(logits, targets)])
 
 
-#: op name -> (inputs, topos function, torch function)
+#: op name -> (inputs, topos function, torch function). Every elementwise op is taken from its
+#: op_specs row (below); here are the composites, the reductions, and the ops whose torch
+#: spelling is not one function (gelu's approximate="tanh", a method: detach).
 OPS = {
-    "neg": (every_value, lambda x: -x, torch.neg),
-    "exp": (every_value, topos.exp, torch.exp),
-    "log": (every_value, topos.log, torch.log),
-    "sqrt": (every_value, topos.sqrt, torch.sqrt),
-    "rsqrt": (every_value, topos.rsqrt, torch.rsqrt),
-    "tanh": (every_value, topos.tanh, torch.tanh),
-    "sigmoid": (every_value, topos.sigmoid, torch.sigmoid),
-    "relu": (every_value, topos.relu, torch.relu),
     "gelu": (every_value, topos.gelu, lambda x: F.gelu(x, approximate="tanh")),
+    "stop_gradient": (every_value, topos.stop_gradient, torch.Tensor.detach),
     "abs": (every_value, topos.abs, torch.abs),
     "sign": (every_value, topos.sign, torch.sign),
     "square": (every_value, topos.square, torch.square),
-    "add": (every_pair, lambda x, y: x + y, torch.add),
-    "sub": (every_pair, lambda x, y: x - y, torch.sub),
-    "mul": (every_pair, lambda x, y: x * y, torch.mul),
-    "div": (every_pair, lambda x, y: x / y, torch.div),
-    "power": (every_pair, topos.power, torch.pow),
-    "maximum": (every_pair, topos.maximum, torch.maximum),
-    "minimum": (every_pair, topos.minimum, torch.minimum),
-    "less": (every_pair, topos.less, torch.lt),
-    "less_equal": (every_pair, topos.less_equal, torch.le),
-    "greater": (every_pair, topos.greater, torch.gt),
-    "greater_equal": (every_pair, topos.greater_equal, torch.ge),
-    "equal": (every_pair, topos.equal, torch.eq),
-    "not_equal": (every_pair, topos.not_equal, torch.ne),
     "where": (every_pair, lambda c, x: topos.where(c, x, -x), lambda c, x: torch.where(c != 0, x, -x)),
     "mask_times": (every_pair, lambda x, y: x * topos.greater(y, 0.0), lambda x, y: x * (y > 0)),
     "sum": (rows, lambda v: topos.sum(v, -1), lambda t: t.sum(-1)),
@@ -166,8 +148,8 @@ OPS = {
     "max_pool_padded": (pool_rows, lambda v: topos.max_pool(v, 2, 2, 1), lambda t: F.max_pool1d(t, 2, 2, 1)),
     "avg_pool": (pool_rows, lambda v: topos.avg_pool(v, 2, 1, 1), lambda t: F.avg_pool1d(t, 2, 1, 1)),
 }
-# A plain table row with no entry above: its public function against its op_specs torch function,
-# on every special value (unary) or every pair of them (binary).
+# Every elementwise op with no entry above: its public function against its op_specs torch
+# function, on every special value (unary) or every pair of them (binary).
 OPS.update(
     {
         public_name(opcode): (

@@ -74,11 +74,10 @@ def execute_plan(plan, parameters, optimize=True):
     return run_plan(plan, parameters, optimize=optimize).outputs()
 
 
-UNARY = ["Neg", "Exp", "Log", "Sqrt", "Rsqrt", "Tanh", "Sigmoid", "Relu", "Gelu", "StopGradient"]
-UNARY += derived_unary_rows(UNARY)  # a plain table row listed nowhere above
-BINARY = ["Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum"]
-COMPARISONS = ["Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual"]
-BINARY += derived_binary_rows(BINARY + COMPARISONS)  # a plain table row listed nowhere above
+# Every elementwise op, from its op_specs row: a comparison (no derivative) may also be a Where's condition.
+UNARY = derived_unary_rows(())
+COMPARISONS = [opcode for opcode in derived_binary_rows(()) if not lookup(opcode).differentiable]
+BINARY = [opcode for opcode in derived_binary_rows(()) if opcode not in COMPARISONS]
 STRUCTURAL = [
     "Sum",
     "Max",
@@ -200,7 +199,7 @@ class ProgramBuilder:
             return None
         if opcode == "Pow" and not np.all(np.abs(y) < 3.0):
             return None
-        if opcode in ("Maximum", "Minimum") + tuple(COMPARISONS) and a != b and not apart(x, y):
+        if OP_SPECS[opcode].ties and a != b and not apart(x, y):
             return None
         return self.apply(opcode, [a, b])
 
