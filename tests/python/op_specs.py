@@ -13,6 +13,26 @@ with its reason; the cases they draw themselves are checked against it with
 ``check_operands``; test_random_programs asks ``admits`` whether a value recorded so far may
 feed an op; test_op_checklist checks that every registered primitive has a row. So "Log needs
 a positive input" is written here, once, and a new elementwise op is one row.
+
+A row that needs shapes or attributes (a reduction, a shape op, an index op) says so in its
+``examples``: each an ``Example(name, shapes, attrs, topos=, torch=, numpy=)``, whose three
+calls take the same operands and the same keyword attributes::
+
+    "Sum": unary(Api("topos.sum"), examples=(
+        Example("sum_axes", [(2, 3, 4)], dict(axis=(0, 2)),
+                topos=lambda tape, x, axis: x.sum(axis=axis),
+                torch=lambda x, axis: x.sum(dim=axis),
+                numpy=lambda x, axis: np.sum(x, axis=axis)),
+    )),
+
+``topos`` records it (``tape`` is there for ``tape.apply`` and ``tape.leaf``), ``torch`` and
+``numpy`` compute the same (``numpy`` may be None where numpy has no one spelling). A shape
+is a tuple, or ``Index(high, shape)`` for int32 indices below ``high``; operands are drawn
+from the row's domains (``scale`` widens a real draw), or ``values`` gives them at chosen
+places (ties, huge logits). The example's name is its test id in every suite that runs it
+(``example_rows``), so one example added to a row runs in each. Composites (softmax,
+layer_norm, attention...), which are no primitive, have rows of the same form in
+``COMPOSITES``, keyed by their public name.
 """
 
 import importlib
@@ -130,6 +150,46 @@ INDEXING = Guide("recording.md", "| ints, slices, `None` (`np.newaxis`), `...` |
 
 
 @dataclass(frozen=True)
+class Index:
+    """An int32 operand of ``shape`` with values in 0..high-1 (an index, a class id)."""
+
+    high: int
+    shape: tuple
+
+
+@dataclass(frozen=True)
+class Example:
+    """One call of an op with its shapes and attributes, spelled in topos, torch and numpy.
+
+    ``shapes``: one per operand (a tuple, or ``Index``); ``attrs``: keyword arguments each of
+    the three calls takes; ``values``: the operands themselves, where chosen (else drawn);
+    ``scale``: a real operand's draw is the domain's times this.
+    """
+
+    name: str
+    shapes: tuple
+    attrs: dict
+    topos: object
+    torch: object
+    numpy: object = None
+    values: tuple = None
+    scale: float = 1.0
+
+
+class _Lazy:
+    """A module imported at its first use: the table names torch without every suite loading it."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attribute):
+        return getattr(importlib.import_module(self._name), attribute)
+
+
+torch = _Lazy("torch")
+
+
+@dataclass(frozen=True)
 class OpSpec:
     """What the tests know of one primitive.
 
@@ -144,6 +204,7 @@ class OpSpec:
     purpose, gradient checks keep its operands apart); ``spread``: the wide range (inside the
     domain) that reaches float32's edges, one an operand for a binary op. A per-op test takes
     each plain table row it has no entry of its own for (``derived_rows``) from these.
+    ``examples``: calls with shapes and attributes (``Example``), which ``example_rows`` gives.
     """
 
     operands: tuple
@@ -159,6 +220,7 @@ class OpSpec:
     call: str = None
     ties: bool = False
     spread: tuple = None
+    examples: tuple = ()
 
     def smooth_domains(self):
         return self.operands if self.smooth is None else self.smooth
@@ -376,3 +438,55 @@ def op_rng(opcode):
     """A generator of the op's own, seeded by its name: a derived case draws nothing from the
     test's shared stream, so the cases before it keep their values (tests/cases/primitives.json)."""
     return np.random.default_rng(zlib.crc32(opcode.encode()))
+
+
+# Examples: the calls with shapes and attributes ----------------------------------------------------
+
+
+def example_rows(local=(), table=None):
+    """(key, example) for every example of ``table``'s rows (OP_SPECS and COMPOSITES where None),
+    in table order, leaving out the example names in ``local`` (a suite's stated exceptions)."""
+    tables = [OP_SPECS, COMPOSITES] if table is None else [table]
+    return [
+        (key, example)
+        for rows in tables
+        for key, row in rows.items()
+        for example in row.examples
+        if example.name not in local
+    ]
+
+
+def example_row(key):
+    return OP_SPECS[key] if key in OP_SPECS else COMPOSITES[key]
+
+
+def example_arrays(key, example):
+    """The example's operands: its ``values``, else drawn from its own generator (seeded by its
+    name) inside the row's domains (an operand past the row's last takes the last's domain)."""
+    if example.values is not None:
+        return [np.asarray(v) for v in example.values]
+    rng = op_rng(example.name)
+    domains = example_row(key).operands
+    arrays = []
+    for position, shape in enumerate(example.shapes):
+        if isinstance(shape, Index):
+            arrays.append(rng.integers(0, shape.high, shape.shape).astype(np.int32))
+        else:
+            arrays.append(domains[min(position, len(domains) - 1)].sample(rng, shape) * example.scale)
+    return arrays
+
+
+def recorded(example):
+    """``record(tape, *operands)``: the example's topos call with its attributes."""
+    return lambda tape, *operands: example.topos(tape, *operands, **example.attrs)
+
+
+def torch_call(example):
+    return lambda *tensors: example.torch(*tensors, **example.attrs)
+
+
+def numpy_call(example):
+    return lambda *arrays: example.numpy(*arrays, **example.attrs)
+
+
+COMPOSITES = {}
