@@ -238,6 +238,199 @@ TIES = "the gradient check keeps operands apart: at a tie the derivative picks o
 DERIVATIVE_ONLY = "recorded only by the engine, as the derivative of {}"
 SOURCE = "a source: its value is a buffer the runner writes, no kernel computes it"
 
+
+def topos_function(name):
+    """``topos.<name>``, imported at the call (the table is read before topos is wanted)."""
+    return getattr(importlib.import_module("topos"), name)
+
+
+# Values at chosen places: ties (a maximum's gradient splits them evenly, as torch.amax's).
+WITH_TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.0], [5.0, -4.0, 5.0, 5.0]])
+
+
+def _sum(name, shape, **attrs):
+    return Example(
+        name,
+        [shape],
+        attrs,
+        topos=lambda tape, x, **a: x.sum(**a),
+        torch=lambda x, axis=None, keepdims=False: x.sum() if axis is None else x.sum(dim=axis, keepdim=keepdims),
+        numpy=lambda x, **a: np.sum(x, **a),
+    )
+
+
+def _max(name, shape, values=None, method=True, **attrs):
+    return Example(
+        name,
+        [shape],
+        attrs,
+        topos=(lambda tape, x, **a: x.max(**a)) if method else (lambda tape, x, **a: topos_function("max")(x, **a)),
+        torch=lambda x, axis=None, keepdims=False: torch.amax(x) if axis is None else torch.amax(x, axis, keepdims),
+        numpy=lambda x, **a: np.max(x, **a),
+        values=values,
+    )
+
+
+SUM_EXAMPLES = (
+    _sum("sum_all", (2, 3, 4)),
+    _sum("sum_axis_keepdims", (2, 3, 4), axis=1, keepdims=True),
+    _sum("sum_axes", (2, 3, 4), axis=(0, 2)),
+)
+MAX_EXAMPLES = (
+    _max("max_all", (3, 4)),
+    _max("max_axis", (3, 4), axis=-1),
+    _max("max_ties", (3, 4), values=(WITH_TIES,), axis=1, keepdims=True),
+    _max("max_ties_all", (3, 4), values=(WITH_TIES,), method=False),
+)
+
+
+def _moved(name, shapes, topos, torch, numpy, **attrs):
+    """A shape op whose numpy and torch spellings take the same attributes."""
+    return Example(name, shapes, attrs, topos=topos, torch=torch, numpy=numpy)
+
+
+RESHAPE_EXAMPLES = (
+    _moved(
+        "reshape",
+        [(2, 6)],
+        lambda tape, x, shape: x.reshape(*shape),
+        lambda x, shape: x.reshape(*shape),
+        lambda x, shape: x.reshape(shape),
+        shape=(3, -1, 2),
+    ),
+)
+BROADCAST_EXAMPLES = (
+    _moved(
+        "broadcast_to",
+        [(3, 1)],
+        lambda tape, x, shape: x.broadcast_to(shape),
+        lambda x, shape: x.broadcast_to(shape),
+        lambda x, shape: np.broadcast_to(x, shape),
+        shape=(2, 3, 4),
+    ),
+)
+TRANSPOSE_EXAMPLES = (
+    _moved(
+        "transpose",
+        [(2, 3, 4)],
+        lambda tape, x, axes: x.transpose(*axes),
+        lambda x, axes: x.permute(*axes),
+        lambda x, axes: np.transpose(x, axes),
+        axes=(2, 0, 1),
+    ),
+    _moved("transpose_T", [(2, 3)], lambda tape, x: x.T, lambda x: x.T, lambda x: x.T),
+)
+SLICE_EXAMPLES = (
+    _moved(
+        "slice_steps",
+        [(5, 6)],
+        lambda tape, x, index: x[index],
+        lambda x, index: x[index],
+        lambda x, index: x[index],
+        index=(slice(None, None, 2), slice(1, 6, 3)),
+    ),
+    _moved(
+        "slice_int_none",
+        [(3, 4, 5)],
+        lambda tape, x, index: x[index],
+        lambda x, index: x[index],
+        lambda x, index: x[index],
+        index=(1, None, Ellipsis, slice(2, None)),
+    ),
+)
+
+
+def _strided_pad(x, low, high, interior):
+    """XLA's padding with interior zeros, as a strided assignment (torch can differentiate it)."""
+    shape = [lo + hi + n + max(n - 1, 0) * inner for n, lo, hi, inner in zip(x.shape, low, high, interior)]
+    out = x.new_zeros(shape) if hasattr(x, "new_zeros") else np.zeros(shape, x.dtype)
+    index = tuple(slice(lo, lo + (n - 1) * (inner + 1) + 1, inner + 1) for n, lo, inner in zip(x.shape, low, interior))
+    out[index] = x
+    return out
+
+
+PAD_EXAMPLES = (
+    Example(
+        "pad_interior",
+        [(2, 3)],
+        dict(low=(1, 0), high=(0, 2), interior=(2, 1)),
+        topos=lambda tape, x, **a: tape.apply("Pad", [x], **a),
+        torch=_strided_pad,
+        numpy=_strided_pad,
+    ),
+)
+CONCATENATE_EXAMPLES = (
+    Example(
+        "concatenate",
+        [(2, 1), (2, 3), (2, 2)],
+        dict(axis=1),
+        topos=lambda tape, *xs, axis: topos_function("concatenate")(list(xs), axis=axis),
+        torch=lambda *xs, axis: torch.cat(list(xs), dim=axis),
+        numpy=lambda *xs, axis: np.concatenate(xs, axis=axis),
+    ),
+    Example(
+        "stack",
+        [(2, 3), (2, 3)],
+        dict(axis=1),
+        topos=lambda tape, *xs, axis: topos_function("stack")(list(xs), axis=axis),
+        torch=lambda *xs, axis: torch.stack(list(xs), dim=axis),
+        numpy=lambda *xs, axis: np.stack(xs, axis=axis),
+    ),
+    Example(
+        "stack_negative_axis",
+        [(2, 3), (2, 3)],
+        dict(axis=-1),
+        topos=lambda tape, *xs, axis: topos_function("stack")(list(xs), axis=axis),
+        torch=lambda *xs, axis: torch.stack(list(xs), dim=axis),
+        numpy=lambda *xs, axis: np.stack(xs, axis=axis),
+    ),
+)
+
+
+def _torch_take(x, ids, axis):
+    """np.take along ``axis`` with an index array of any shape."""
+    picked = torch.index_select(x, axis, ids.reshape(-1))
+    return picked.reshape(x.shape[:axis] + ids.shape + x.shape[axis + 1 :])
+
+
+TAKE_EXAMPLES = (
+    Example(
+        "take_embedding_repeats",
+        [(5, 3), Index(5, (2, 3))],
+        dict(axis=0),
+        topos=lambda tape, table, ids, axis: topos_function("take")(table, ids, axis),
+        torch=lambda table, ids, axis: torch.nn.functional.embedding(ids, table),
+        numpy=lambda table, ids, axis: np.take(table, ids, axis),
+        values=(None, np.array([[0, 2, 2], [4, 0, 2]], dtype=np.int32)),
+    ),
+    Example(
+        "take_axis",
+        [(2, 4, 3), Index(4, (5,))],
+        dict(axis=1),
+        topos=lambda tape, x, ids, axis: topos_function("take")(x, ids, axis=axis),
+        torch=_torch_take,
+        numpy=lambda x, ids, axis: np.take(x, ids, axis),
+        values=(None, np.array([3, 3, 0, 1, 3], dtype=np.int32)),
+    ),
+    Example(
+        "getitem_list",
+        [(4, 3)],
+        dict(rows=[3, 0, 3]),
+        topos=lambda tape, x, rows: x[rows],
+        torch=lambda x, rows: x[rows],
+        numpy=lambda x, rows: x[rows],
+    ),
+    Example(
+        "getitem_int32_value",
+        [(4, 3), Index(4, (2, 2))],
+        {},
+        topos=lambda tape, x, ids: x[ids],
+        torch=lambda x, ids: x[ids],
+        numpy=lambda x, ids: x[ids],
+        values=(None, np.array([[1, 1], [2, 0]], dtype=np.int32)),
+    ),
+)
+
 OP_SPECS = {
     "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg", spread=(-9.0, 9.0)),
     "Exp": unary(Api("topos.exp"), torch="torch.exp", spread=(-20.0, 20.0)),
@@ -276,21 +469,53 @@ OP_SPECS = {
     "Equal": binary(Api("topos.equal"), ties=True, torch="torch.eq"),
     "NotEqual": binary(Api("topos.not_equal"), ties=True, torch="torch.ne"),
     "Where": OpSpec((REAL, REAL, REAL), docs=Api("topos.where")),
-    "Take": OpSpec((REAL, INDEX), docs=Api("topos.take")),
-    "ScatterAdd": OpSpec((REAL, INDEX), internal=DERIVATIVE_ONLY.format("take")),
-    "OneHot": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.one_hot")),
+    "Take": OpSpec((REAL, INDEX), docs=Api("topos.take"), examples=TAKE_EXAMPLES),
+    "ScatterAdd": OpSpec(
+        (REAL, INDEX),
+        internal=DERIVATIVE_ONLY.format("take"),
+        examples=(
+            Example(
+                "scatter_add",
+                [(2, 5, 3), Index(4, (5,))],
+                dict(axis=1, extent=4),
+                topos=lambda tape, u, ids, **a: tape.apply("ScatterAdd", [u, ids], **a),
+                torch=lambda u, ids, axis, extent: u.new_zeros(u.shape[:axis] + (extent,) + u.shape[axis + 1 :]).index_add(
+                    axis, ids, u
+                ),
+            ),
+        ),
+    ),
+    "OneHot": OpSpec(
+        (INDEX,),
+        dtypes=("int32",),
+        docs=Api("topos.one_hot"),
+        examples=(
+            Example(
+                "one_hot",
+                [Index(4, (2, 3))],
+                dict(n=4),
+                topos=lambda tape, ids, n: topos_function("one_hot")(ids, n),
+                torch=lambda ids, n: torch.nn.functional.one_hot(ids, n).to(torch.get_default_dtype()),
+                numpy=lambda ids, n: np.eye(n)[ids],
+            ),
+        ),
+    ),
     "MatMul": OpSpec((REAL, REAL), shapes=ROWS, docs=Api("topos.matmul")),
-    "Sum": unary(Api("topos.sum")),
-    "Max": unary(Api("topos.max"), notes=("the gradient check draws distinct values: a tie splits the gradient",)),
+    "Sum": unary(Api("topos.sum"), examples=SUM_EXAMPLES),
+    "Max": unary(
+        Api("topos.max"),
+        notes=("the gradient check draws distinct values: a tie splits the gradient",),
+        examples=MAX_EXAMPLES,
+    ),
     "SoftmaxGrad": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("softmax")),
     "LogSoftmaxGrad": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("log_softmax")),
     "LayerNormGrad": OpSpec((REAL, REAL, POSITIVE), shapes=ROWS, internal=DERIVATIVE_ONLY.format("layer_norm")),
-    "Reshape": unary(Api("topos.reshape")),
-    "Broadcast": unary(Api("topos.broadcast_to")),
-    "Transpose": unary(Api("topos.transpose")),
-    "Slice": unary(INDEXING, shapes=ROWS),
-    "Pad": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("a strided slice")),
-    "Concatenate": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.concatenate")),
+    "Reshape": unary(Api("topos.reshape"), examples=RESHAPE_EXAMPLES),
+    "Broadcast": unary(Api("topos.broadcast_to"), examples=BROADCAST_EXAMPLES),
+    "Transpose": unary(Api("topos.transpose"), examples=TRANSPOSE_EXAMPLES),
+    "Slice": unary(INDEXING, shapes=ROWS, examples=SLICE_EXAMPLES),
+    "Pad": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("a strided slice"), examples=PAD_EXAMPLES),
+    "Concatenate": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.concatenate"), examples=CONCATENATE_EXAMPLES),
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
     "Leaf": OpSpec((), docs=Api("Tape.leaf"), kernel_declined=SOURCE),
@@ -462,14 +687,16 @@ def example_row(key):
 
 def example_arrays(key, example):
     """The example's operands: its ``values``, else drawn from its own generator (seeded by its
-    name) inside the row's domains (an operand past the row's last takes the last's domain)."""
-    if example.values is not None:
-        return [np.asarray(v) for v in example.values]
+    name) inside the row's domains (an operand past the row's last takes the last's domain); a
+    ``values`` entry of None is drawn too."""
     rng = op_rng(example.name)
     domains = example_row(key).operands
+    chosen = example.values or (None,) * len(example.shapes)
     arrays = []
-    for position, shape in enumerate(example.shapes):
-        if isinstance(shape, Index):
+    for position, (shape, value) in enumerate(zip(example.shapes, chosen)):
+        if value is not None:
+            arrays.append(np.asarray(value))
+        elif isinstance(shape, Index):
             arrays.append(rng.integers(0, shape.high, shape.shape).astype(np.int32))
         else:
             arrays.append(domains[min(position, len(domains) - 1)].sample(rng, shape) * example.scale)
@@ -489,4 +716,176 @@ def numpy_call(example):
     return lambda *arrays: example.numpy(*arrays, **example.attrs)
 
 
-COMPOSITES = {}
+# Composites: public functions recorded as several primitives, keyed by their name ------------------
+
+
+def _call(name, shapes, function, torch, numpy=None, values=None, scale=1.0, **attrs):
+    """An example of the public function ``topos.<function>`` on its operands."""
+    return Example(
+        name,
+        shapes,
+        attrs,
+        topos=lambda tape, *xs, **a: topos_function(function)(*xs, **a),
+        torch=torch,
+        numpy=numpy,
+        values=values,
+        scale=scale,
+    )
+
+
+def _np_softmax(x, axis=-1):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _np_logsumexp(x, axis=-1, keepdims=False):
+    top = x.max(axis=axis, keepdims=True)
+    out = np.log(np.exp(x - top).sum(axis=axis, keepdims=True)) + top
+    return out if keepdims else np.squeeze(out, axis)
+
+
+def _composite(docs, operands, *examples):
+    return OpSpec(operands, docs=Api(f"topos.{docs}"), examples=examples)
+
+
+COMPOSITES = {
+    "softmax": _composite(
+        "softmax",
+        (REAL,),
+        _call("softmax", [(3, 5)], "softmax", lambda x: torch.softmax(x, -1), _np_softmax, scale=3.0),
+        _call(
+            "softmax_large",
+            [(2, 3)],
+            "softmax",
+            lambda x: torch.softmax(x, -1),
+            _np_softmax,
+            values=(np.array([[1000.0, 0.0, -1000.0], [50.0, 51.0, 49.0]]),),
+        ),
+        _call("softmax_axis0", [(3, 5)], "softmax", lambda x, axis: torch.softmax(x, axis), _np_softmax, scale=3.0, axis=0),
+    ),
+    "log_softmax": _composite(
+        "log_softmax",
+        (REAL,),
+        _call(
+            "log_softmax",
+            [(3, 5)],
+            "log_softmax",
+            lambda x: torch.log_softmax(x, -1),
+            lambda x: x - _np_logsumexp(x, keepdims=True),
+            scale=3.0,
+        ),
+    ),
+    "logsumexp": _composite(
+        "logsumexp",
+        (REAL,),
+        _call("logsumexp", [(3, 5)], "logsumexp", lambda x: torch.logsumexp(x, -1), _np_logsumexp, scale=3.0),
+        _call(
+            "logsumexp_keepdims_axis0",
+            [(3, 5)],
+            "logsumexp",
+            lambda x, axis, keepdims: torch.logsumexp(x, axis, keepdim=keepdims),
+            _np_logsumexp,
+            axis=0,
+            keepdims=True,
+        ),
+    ),
+    "layer_norm": _composite(
+        "layer_norm",
+        (REAL, REAL, REAL),
+        _call(
+            "layer_norm",
+            [(2, 3, 6), (6,), (6,)],
+            "layer_norm",
+            lambda x, w, b: torch.nn.functional.layer_norm(x, (6,), w, b, eps=1e-5),
+            scale=2.0,
+        ),
+    ),
+    "cross_entropy": _composite(
+        "cross_entropy",
+        (REAL, INDEX),
+        _call(
+            "cross_entropy_large_logits",
+            [(2, 3), Index(3, (2,))],
+            "cross_entropy",
+            lambda logits, ids: torch.nn.functional.cross_entropy(logits, ids),
+            values=(np.array([[300.0, -300.0, 0.0], [0.0, 0.0, 700.0]]), np.array([1, 2], dtype=np.int32)),
+        ),
+        _call(
+            "cross_entropy",
+            [(2, 3, 5), Index(5, (2, 3))],
+            "cross_entropy",
+            lambda logits, ids: torch.nn.functional.cross_entropy(logits.reshape(-1, 5), ids.reshape(-1)),
+            scale=2.0,
+        ),
+    ),
+    "attention": _composite(
+        "attention",
+        (REAL, REAL, REAL),
+        _call(
+            "attention_causal",
+            [(2, 4, 3), (2, 4, 3), (2, 4, 5)],
+            "attention",
+            lambda q, k, v, causal: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            causal=True,
+        ),
+        _call(
+            "attention",
+            [(2, 1, 4, 3), (2, 1, 4, 3), (2, 1, 4, 5)],
+            "attention",
+            lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(q, k, v),
+        ),
+    ),
+    "mean": _composite(
+        "mean", (REAL,), _call("mean", [(3, 4)], "mean", lambda x, axis: x.mean(dim=axis), np.mean, axis=0)
+    ),
+    "var": _composite(
+        "var",
+        (REAL,),
+        _call("var", [(3, 4)], "var", lambda x, axis: torch.var(x, axis, correction=0), np.var, axis=-1),
+    ),
+    "min": _composite("min", (REAL,), _call("min", [(3, 4)], "min", lambda x, axis: torch.amin(x, axis), np.min, axis=1)),
+    "abs": _composite(
+        "abs", (REAL,), _call("abs", [(3, 4)], "abs", lambda x: torch.abs(x), np.abs, values=(WITH_TIES + 0.5,))
+    ),
+    "sign": _composite(
+        "sign",
+        (REAL,),
+        Example(
+            "sign_square",
+            [(3, 4)],
+            {},
+            topos=lambda tape, x: topos_function("sign")(x) * topos_function("square")(x),
+            torch=lambda x: torch.sign(x) * x * x,
+            numpy=lambda x: np.sign(x) * x * x,
+            values=(WITH_TIES,),
+        ),
+    ),
+    "squeeze": _composite(
+        "squeeze",
+        (REAL,),
+        Example(
+            "squeeze_expand_dims",
+            [(3, 1, 4)],
+            {},
+            topos=lambda tape, x: topos_function("expand_dims")(topos_function("squeeze")(x, 1), -1),
+            torch=lambda x: x.squeeze(1).unsqueeze(-1),
+            numpy=lambda x: np.expand_dims(np.squeeze(x, 1), -1),
+        ),
+    ),
+    "swapaxes": _composite(
+        "swapaxes",
+        (REAL,),
+        _call("swapaxes", [(2, 3, 4)], "swapaxes", lambda x, a, b: x.transpose(a, b), np.swapaxes, a=0, b=-1),
+    ),
+    "mse": _composite(
+        "mse",
+        (REAL, REAL),
+        _call(
+            "mse",
+            [(3, 4), (3, 4)],
+            "mse",
+            lambda a, b: torch.nn.functional.mse_loss(a, b),
+            lambda a, b: np.mean((a - b) ** 2),
+        ),
+    ),
+}

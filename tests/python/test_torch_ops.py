@@ -21,11 +21,16 @@ import torch.nn.functional as TF
 from op_specs import (
     OP_SPECS,
     POSITIVE,
+    WITH_TIES,
     derived_rows,
+    example_arrays,
+    example_rows,
     op_rng,
     public_name,
+    recorded,
     recording,
     spread_sampler,
+    torch_call,
     torch_function,
 )
 from tolerances import assert_close, library_bound
@@ -71,33 +76,13 @@ class OpCase:
     torch_fn: object
 
 
-def torch_pad(x, low, high, interior):
-    """XLA-style padding with interior zeros, written with a strided assignment torch can differentiate."""
-    shape = [lo + hi + n + max(n - 1, 0) * inner for n, lo, hi, inner in zip(x.shape, low, high, interior)]
-    out = x.new_zeros(shape)
-    index = tuple(slice(lo, lo + (n - 1) * (inner + 1) + 1, inner + 1) for n, lo, inner in zip(x.shape, low, interior))
-    out[index] = x
-    return out
-
-
-def torch_take(x, ids, axis):
-    """np.take along ``axis`` with an index array of any shape."""
-    picked = torch.index_select(x, axis, ids.reshape(-1))
-    return picked.reshape(x.shape[:axis] + ids.shape + x.shape[axis + 1 :])
-
-
-def torch_scatter_add(updates, ids, axis, extent):
-    flat = updates.reshape(updates.shape[:axis] + (-1,) + updates.shape[axis + ids.dim() :])
-    shape = updates.shape[:axis] + (extent,) + updates.shape[axis + ids.dim() :]
-    return updates.new_zeros(shape).index_add(axis, ids.reshape(-1), flat)
-
-
-WITH_TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.0], [5.0, -4.0, 5.0, 5.0]])
 WITH_ZEROS = np.array([[-1.5, 0.0, 0.25], [0.0, 2.0, -0.5]])
 
-# Every elementwise op is checked from its op_specs row (``derived_case``, below); the cases here
-# are the exceptions: the Value methods' spelling (x.sqrt()), Python numbers, zeros and ties at
-# chosen places, torch spellings that are not one function (gelu's approximate="tanh", detach).
+# Every elementwise op is checked from its op_specs row (``derived_case``, below), and every
+# reduction, shape op, index op and composite from its row's examples; the cases here are the
+# exceptions: the Value methods' spelling (x.sqrt()), Python numbers, zeros and ties at chosen
+# places, torch spellings that are not one function (gelu's approximate="tanh", detach), the
+# products' broadcasting variants, and the backward's own primitives (torch's backward ops).
 CASES = [
     # Unary
     OpCase("sqrt_method", [operand("Sqrt", 3, 4)], lambda tape, x: x.sqrt(), torch.sqrt),
@@ -136,158 +121,6 @@ CASES = [
     OpCase("matmul_vector_matrix", [normal(3), normal(2, 3, 4)], lambda tape, a, b: a @ b, torch.matmul),
     OpCase("matmul_matrix_vector", [normal(2, 3, 4), normal(4)], lambda tape, a, b: a @ b, torch.matmul),
     OpCase("matmul_vector_vector", [normal(5), normal(5)], lambda tape, a, b: topos.matmul(a, b), torch.matmul),
-    # Reductions
-    OpCase("sum_all", [normal(2, 3, 4)], lambda tape, x: x.sum(), torch.sum),
-    OpCase(
-        "sum_axis_keepdims",
-        [normal(2, 3, 4)],
-        lambda tape, x: x.sum(axis=1, keepdims=True),
-        lambda x: x.sum(dim=1, keepdim=True),
-    ),
-    OpCase("sum_axes", [normal(2, 3, 4)], lambda tape, x: x.sum(axis=(0, 2)), lambda x: x.sum(dim=(0, 2))),
-    OpCase("max_all", [normal(3, 4)], lambda tape, x: x.max(), torch.amax),
-    OpCase("max_axis", [normal(3, 4)], lambda tape, x: x.max(axis=-1), lambda x: torch.amax(x, dim=-1)),
-    OpCase("max_ties", [WITH_TIES], lambda tape, x: x.max(axis=1, keepdims=True), lambda x: torch.amax(x, 1, True)),
-    OpCase("max_ties_all", [WITH_TIES], lambda tape, x: topos.max(x), torch.amax),
-    # Moving elements
-    OpCase("reshape", [normal(2, 6)], lambda tape, x: x.reshape(3, -1, 2), lambda x: x.reshape(3, -1, 2)),
-    OpCase(
-        "broadcast_to", [normal(3, 1)], lambda tape, x: x.broadcast_to((2, 3, 4)), lambda x: x.broadcast_to((2, 3, 4))
-    ),
-    OpCase("transpose", [normal(2, 3, 4)], lambda tape, x: x.transpose(2, 0, 1), lambda x: x.permute(2, 0, 1)),
-    OpCase("transpose_T", [normal(2, 3)], lambda tape, x: x.T, lambda x: x.T),
-    OpCase("slice_steps", [normal(5, 6)], lambda tape, x: x[::2, 1:6:3], lambda x: x[::2, 1:6:3]),
-    OpCase("slice_int_none", [normal(3, 4, 5)], lambda tape, x: x[1, None, ..., 2:], lambda x: x[1, None, ..., 2:]),
-    OpCase(
-        "pad_interior",
-        [normal(2, 3)],
-        lambda tape, x: tape.apply("Pad", [x], low=(1, 0), high=(0, 2), interior=(2, 1)),
-        lambda x: torch_pad(x, (1, 0), (0, 2), (2, 1)),
-    ),
-    OpCase(
-        "concatenate",
-        [normal(2, 1), normal(2, 3), normal(2, 2)],
-        lambda tape, a, b, c: topos.concatenate([a, b, c], axis=1),
-        lambda a, b, c: torch.cat([a, b, c], dim=1),
-    ),
-    OpCase(
-        "stack",
-        [normal(2, 3), normal(2, 3)],
-        lambda tape, a, b: topos.stack([a, b], axis=1),
-        lambda a, b: torch.stack([a, b], dim=1),
-    ),
-    # Indices
-    OpCase(
-        "take_embedding_repeats",
-        [normal(5, 3), np.array([[0, 2, 2], [4, 0, 2]], dtype=np.int32)],
-        lambda tape, table, ids: topos.take(table, ids, 0),
-        lambda table, ids: TF.embedding(ids, table),
-    ),
-    OpCase("getitem_list", [normal(4, 3)], lambda tape, x: x[[3, 0, 3]], lambda x: x[[3, 0, 3]]),
-    OpCase(
-        "getitem_int32_value",
-        [normal(4, 3), np.array([[1, 1], [2, 0]], dtype=np.int32)],
-        lambda tape, x, ids: x[ids],
-        lambda x, ids: x[ids],
-    ),
-    OpCase(
-        "take_axis",
-        [normal(2, 4, 3), np.array([3, 3, 0, 1, 3], dtype=np.int32)],
-        lambda tape, x, ids: topos.take(x, ids, axis=1),
-        lambda x, ids: torch_take(x, ids, 1),
-    ),
-    OpCase(
-        "scatter_add",
-        [normal(2, 5, 3), np.array([1, 0, 1, 3, 1], dtype=np.int32)],
-        lambda tape, u, ids: tape.apply("ScatterAdd", [u, ids], axis=1, extent=4),
-        lambda u, ids: torch_scatter_add(u, ids, 1, 4),
-    ),
-    OpCase(
-        "one_hot",
-        [indices(4, 2, 3)],
-        lambda tape, ids: topos.one_hot(ids, 4),
-        lambda ids: TF.one_hot(ids, 4).to(torch.get_default_dtype()),
-    ),
-    # Composites
-    OpCase("softmax", [normal(3, 5, scale=3.0)], lambda tape, x: topos.softmax(x), lambda x: torch.softmax(x, -1)),
-    OpCase(
-        "softmax_large",
-        [np.array([[1000.0, 0.0, -1000.0], [50.0, 51.0, 49.0]])],
-        lambda tape, x: topos.softmax(x),
-        lambda x: torch.softmax(x, -1),
-    ),
-    OpCase(
-        "softmax_axis0",
-        [normal(3, 5, scale=3.0)],
-        lambda tape, x: topos.softmax(x, axis=0),
-        lambda x: torch.softmax(x, 0),
-    ),
-    OpCase(
-        "log_softmax",
-        [normal(3, 5, scale=3.0)],
-        lambda tape, x: topos.log_softmax(x),
-        lambda x: torch.log_softmax(x, -1),
-    ),
-    OpCase(
-        "logsumexp", [normal(3, 5, scale=3.0)], lambda tape, x: topos.logsumexp(x), lambda x: torch.logsumexp(x, -1)
-    ),
-    OpCase(
-        "layer_norm",
-        [normal(2, 3, 6, scale=2.0), normal(6), normal(6)],
-        lambda tape, x, w, b: topos.layer_norm(x, w, b),
-        lambda x, w, b: TF.layer_norm(x, (6,), w, b, eps=1e-5),
-    ),
-    OpCase(
-        "cross_entropy_large_logits",
-        [np.array([[300.0, -300.0, 0.0], [0.0, 0.0, 700.0]]), np.array([1, 2], dtype=np.int32)],
-        lambda tape, logits, ids: topos.cross_entropy(logits, ids),
-        TF.cross_entropy,
-    ),
-    OpCase(
-        "cross_entropy",
-        [normal(2, 3, 5, scale=2.0), indices(5, 2, 3)],
-        lambda tape, logits, ids: topos.cross_entropy(logits, ids),
-        lambda logits, ids: TF.cross_entropy(logits.reshape(-1, 5), ids.reshape(-1)),
-    ),
-    OpCase(
-        "attention_causal",
-        [normal(2, 4, 3), normal(2, 4, 3), normal(2, 4, 5)],
-        lambda tape, q, k, v: topos.attention(q, k, v, causal=True),
-        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
-    ),
-    OpCase(
-        "attention",
-        [normal(2, 1, 4, 3), normal(2, 1, 4, 3), normal(2, 1, 4, 5)],
-        lambda tape, q, k, v: topos.attention(q, k, v),
-        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v),
-    ),
-    OpCase("mean", [normal(3, 4)], lambda tape, x: x.mean(axis=0), lambda x: x.mean(dim=0)),
-    OpCase("var", [normal(3, 4)], lambda tape, x: topos.var(x, axis=-1), lambda x: torch.var(x, -1, correction=0)),
-    OpCase("min", [normal(3, 4)], lambda tape, x: x.min(axis=1), lambda x: torch.amin(x, 1)),
-    OpCase("abs", [WITH_TIES + 0.5], lambda tape, x: topos.abs(x), torch.abs),
-    OpCase(
-        "logsumexp_keepdims_axis0",
-        [normal(3, 5)],
-        lambda tape, x: topos.logsumexp(x, axis=0, keepdims=True),
-        lambda x: torch.logsumexp(x, 0, keepdim=True),
-    ),
-    OpCase(
-        "sign_square", [WITH_TIES], lambda tape, x: topos.sign(x) * topos.square(x), lambda x: torch.sign(x) * x * x
-    ),
-    OpCase(
-        "squeeze_expand_dims",
-        [normal(3, 1, 4)],
-        lambda tape, x: topos.expand_dims(topos.squeeze(x, 1), -1),
-        lambda x: x.squeeze(1).unsqueeze(-1),
-    ),
-    OpCase("swapaxes", [normal(2, 3, 4)], lambda tape, x: topos.swapaxes(x, 0, -1), lambda x: x.transpose(0, -1)),
-    OpCase(
-        "stack_negative_axis",
-        [normal(2, 3), normal(2, 3)],
-        lambda tape, a, b: topos.stack([a, b], axis=-1),
-        lambda a, b: torch.stack([a, b], dim=-1),
-    ),
-    OpCase("mse", [normal(3, 4), normal(3, 4)], lambda tape, a, b: topos.mse(a, b), TF.mse_loss),
     # The backward's own primitives (a softmax's, a layer norm's and gelu's derivatives in closed form),
     # recorded directly: forward against torch's backward ops, backward against torch's double backward
     OpCase(
@@ -412,6 +245,13 @@ def derived_case(opcode):
 CASES += [
     derived_case(opcode)
     for opcode in derived_rows({opcode for opcode in OP_SPECS if public_name(opcode) in {c.name for c in CASES}})
+]
+
+
+# Every reduction, shape op, index op and composite is checked from its op_specs row's examples.
+CASES += [
+    OpCase(example.name, example_arrays(key, example), recorded(example), torch_call(example))
+    for key, example in example_rows()
 ]
 
 
