@@ -237,11 +237,66 @@ def binary(docs, left=REAL, right=REAL, smooth=None, **more):
 TIES = "the gradient check keeps operands apart: at a tie the derivative picks one side"
 DERIVATIVE_ONLY = "recorded only by the engine, as the derivative of {}"
 SOURCE = "a source: its value is a buffer the runner writes, no kernel computes it"
+FFT_DECLINED = "no Stockham FFT kernel yet: the interpreter runs the transform on the host"
 
 
 def topos_function(name):
     """``topos.<name>``, imported at the call (the table is read before topos is wanted)."""
     return getattr(importlib.import_module("topos"), name)
+
+
+# The factorisations (topos.ops.linalg_factor) ------------------------------------------------------
+
+MATRICES = ShapeRange(min_rank=2)
+FACTOR_DECLINED = "no WGSL kernel yet: a factorisation's substitutions are sequential over the rows"
+
+
+def _gram(x, swapaxes, eye):
+    """x x^T + n I: symmetric positive definite and well conditioned, from any real draw."""
+    return x @ swapaxes(x, -1, -2) + x.shape[-1] * eye(x.shape[-1], dtype=x.dtype)
+
+
+def _dominant(a, eye):
+    """a + 3 I: a draw from (-1.5, 1.5) whose diagonal lies in (1.5, 4.5), a well-conditioned triangle."""
+    return a + 3 * eye(a.shape[-1], dtype=a.dtype)
+
+
+def _torch_triangle(a, b, lower, transpose_a, left_side, unit_diagonal):
+    tri, upper = (a.tril(), False) if lower else (a.triu(), True)
+    if transpose_a:
+        tri, upper = tri.mT, not upper
+    return torch.linalg.solve_triangular(tri, b, upper=upper, left=left_side, unitriangular=unit_diagonal)
+
+
+CHOLESKY_EXAMPLES = tuple(
+    Example(
+        name,
+        [shape],
+        {},
+        topos=lambda tape, x: topos_function("linalg").cholesky(
+            _gram(x, topos_function("swapaxes"), lambda n, dtype: np.eye(n))
+        ),
+        torch=lambda x: torch.linalg.cholesky(_gram(x, torch.swapaxes, lambda n, dtype: torch.eye(n, dtype=dtype))),
+        numpy=lambda x: np.linalg.cholesky(_gram(x, np.swapaxes, np.eye)),
+    )
+    for name, shape in (("cholesky", (4, 4)), ("cholesky_batched", (2, 3, 3)))
+)
+TRIANGULAR_SOLVE_EXAMPLES = tuple(
+    Example(
+        name,
+        [(2, 3, 3), b_shape],
+        dict(lower=lower, transpose_a=transpose_a, left_side=left_side, unit_diagonal=unit_diagonal),
+        topos=lambda tape, a, b, **o: topos_function("linalg").triangular_solve(
+            _dominant(a, lambda n, dtype: np.eye(n)), b, **o
+        ),
+        torch=lambda a, b, **o: _torch_triangle(_dominant(a, lambda n, dtype: torch.eye(n, dtype=dtype)), b, **o),
+    )
+    for name, b_shape, lower, transpose_a, left_side, unit_diagonal in (
+        ("triangular_solve_lower", (2, 3, 2), True, False, True, False),
+        ("triangular_solve_upper_transposed", (2, 3, 2), False, True, True, False),
+        ("triangular_solve_right_unit", (2, 4, 3), True, False, False, True),
+    )
+)
 
 
 # Values at chosen places: ties (a maximum's gradient splits them evenly, as torch.amax's).
@@ -281,6 +336,7 @@ MAX_EXAMPLES = (
     _max("max_axis", (3, 4), axis=-1),
     _max("max_ties", (3, 4), values=(WITH_TIES,), axis=1, keepdims=True),
     _max("max_ties_all", (3, 4), values=(WITH_TIES,), method=False),
+    _max("max_axes_keepdims", (3, 4, 2), axis=(0, 1, 2), keepdims=True),
 )
 
 
@@ -307,6 +363,14 @@ BROADCAST_EXAMPLES = (
         lambda x, shape: x.broadcast_to(shape),
         lambda x, shape: np.broadcast_to(x, shape),
         shape=(2, 3, 4),
+    ),
+    _moved(
+        "broadcast_scalar",
+        [()],
+        lambda tape, x, shape: x.broadcast_to(shape),
+        lambda x, shape: x.broadcast_to(shape),
+        lambda x, shape: np.broadcast_to(x, shape),
+        shape=(2, 2),
     ),
 )
 TRANSPOSE_EXAMPLES = (
@@ -525,6 +589,25 @@ OP_SPECS = {
     "TopK": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",)),
     "IndexToFloat": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.equal"), notes=("int32 operands of equal",)),
     "Convolution": OpSpec((REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv")),
+    # The transforms take complex values as real/imaginary pairs, a trailing axis of 2 (topos.ops.fft).
+    "Fft": OpSpec((REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.fft"), kernel_declined=FFT_DECLINED),
+    "Rfft": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), kernel_declined=FFT_DECLINED),
+    "Irfft": OpSpec((REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.irfft"), kernel_declined=FFT_DECLINED),
+    # The factorisations (topos.linalg): their examples make a well-conditioned operand of a real draw.
+    "Cholesky": unary(
+        Api("topos.linalg.cholesky"),
+        shapes=MATRICES,
+        kernel_declined=FACTOR_DECLINED,
+        notes=("a matrix that is not positive definite gives NaNs, as JAX's",),
+        examples=CHOLESKY_EXAMPLES,
+    ),
+    "TriangularSolve": binary(
+        Api("topos.linalg.triangular_solve"),
+        shapes=MATRICES,
+        kernel_declined=FACTOR_DECLINED,
+        notes=("a zero on the diagonal gives infinities or NaNs, no error",),
+        examples=TRIANGULAR_SOLVE_EXAMPLES,
+    ),
     "Reverse": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("conv (its kernel, spatially reversed)")),
     "Cos": unary(Api("topos.cos"), torch="torch.cos", spread=(-3.0, 3.0)),
     "Sin": unary(Api("topos.sin"), torch="torch.sin", spread=(-3.0, 3.0)),

@@ -10,7 +10,18 @@ magnitude of each result (see ``assert_outputs_agree``).
 
 import numpy as np
 import pytest
-from op_specs import OP_SPECS, POSITIVE, XLA_TOLERANCE, check_operands, derived_rows, spread_sampler
+from op_specs import (
+    COMPOSITES,
+    OP_SPECS,
+    POSITIVE,
+    XLA_TOLERANCE,
+    check_operands,
+    derived_rows,
+    example_arrays,
+    example_rows,
+    recorded,
+    spread_sampler,
+)
 from seed_texts import SEED_HLO
 
 import topos
@@ -95,24 +106,6 @@ def case_where(tape, rng):
     return tape.apply("Where", [condition, tape.parameter(uniform(rng, (3, 4))), tape.parameter(uniform(rng, (3, 4)))])
 
 
-def case_take(tape, rng):
-    values = tape.parameter(uniform(rng, (2, 5, 3)))
-    indices = tape.input(np.array([[4, 0, 1], [1, 1, 3]]), dtype="int32")  # repeats sum in the backward
-    return tape.apply("Take", [values, indices], axis=1)
-
-
-def case_scatter_add(tape, rng):
-    updates = tape.parameter(uniform(rng, (4, 2, 3)))
-    indices = tape.input(np.array([3, 0, 3, 1]), dtype="int32")
-    return tape.apply("ScatterAdd", [updates, indices], axis=0, extent=5)
-
-
-def case_one_hot(tape, rng):
-    indices = tape.input(np.array([[0, 3], [2, 2], [4, 1]]), dtype="int32")
-    scale = tape.parameter(uniform(rng, (3, 2, 5)))
-    return tape.apply("Mul", [tape.apply("OneHot", [indices], depth=5, dtype=tape.dtype), scale])
-
-
 def case_matmul(tape, rng):
     return tape.apply("MatMul", [tape.parameter(uniform(rng, (3, 4))), tape.parameter(uniform(rng, (4, 2)))])
 
@@ -121,25 +114,11 @@ def case_batched_matmul(tape, rng):
     return tape.apply("MatMul", [tape.parameter(uniform(rng, (2, 3, 4))), tape.parameter(uniform(rng, (2, 4, 5)))])
 
 
-def reduction(opcode, axes, keepdims):
-    def case(tape, rng):
-        data = uniform(rng, (3, 4, 2))
-        data[1, 2, :] = data[1, 0, :]  # ties for Max
-        return tape.apply(opcode, [tape.parameter(data)], axes=axes, keepdims=keepdims)
-
-    return case
-
-
 def shaped(opcode, source_shape, **attrs):
     def case(tape, rng):
         return tape.apply(opcode, [tape.parameter(uniform(rng, source_shape))], **attrs)
 
     return case
-
-
-def case_concatenate(tape, rng):
-    parts = [tape.parameter(uniform(rng, (2, n))) for n in (1, 3, 2)]
-    return tape.apply("Concatenate", parts, axis=1)
 
 
 def case_leaf(tape, rng):
@@ -235,26 +214,16 @@ def second_key(tape, key):
     return tape.apply("Reshape", [tape.apply("Slice", [keys], start=(1, 0), stop=(2, 2), step=(1, 1))], shape=(2,))
 
 
-# The cases an op_specs row cannot give (shapes, attributes, index operands, the engine's own
-# derivatives); every elementwise op of one or two operands is derived from its row below.
+# The cases an op_specs row cannot give (the engine's own derivatives, sources, keys, windows,
+# scans, products, indices read through a one-hot); every elementwise op of one or two operands
+# is derived from its row below, every reduction, shape op and index op from its row's examples.
 CASES = {
     "GeluGrad": [binary("GeluGrad", -3.0, 3.0)],
     "SoftmaxGrad": [binary("SoftmaxGrad")],
     "LogSoftmaxGrad": [binary("LogSoftmaxGrad")],
     "LayerNormGrad": [case_layer_norm_grad],
     "Where": [case_where],
-    "Take": [case_take],
-    "ScatterAdd": [case_scatter_add],
-    "OneHot": [case_one_hot],
     "MatMul": [case_matmul, case_batched_matmul],
-    "Sum": [reduction("Sum", (1,), False), reduction("Sum", (0, 2), True), reduction("Sum", None, False)],
-    "Max": [reduction("Max", (1,), False), reduction("Max", (0, 1, 2), True)],
-    "Reshape": [shaped("Reshape", (3, 4), shape=(2, 3, 2))],
-    "Broadcast": [shaped("Broadcast", (3, 1), shape=(2, 3, 4)), shaped("Broadcast", (), shape=(2, 2))],
-    "Transpose": [shaped("Transpose", (2, 3, 4), axes=(2, 0, 1))],
-    "Slice": [shaped("Slice", (5, 6), start=(1, 0), stop=(5, 6), step=(2, 3))],
-    "Pad": [shaped("Pad", (2, 3), low=(1, 0), high=(0, 2), interior=(1, 2))],
-    "Concatenate": [case_concatenate],
     "Parameter": [unary("Neg")],
     "Input": [case_input],
     "Leaf": [case_leaf],
@@ -292,6 +261,22 @@ def derived(opcode):
 
 # Every elementwise op with no case above is lowered from its op_specs row.
 CASES.update({opcode: [derived(opcode)] for opcode in derived_rows(CASES)})
+
+
+def example_case(key, example):
+    """A row's example as a case: its float operands parameters, its int32 operands inputs."""
+
+    def case(tape, rng):
+        arrays = example_arrays(key, example)
+        values = [tape.input(a, dtype="int32") if a.dtype.kind in "iu" else tape.parameter(a) for a in arrays]
+        return recorded(example)(tape, *values)
+
+    return case
+
+
+# Every reduction, shape op and index op with examples in its row is lowered from them.
+for _key, _example in example_rows(table=OP_SPECS):
+    CASES.setdefault(_key, []).append(example_case(_key, _example))
 
 PARAMETRIZED = [(name, i) for name, cases in CASES.items() for i in range(len(cases))]
 
@@ -333,6 +318,20 @@ def test_primitive_forward_and_backward_agree_with_xla(name, position, dtype):
     field = network.forward(parameters).backward(loss)
     for symbol in network.parameter_symbols():
         assert np.asarray(planned.gradient(symbol)).tobytes() == np.asarray(field.of(symbol)).tobytes()
+
+
+COMPOSITE_EXAMPLES = example_rows(table=COMPOSITES)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize(("key", "example"), COMPOSITE_EXAMPLES, ids=[e.name for _, e in COMPOSITE_EXAMPLES])
+def test_composite_examples_agree_with_xla(key, example, dtype):
+    """Every composite's examples (op_specs.COMPOSITES), forward and backward, XLA against numpy."""
+    tape = Tape(dtype)
+    out = example_case(key, example)(tape, None)
+    loss = topos.sum(out * tape.leaf(np.random.default_rng(len(example.name)).uniform(-1.0, 1.0, out.shape)))
+    network = tape.seal()
+    check_against_xla(network, detach([out, loss]), detach(loss))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
