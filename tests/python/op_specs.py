@@ -299,6 +299,104 @@ TRIANGULAR_SOLVE_EXAMPLES = tuple(
 )
 
 
+# The factorisations (topos.ops.linalg_factor) ------------------------------------------------------
+
+MATRICES = ShapeRange(min_rank=2)
+FACTOR_DECLINED = "no WGSL kernel yet: a factorisation's substitutions are sequential over the rows"
+
+
+def _gram(x, swapaxes, eye):
+    """x x^T + n I: symmetric positive definite and well conditioned, from any real draw."""
+    return x @ swapaxes(x, -1, -2) + x.shape[-1] * eye(x.shape[-1], dtype=x.dtype)
+
+
+def _dominant(a, eye):
+    """a + 3 I: a draw from (-1.5, 1.5) whose diagonal lies in (1.5, 4.5), a well-conditioned triangle."""
+    return a + 3 * eye(a.shape[-1], dtype=a.dtype)
+
+
+def _torch_triangle(a, b, lower, transpose_a, left_side, unit_diagonal):
+    tri, upper = (a.tril(), False) if lower else (a.triu(), True)
+    if transpose_a:
+        tri, upper = tri.mT, not upper
+    return torch.linalg.solve_triangular(tri, b, upper=upper, left=left_side, unitriangular=unit_diagonal)
+
+
+CHOLESKY_EXAMPLES = tuple(
+    Example(
+        name,
+        [shape],
+        {},
+        topos=lambda tape, x: topos_function("linalg").cholesky(
+            _gram(x, topos_function("swapaxes"), lambda n, dtype: np.eye(n))
+        ),
+        torch=lambda x: torch.linalg.cholesky(_gram(x, torch.swapaxes, lambda n, dtype: torch.eye(n, dtype=dtype))),
+        numpy=lambda x: np.linalg.cholesky(_gram(x, np.swapaxes, np.eye)),
+    )
+    for name, shape in (("cholesky", (4, 4)), ("cholesky_batched", (2, 3, 3)))
+)
+TRIANGULAR_SOLVE_EXAMPLES = tuple(
+    Example(
+        name,
+        [(2, 3, 3), b_shape],
+        dict(lower=lower, transpose_a=transpose_a, left_side=left_side, unit_diagonal=unit_diagonal),
+        topos=lambda tape, a, b, **o: topos_function("linalg").triangular_solve(
+            _dominant(a, lambda n, dtype: np.eye(n)), b, **o
+        ),
+        torch=lambda a, b, **o: _torch_triangle(_dominant(a, lambda n, dtype: torch.eye(n, dtype=dtype)), b, **o),
+    )
+    for name, b_shape, lower, transpose_a, left_side, unit_diagonal in (
+        ("triangular_solve_lower", (2, 3, 2), True, False, True, False),
+        ("triangular_solve_upper_transposed", (2, 3, 2), False, True, True, False),
+        ("triangular_solve_right_unit", (2, 4, 3), True, False, False, True),
+    )
+)
+
+
+# The spectral factorisations (topos.ops.linalg_spectral) -----------------------------------------
+
+SPECTRAL_DECLINED = "no Jacobi eigensolver kernel yet: the interpreter runs the factorisation on the host"
+# Added to a real draw's symmetric part: eigenvalues at least ~6 apart, so the derivative's
+# 1 / (w_j - w_i) stays moderate, and eigenvectors near the axes, whose largest component is clear.
+SEPARATED = np.array([0.0, 20.0, 40.0, 60.0])
+
+
+def _separated(x, diag):
+    return (x + x.swapaxes(-1, -2)) / 2 + diag(SEPARATED[: x.shape[-1]])
+
+
+def _torch_signs_fixed(v):
+    """torch's eigenvectors under topos's sign rule: each largest-magnitude component positive."""
+    largest = torch.gather(v, -2, v.abs().argmax(dim=-2, keepdim=True))
+    return v * torch.where(largest < 0, -1.0, 1.0).to(v.dtype).detach()
+
+
+def _torch_diag(values):
+    return torch.diag(torch.tensor(values, dtype=torch.float64))
+
+
+EIGH_EXAMPLES = (
+    Example(
+        "eigh_values",
+        [(2, 4, 4)],
+        {},
+        topos=lambda tape, x: topos_function("linalg").eigvalsh(_separated(x, np.diag)),
+        torch=lambda x: torch.linalg.eigvalsh(_separated(x, lambda d: _torch_diag(d).to(x.dtype))),
+        numpy=lambda x: np.linalg.eigvalsh(_separated(x, np.diag)),
+    ),
+    Example(
+        "eigh_vectors",
+        [(3, 3)],
+        {},
+        topos=lambda tape, x: topos_function("linalg").eigh(_separated(x, np.diag))[1],
+        torch=lambda x: _torch_signs_fixed(torch.linalg.eigh(_separated(x, lambda d: _torch_diag(d).to(x.dtype)))[1]),
+        numpy=lambda x: importlib.import_module("topos.ops.linalg_spectral").fix_signs(
+            np.linalg.eigh(_separated(x, np.diag))[1]
+        ),
+    ),
+)
+
+
 # Values at chosen places: ties (a maximum's gradient splits them evenly, as torch.amax's).
 WITH_TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.0], [5.0, -4.0, 5.0, 5.0]])
 
@@ -593,6 +691,21 @@ OP_SPECS = {
     "Fft": OpSpec((REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.fft"), kernel_declined=FFT_DECLINED),
     "Rfft": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), kernel_declined=FFT_DECLINED),
     "Irfft": OpSpec((REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.irfft"), kernel_declined=FFT_DECLINED),
+    # The factorisations (topos.linalg): their examples make a well-conditioned operand of a real draw.
+    "Cholesky": unary(
+        Api("topos.linalg.cholesky"),
+        shapes=MATRICES,
+        kernel_declined=FACTOR_DECLINED,
+        notes=("a matrix that is not positive definite gives NaNs, as JAX's",),
+        examples=CHOLESKY_EXAMPLES,
+    ),
+    "TriangularSolve": binary(
+        Api("topos.linalg.triangular_solve"),
+        shapes=MATRICES,
+        kernel_declined=FACTOR_DECLINED,
+        notes=("a zero on the diagonal gives infinities or NaNs, no error",),
+        examples=TRIANGULAR_SOLVE_EXAMPLES,
+    ),
     # The factorisations (topos.linalg): their examples make a well-conditioned operand of a real draw.
     "Cholesky": unary(
         Api("topos.linalg.cholesky"),

@@ -22,7 +22,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
-from op_specs import ANY_SHAPE, GRADCHECK_EPS, OP_SPECS, derived_rows, public_function, smooth_sampler
+from op_specs import (
+    ANY_SHAPE,
+    GRADCHECK_EPS,
+    OP_SPECS,
+    SEPARATED,
+    Index,
+    derived_rows,
+    example_arrays,
+    example_rows,
+    public_function,
+    recorded,
+    smooth_sampler,
+)
 
 import topos
 from topos import Tape, detach
@@ -259,6 +271,51 @@ def cumsum_case(draw):
 
 
 @st.composite
+def fourier_case(draw, opcode):
+    """A transform of any length along any axis: complex values as pairs (a trailing axis of 2) for
+    ``Fft`` (either way) and ``Irfft``, real values for ``Rfft`` (topos.fft)."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    rng = np.random.default_rng(draw(seeds))
+    if opcode == "Rfft":
+        return Case([normal(rng, shape)], lambda tape, x: topos.fft.rfft(x, axis=axis))
+    if opcode == "Irfft":
+        n = draw(st.integers(1, 8))
+        return Case([normal(rng, shape + (2,))], lambda tape, z: topos.fft.irfft(z, n, axis))
+    transform = topos.fft.ifft if draw(st.booleans()) else topos.fft.fft
+    return Case([normal(rng, shape + (2,))], lambda tape, z: transform(z, axis=axis))
+
+
+@st.composite
+def factor_case(draw, opcode):
+    """Cholesky of a well-conditioned symmetric positive-definite matrix (any batch, n 1..4), or a
+    triangular solve with a dominant diagonal and any of its options (topos.linalg)."""
+    batch = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=2))
+    n, m = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(seeds))
+    a = normal(rng, batch + (n, n))
+    if opcode == "Cholesky":
+        return Case([a @ np.swapaxes(a, -1, -2) + n * np.eye(n)], lambda tape, x: topos.linalg.cholesky(x))
+    options = {flag: draw(st.booleans()) for flag in ("lower", "left_side", "transpose_a", "unit_diagonal")}
+    b = normal(rng, batch + ((n, m) if options["left_side"] else (m, n)))
+    a = a + 3 * np.sign(np.diag(rng.standard_normal(n)) + 1e-3) * np.eye(n)
+    return Case([a, b], lambda tape, x, y: topos.linalg.triangular_solve(x, y, **options))
+
+
+@st.composite
+def eigh_case(draw):
+    """The eigenvalues or eigenvectors (topos.linalg.eigh) of any batch of n x n matrices, n 1..4, whose
+    symmetric parts have eigenvalues well apart (op_specs.SEPARATED on the diagonal)."""
+    batch = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=2))
+    n = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(seeds))
+    a = normal(rng, batch + (n, n)) + np.diag(SEPARATED[:n])
+    if draw(st.booleans()):
+        return Case([a], lambda tape, x: topos.linalg.eigvalsh(x))
+    return Case([a], lambda tape, x: topos.linalg.eigh(x)[1])
+
+
+@st.composite
 def take_case(draw):
     """An embedding lookup along any axis; small extents make repeated indices likely."""
     shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
@@ -385,7 +442,13 @@ PRIMITIVE_CASES = {
     "LogSoftmaxGrad": applied("LogSoftmaxGrad", [normal, normal]),
     "LayerNormGrad": applied("LayerNormGrad", [normal, normal], row_scale=True),
     "CumSum": cumsum_case(),
+    "Fft": fourier_case("Fft"),
+    "Rfft": fourier_case("Rfft"),
+    "Irfft": fourier_case("Irfft"),
     "Convolution": convolution_case(),
+    "Cholesky": factor_case("Cholesky"),
+    "TriangularSolve": factor_case("TriangularSolve"),
+    "Eigh": eigh_case(),
     "Reverse": reverse_case(),
     "WindowSum": window_case("WindowSum"),
     "WindowMax": window_case("WindowMax"),
@@ -427,6 +490,24 @@ def test_every_differentiable_primitive_has_a_case():
 def test_primitive_vjp_matches_central_differences(opcode, data):
     network = check_vjp(data.draw(PRIMITIVE_CASES[opcode]), data.draw(seeds))
     assert opcode in {node.opcode for node in network.nodes()}, "the case did not record the primitive"
+
+
+# Every example of a row (a reduction, shape op, index op or composite, at its shapes and
+# attributes) is checked too, besides the strategies above, which draw shapes and attributes
+# far wider than a row's few examples. Left out: examples at ties, where a maximum's derivative
+# splits the cotangent and central differences see one side, and examples of index operands
+# alone (one_hot), which have nothing to differentiate.
+AT_TIES = {"max_ties", "max_ties_all"}
+EXAMPLES = [
+    (key, example)
+    for key, example in example_rows(AT_TIES)
+    if any(not isinstance(shape, Index) for shape in example.shapes)
+]
+
+
+@pytest.mark.parametrize(("key", "example"), EXAMPLES, ids=[example.name for _, example in EXAMPLES])
+def test_example_vjp_matches_central_differences(key, example):
+    check_vjp(Case(example_arrays(key, example), recorded(example)), seed=len(example.name))
 
 
 def test_binary_cases_record_broadcast_nodes():
