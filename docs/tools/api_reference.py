@@ -4,7 +4,7 @@
     python docs/tools/build_docs.py api         # write docs/api.md and its built JSON
 
 The public names are ``__all__`` of ``topos``, ``topos.model``, ``topos.compiler``,
-``topos.show``, ``topos.xla``, ``topos.datasets`` and ``topos.linalg``, and every public class and function defined in
+``topos.show``, ``topos.xla``, ``topos.datasets``, ``topos.fft`` and ``topos.linalg``, and every public class and function defined in
 ``topos.model.optim``. A name exported by several
 modules is documented once, under the first module in ``MODULES`` that exports
 it, and listed by the others. A class lists its public methods and properties,
@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "py"))
 
-MODULES = ["topos", "topos.model", "topos.model.optim", "topos.compiler", "topos.show", "topos.xla", "topos.datasets", "topos.linalg"]
+MODULES = ["topos", "topos.model", "topos.model.optim", "topos.compiler", "topos.show", "topos.xla", "topos.datasets", "topos.fft", "topos.linalg"]
 NO_DOCSTRING = "*No docstring yet.*"
 
 

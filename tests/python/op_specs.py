@@ -593,6 +593,46 @@ TAKE_EXAMPLES = (
     ),
 )
 
+# The Fourier transforms take and give complex values as real/imaginary pairs, a trailing axis of 2
+# (topos.ops.fft); the torch and numpy spellings convert at the boundary.
+
+
+def _fourier(name, shapes, function, torch_name, complex_in, complex_out, **attrs):
+    """``topos.fft.<function>`` with numpy's ``n``/``axis``, torch's ``n``/``dim``."""
+
+    def topos_call(tape, x, n=None, axis=-1):
+        return getattr(importlib.import_module("topos").fft, function)(x, n=n, axis=axis)
+
+    def torch_call(x, n=None, axis=-1):
+        spelled = getattr(torch.fft, torch_name)
+        if complex_in:
+            x = torch.view_as_complex(x.contiguous())
+        out = spelled(x, n=n, dim=axis)
+        return torch.view_as_real(out) if complex_out else out
+
+    def numpy_call(x, n=None, axis=-1):
+        if complex_in:
+            x = x[..., 0] + 1j * x[..., 1]
+        out = getattr(np.fft, function)(x, n=n, axis=axis)
+        return np.stack([out.real, out.imag], -1) if complex_out else out
+
+    return Example(name, shapes, attrs, topos=topos_call, torch=torch_call, numpy=numpy_call)
+
+
+FFT_EXAMPLES = (
+    _fourier("fft", [(3, 6, 2)], "fft", "fft", True, True),
+    _fourier("fft_axis0_padded", [(5, 3, 2)], "fft", "fft", True, True, axis=0, n=8),
+    _fourier("ifft_cut", [(2, 7, 2)], "ifft", "ifft", True, True, n=4),
+)
+RFFT_EXAMPLES = (
+    _fourier("rfft", [(3, 8)], "rfft", "rfft", False, True),
+    _fourier("rfft_axis0_odd", [(7, 3)], "rfft", "rfft", False, True, axis=0),
+)
+IRFFT_EXAMPLES = (
+    _fourier("irfft", [(3, 5, 2)], "irfft", "irfft", True, False),
+    _fourier("irfft_axis0_odd", [(4, 3, 2)], "irfft", "irfft", True, False, axis=0, n=7),
+)
+
 OP_SPECS = {
     "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg", spread=(-9.0, 9.0)),
     "Exp": unary(Api("topos.exp"), torch="torch.exp", spread=(-20.0, 20.0)),
@@ -688,9 +728,15 @@ OP_SPECS = {
     "IndexToFloat": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.equal"), notes=("int32 operands of equal",)),
     "Convolution": OpSpec((REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv")),
     # The transforms take complex values as real/imaginary pairs, a trailing axis of 2 (topos.ops.fft).
-    "Fft": OpSpec((REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.fft"), kernel_declined=FFT_DECLINED),
-    "Rfft": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), kernel_declined=FFT_DECLINED),
-    "Irfft": OpSpec((REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.irfft"), kernel_declined=FFT_DECLINED),
+    "Fft": OpSpec(
+        (REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.fft"), kernel_declined=FFT_DECLINED,
+        examples=FFT_EXAMPLES,
+    ),
+    "Rfft": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), kernel_declined=FFT_DECLINED, examples=RFFT_EXAMPLES),
+    "Irfft": OpSpec(
+        (REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.irfft"), kernel_declined=FFT_DECLINED,
+        examples=IRFFT_EXAMPLES,
+    ),
     # The factorisations (topos.linalg): their examples make a well-conditioned operand of a real draw.
     "Cholesky": unary(
         Api("topos.linalg.cholesky"),

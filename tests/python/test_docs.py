@@ -47,10 +47,10 @@ def page_parts(name):
 
 
 # Each environment's check is one process over the selected pages (``build_docs.py --check
-# --json``), not one process a page: the imports happen once. Run alone, the two environments'
-# processes start together, when the first page test asks, and run side by side. Under xdist
-# (tests/run-python.sh), the first worker to ask for an environment's check runs it and leaves
-# the result for the other worker, so that each page is checked once in each environment.
+# --json``), not one process a page: the imports happen once. The two environments' processes
+# start together, when the first page test asks, and run side by side; under xdist
+# (tests/run-python.sh) only in the worker that asks first, so that each page is checked once
+# in each environment.
 CHECK_ENVIRONMENTS = {"this CPU": {}, "another CPU": build_docs.other_cpu_environment()}
 CHECK_TESTS = {
     "this CPU": "test_page_outputs_are_what_its_blocks_print_now",
@@ -88,18 +88,19 @@ def finished_check(process):
 def check_once_per_run(request, label, selection):
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         return finished_check(started_checks(selection)[label])
-    # Only this environment's process: the other worker may be running the other one. The
-    # workers' temporary folders share a parent, pytest's for this run (xdist's own recipe).
+    # The first worker to ask runs both environments' checks side by side, one a core, while the
+    # other worker waits on the lock; then both read the results. The workers' temporary folders
+    # share a parent, pytest's folder for this run (xdist's own recipe for a once-a-run step).
     shared = request.getfixturevalue("tmp_path_factory").getbasetemp().parent
-    path = os.path.join(shared, f"docs-check-{label.replace(' ', '-')}.json")
+    path = os.path.join(shared, "docs-check.json")
     with open(path + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(path):
-            mine = tuple(entry for entry in selection if entry[0] == label)
+            results = {other: finished_check(process) for other, process in started_checks(selection).items()}
             with open(path, "w", encoding="utf-8") as file:
-                json.dump(finished_check(started_checks(mine)[label]), file)
+                json.dump(results, file)
         with open(path, encoding="utf-8") as file:
-            return json.load(file)
+            return json.load(file)[label]
 
 
 def page_problems(request, label, name):
