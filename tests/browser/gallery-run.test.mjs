@@ -31,6 +31,8 @@ const TRAINING = [
   ["06_char_transformer.py", 300],
   // The PINN draws two cards: the learned and exact solution (100 points each), then its loss.
   ["08_pinn.py", 3001, [100, 3001]],
+  // The spectral filter draws its loss, then, after training, its 65 learned gains.
+  ["11_spectral_filter.py", 200, [200, 65]],
 ];
 
 describe("the gallery in Run mode", () => {

@@ -153,7 +153,7 @@ def test_plan_cost_counts_five_n_log_n_a_transform_and_webgpu_states_its_decline
     plan = network.entry([out]).lower()
     assert "[960 flops" in plan.describe(costs=True)  # 3 transforms of 5 * 16 * log2(16) = 320
     kernels = plan.kernels().describe()
-    assert "Fft" in kernels and "host" in kernels
+    assert "Fft" in kernels and "(no Stockham FFT kernel yet: the interpreter runs the transform on the host)" in kernels
 
 
 def test_pairs_helpers_read_and_make_complex_values():
@@ -177,3 +177,26 @@ def test_pairs_are_required_where_a_transform_takes_complex_values():
         topos.fft.fft(tape.parameter(np.zeros((4, 3))))
     with pytest.raises(ValueError, match="norm"):
         topos.fft.rfft(tape.parameter(np.zeros(4)), norm="unitary")
+
+
+def test_the_gallery_filter_learns_a_low_pass_filter_through_rfft_and_irfft():
+    import runpy
+    from pathlib import Path
+
+    from topos import show
+
+    class Quiet:
+        def card(self, card):
+            pass
+
+        def progress(self, step, total):
+            pass
+
+    script = Path(__file__).parents[2] / "docs" / "examples" / "11_spectral_filter.py"
+    with show.watch(Quiet()):
+        namespace = runpy.run_path(str(script), run_name="__main__")
+    gains, passband = namespace["gains"], namespace["PASS"]
+    # The clean signals hold frequencies 1..PASS only: the fitted gains pass those and stop the noise above.
+    assert np.all(gains[1 : passband + 1] > 0.8)
+    assert np.all(np.abs(gains[passband + 1 :]) < 0.2)
+    assert namespace["losses"][-1] < 0.2 * namespace["before"]

@@ -275,7 +275,7 @@ class Selector(LaunchHelpers):
         if node.dtype == "float64" or any(operand.dtype == "float64" for operand in operands):
             return "float64: WGSL has no f64"
         if primitive.kernel is None:
-            return f"no WGSL kernel for {node.opcode}"
+            return primitive.kernel_declined or f"no WGSL kernel for {node.opcode}"
         if node.dtype not in primitive.device_dtypes:
             return f"{node.dtype} results stay on the host"
         if node.size == 0 or any(operand.size == 0 for operand in operands):

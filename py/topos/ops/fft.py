@@ -25,6 +25,8 @@ from . import attributes as kinds
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 
 ELEMENT = {"float32": "f32", "float64": "f64"}
+#: What the kernels reading says of each transform, until a Stockham kernel runs them.
+DECLINED = "no Stockham FFT kernel yet: the interpreter runs the transform on the host"
 
 
 def complex_type(shape, dtype):
@@ -106,6 +108,7 @@ class Fft(Primitive):
 
     name = "Fft"
     arity = 1
+    kernel_declined = DECLINED
     attributes = {"inverse": kinds.flag}
 
     def normalize(self, metas, attrs):
@@ -151,6 +154,7 @@ class Rfft(Primitive):
 
     name = "Rfft"
     arity = 1
+    kernel_declined = DECLINED
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -201,6 +205,7 @@ class Irfft(Primitive):
 
     name = "Irfft"
     arity = 1
+    kernel_declined = DECLINED
     attributes = {"n": kinds.positive}
 
     def infer(self, metas, attrs):

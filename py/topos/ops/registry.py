@@ -74,6 +74,8 @@ class Primitive:
     is_source = False
     #: name of the WGSL kernel family that runs this op, None where WebGPU declines it
     kernel = None
+    #: where ``kernel`` is None, the sentence the kernels reading shows for why WebGPU declines the op
+    kernel_declined = None
     #: the result dtypes the device computes this op in: WGSL has f32, i32 and u32, and a result of any
     #: other dtype (float64), or of one an op does not list here, stays on the host
     device_dtypes = ("float32",)
