@@ -49,7 +49,14 @@ def gain_plot(gains):
 
 
 def loss_plot(losses):
-    return Plot().layer(Line.y(losses).label("loss")).title("training").x_label("step").y_label("mean squared error").log_y()
+    return (
+        Plot()
+        .layer(Line.y(losses).label("loss"))
+        .title("training")
+        .x_label("step")
+        .y_label("mean squared error")
+        .log_y()
+    )
 
 
 network, (loss, filtered, gain) = Tape.record(build)
@@ -78,4 +85,6 @@ if __name__ == "__main__":
     gains = parameters.of(gain).numpy()
     show.plot(gain_plot(gains))
     print(f"noise before the filter: mean squared error {before:.4f}")
-    print(f"mean gain at frequencies 1-{PASS}: {gains[1 : PASS + 1].mean():.2f}, above {PASS}: {gains[PASS + 1 :].mean():.2f}")
+    print(
+        f"mean gain at frequencies 1-{PASS}: {gains[1 : PASS + 1].mean():.2f}, above {PASS}: {gains[PASS + 1 :].mean():.2f}"
+    )

@@ -29,27 +29,81 @@ def torch_result(value):
 # (name, input shape, whether the input is pairs, topos spelling, numpy spelling, torch spelling)
 CASES = [
     ("fft", (3, 6, 2), True, lambda z: topos.fft.fft(z), np.fft.fft, torch.fft.fft),
-    ("fft_odd_axis0", (5, 4, 2), True, lambda z: topos.fft.fft(z, axis=0), lambda z: np.fft.fft(z, axis=0),
-     lambda z: torch.fft.fft(z, dim=0)),
-    ("fft_padded_ortho", (2, 5, 2), True, lambda z: topos.fft.fft(z, n=8, norm="ortho"),
-     lambda z: np.fft.fft(z, n=8, norm="ortho"), lambda z: torch.fft.fft(z, n=8, norm="ortho")),
-    ("ifft_cut", (2, 7, 2), True, lambda z: topos.fft.ifft(z, n=4), lambda z: np.fft.ifft(z, n=4),
-     lambda z: torch.fft.ifft(z, n=4)),
-    ("ifft_forward", (6, 2), True, lambda z: topos.fft.ifft(z, norm="forward"),
-     lambda z: np.fft.ifft(z, norm="forward"), lambda z: torch.fft.ifft(z, norm="forward")),
+    (
+        "fft_odd_axis0",
+        (5, 4, 2),
+        True,
+        lambda z: topos.fft.fft(z, axis=0),
+        lambda z: np.fft.fft(z, axis=0),
+        lambda z: torch.fft.fft(z, dim=0),
+    ),
+    (
+        "fft_padded_ortho",
+        (2, 5, 2),
+        True,
+        lambda z: topos.fft.fft(z, n=8, norm="ortho"),
+        lambda z: np.fft.fft(z, n=8, norm="ortho"),
+        lambda z: torch.fft.fft(z, n=8, norm="ortho"),
+    ),
+    (
+        "ifft_cut",
+        (2, 7, 2),
+        True,
+        lambda z: topos.fft.ifft(z, n=4),
+        lambda z: np.fft.ifft(z, n=4),
+        lambda z: torch.fft.ifft(z, n=4),
+    ),
+    (
+        "ifft_forward",
+        (6, 2),
+        True,
+        lambda z: topos.fft.ifft(z, norm="forward"),
+        lambda z: np.fft.ifft(z, norm="forward"),
+        lambda z: torch.fft.ifft(z, norm="forward"),
+    ),
     ("rfft_even", (3, 8), False, lambda x: topos.fft.rfft(x), np.fft.rfft, torch.fft.rfft),
-    ("rfft_odd_axis0", (7, 3), False, lambda x: topos.fft.rfft(x, axis=0), lambda x: np.fft.rfft(x, axis=0),
-     lambda x: torch.fft.rfft(x, dim=0)),
+    (
+        "rfft_odd_axis0",
+        (7, 3),
+        False,
+        lambda x: topos.fft.rfft(x, axis=0),
+        lambda x: np.fft.rfft(x, axis=0),
+        lambda x: torch.fft.rfft(x, dim=0),
+    ),
     ("irfft_even", (3, 5, 2), True, lambda z: topos.fft.irfft(z), np.fft.irfft, torch.fft.irfft),
-    ("irfft_odd", (2, 4, 2), True, lambda z: topos.fft.irfft(z, n=7), lambda z: np.fft.irfft(z, n=7),
-     lambda z: torch.fft.irfft(z, n=7)),
-    ("irfft_axis0_ortho", (4, 3, 2), True, lambda z: topos.fft.irfft(z, n=6, axis=0, norm="ortho"),
-     lambda z: np.fft.irfft(z, n=6, axis=0, norm="ortho"), lambda z: torch.fft.irfft(z, n=6, dim=0, norm="ortho")),
-    ("irfft_one", (1, 2), True, lambda z: topos.fft.irfft(z, n=1), lambda z: np.fft.irfft(z, n=1),
-     lambda z: torch.fft.irfft(z, n=1)),
+    (
+        "irfft_odd",
+        (2, 4, 2),
+        True,
+        lambda z: topos.fft.irfft(z, n=7),
+        lambda z: np.fft.irfft(z, n=7),
+        lambda z: torch.fft.irfft(z, n=7),
+    ),
+    (
+        "irfft_axis0_ortho",
+        (4, 3, 2),
+        True,
+        lambda z: topos.fft.irfft(z, n=6, axis=0, norm="ortho"),
+        lambda z: np.fft.irfft(z, n=6, axis=0, norm="ortho"),
+        lambda z: torch.fft.irfft(z, n=6, dim=0, norm="ortho"),
+    ),
+    (
+        "irfft_one",
+        (1, 2),
+        True,
+        lambda z: topos.fft.irfft(z, n=1),
+        lambda z: np.fft.irfft(z, n=1),
+        lambda z: torch.fft.irfft(z, n=1),
+    ),
     ("fft2", (2, 3, 4, 2), True, lambda z: topos.fft.fft2(z), np.fft.fft2, torch.fft.fft2),
-    ("ifft2_axes", (3, 2, 5, 2), True, lambda z: topos.fft.ifft2(z, axes=(0, 2)),
-     lambda z: np.fft.ifft2(z, axes=(0, 2)), lambda z: torch.fft.ifft2(z, dim=(0, 2))),
+    (
+        "ifft2_axes",
+        (3, 2, 5, 2),
+        True,
+        lambda z: topos.fft.ifft2(z, axes=(0, 2)),
+        lambda z: np.fft.ifft2(z, axes=(0, 2)),
+        lambda z: torch.fft.ifft2(z, dim=(0, 2)),
+    ),
 ]
 IDS = [case[0] for case in CASES]
 
@@ -153,7 +207,9 @@ def test_plan_cost_counts_five_n_log_n_a_transform_and_webgpu_states_its_decline
     plan = network.entry([out]).lower()
     assert "[960 flops" in plan.describe(costs=True)  # 3 transforms of 5 * 16 * log2(16) = 320
     kernels = plan.kernels().describe()
-    assert "Fft" in kernels and "(no Stockham FFT kernel yet: the interpreter runs the transform on the host)" in kernels
+    assert (
+        "Fft" in kernels and "(no Stockham FFT kernel yet: the interpreter runs the transform on the host)" in kernels
+    )
 
 
 def test_pairs_helpers_read_and_make_complex_values():

@@ -20,7 +20,15 @@ measured peak equals the plan's.
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from op_specs import OP_SPECS, derived_binary_rows, derived_unary_rows
+from op_specs import (
+    OP_SPECS,
+    derived_binary_rows,
+    derived_unary_rows,
+    example_arrays,
+    example_row,
+    example_rows,
+    recorded,
+)
 from test_kernels_plans import float64_shadow
 from test_stablehlo import TOLERANCE, assert_outputs_agree
 
@@ -99,7 +107,11 @@ STRUCTURAL = [
     "WindowSum",
     "WindowMax",
 ]
-OPCODES = UNARY + BINARY + COMPARISONS + STRUCTURAL
+# The structural ops above draw their attributes to fit the value at hand, so they stay local;
+# besides them, a step may record any op_specs example (a reduction, shape op or composite at its
+# shapes and attributes) that has a numpy spelling, which gives the builder its value.
+ROW_EXAMPLES = [(key, example) for key, example in example_rows() if example.numpy is not None]
+OPCODES = UNARY + BINARY + COMPARISONS + STRUCTURAL + ["example"]
 
 
 class ProgramBuilder:
@@ -349,6 +361,27 @@ class ProgramBuilder:
         if shape[-1] > 1 and not apart(ordered[..., 1:], ordered[..., :-1]):
             return None
         return self.picked(self.apply("TopK", [a], k=self.draw(st.integers(1, shape[-1]))), shape[-1])
+
+    # Examples (op_specs) ------------------------------------------------------------------
+    def op_example(self, opcode, a):
+        """One op_specs example: ``a`` as its first operand where the shapes and the domain fit,
+        fresh operands (its own draw) elsewhere."""
+        key, example = self.pick(ROW_EXAMPLES)
+        operands = []
+        for position, array in enumerate(example_arrays(key, example)):
+            if array.dtype.kind in "iu":
+                operands.append(self._source(self.tape.input(array, dtype="int32")))
+            elif position == 0 and self.shape(a) == array.shape and example_row(key).operands[0].admits(self.values[a]):
+                operands.append(a)
+            else:
+                operands.append(self._source(self.tape.parameter(array)))
+        value = recorded(example)(self.tape, *[self.value_of(i) for i in operands])
+        with np.errstate(all="ignore"):
+            self.values[value.index] = np.asarray(
+                example.numpy(*[self.values[i] for i in operands], **example.attrs), self.dtype
+            )
+        self.read.update(operands)
+        return value.index
 
     # Windows (pooling) ------------------------------------------------------------------
     def op_WindowSum(self, opcode, a):

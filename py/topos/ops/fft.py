@@ -84,9 +84,7 @@ def require_pairs(primitive, metas):
     require_float(primitive, metas)
     (z,) = metas
     if z.rank < 2 or z.shape[-1] != 2:
-        primitive.fail(
-            f"needs complex values as real/imaginary pairs [..., n, 2], got {format_shape(z.shape)}", metas
-        )
+        primitive.fail(f"needs complex values as real/imaginary pairs [..., n, 2], got {format_shape(z.shape)}", metas)
     if z.shape[-2] < 1:
         primitive.fail("needs a transformed axis of at least one element", metas)
     return z
