@@ -120,6 +120,13 @@ def _compile(text, devices, options, optimize):
         jax.config.update("jax_enable_x64", True)
     from jax._src.lib import xla_client
 
+    if "@lapack_" in text:
+        # The LAPACK custom calls (topos.ops.linalg_spectral's) find their routines through
+        # pointers jaxlib fills on first use; JAX fills them when it lowers such a call, and a
+        # plan's module, which JAX never lowered, must ask first or the call jumps to null.
+        from jaxlib import lapack
+
+        lapack._lapack.initialize()
     devices = list(devices) if devices is not None else backend.devices()[:1]
     options = compile_options(optimize, options)
     start = time.perf_counter()

@@ -1,0 +1,174 @@
+"""Spectral factorisations: ``Eigh``, the eigendecomposition of a symmetric matrix, batched over leading axes.
+
+``Eigh`` records one node whose value packs both results (``topos.linalg.eigh`` picks them out
+with ``Slice``, the way ``topos.top_k`` does): for an operand [..., n, n] the value is
+[..., n + 1, n], row 0 the eigenvalues in ascending order, rows 1..n the matrix V whose
+column j is the unit eigenvector of eigenvalue j. An eigenvector's sign is free; the node
+fixes it so that the component of largest magnitude (the first, among equal magnitudes) is
+positive, so numpy, XLA and the gradient checks see the same vectors whatever LAPACK chose.
+
+The derivative is JAX's (``jax/_src/lax/linalg.py``, ``_eigh_jvp_rule``) transposed:
+``A_bar = V (diag(w_bar) + F * (V^T V_bar)) V^T`` with ``F[i, j] = 1 / (w[j] - w[i])`` off the
+diagonal and 0 on it, written with recorded primitives, so it differentiates again. Where two
+eigenvalues are equal the eigenvectors are not unique and F holds infinities: the gradient
+through the vectors is then inf or NaN, as JAX's is; the eigenvalues' own gradient (no
+cotangent reaching V) stays finite. The operand is read as symmetric: ``topos.linalg.eigh`` records ``(a + a^T) / 2``
+first, as JAX's ``symmetrize_input`` does, so its gradient is symmetric too.
+
+StableHLO has no eigendecomposition: the lowering is the custom call XLA's CPU client runs
+(``lapack_dsyevd_ffi``, ``lapack_ssyevd_ffi``, as JAX lowers ``jnp.linalg.eigh`` with jaxlib
+0.10), then the same sign rule written in StableHLO. WebGPU declines it (``kernel = None``):
+no Jacobi kernel yet, and the interpreter runs the node.
+"""
+
+import numpy as np
+
+from .registry import Meta, Primitive, bytes_moved, register, require_float
+
+
+@register
+class Eigh(Primitive):
+    """``Eigh(a)``: a [..., n, n] symmetric gives [..., n + 1, n]: eigenvalues (row 0, ascending), then V."""
+
+    name = "Eigh"
+    arity = 1
+    kernel_declined = "no Jacobi eigensolver kernel yet: the host runs the eigendecomposition"
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        (a,) = metas
+        if a.rank < 2 or a.shape[-1] != a.shape[-2]:
+            self.fail(f"needs square matrices [..., n, n], got shape {a.shape}", metas)
+        return Meta(a.shape[:-2] + (a.shape[-1] + 1, a.shape[-1]), a.dtype)
+
+    def forward(self, inputs, attrs):
+        (a,) = inputs
+        if a.shape[-1] == 0:
+            return np.zeros(a.shape[:-2] + (1, 0), a.dtype)
+        # A matrix holding NaN or an infinity gives NaNs (LAPACK would fail: numpy raises, JAX gives NaN).
+        broken = ~np.isfinite(a).all(axis=(-2, -1))
+        w, v = np.linalg.eigh(np.where(broken[..., None, None], 0.0, a))
+        packed = np.concatenate([w[..., None, :], fix_signs(v)], axis=-2).astype(a.dtype, copy=False)
+        packed[broken] = np.nan
+        return packed
+
+    def vjp(self, e, g, operands, out, attrs):
+        shape = e.shape(out)
+        batch, n = tuple(shape[:-2]), shape[-1]
+        w, v = rows(e, out, 0, 1), rows(e, out, 1, n + 1)
+        g_w, g_v = rows(e, g, 0, 1), rows(e, g, 1, n + 1)
+        square = batch + (n, n)
+        eye = identity(e, w, batch, n)
+        # d[i, j] = w[j] - w[i]; F = 1 / (d + I) - I is 1 / d off the diagonal and 0 on it (JAX's Fmat).
+        d = e.sub(e.broadcast(w, square), e.broadcast(swap_last(e, w), square))
+        f = e.sub(e.div(e.like(d, 1.0), e.add(d, eye)), eye)
+        # Where V^T V_bar is 0 (eigvalsh: no cotangent reaches V) its term is 0, not inf * 0, so the
+        # eigenvalues' gradient stays finite at repeated eigenvalues, as under JAX's symbolic zeros.
+        projected = e.matmul(swap_last(e, v), g_v)
+        zero = e.like(projected, 0.0)
+        vectors = e.where(e.equal(projected, zero), e.broadcast(zero, square), e.mul(f, projected))
+        inner = e.add(e.mul(eye, e.broadcast(g_w, square)), vectors)
+        return [e.matmul(e.matmul(v, inner), swap_last(e, v))]
+
+    def stablehlo(self, ctx, node):
+        (a,) = ctx.operands(node)
+        source = ctx.operand_node(node, 0)
+        shape, dtype = source.shape, source.dtype
+        rank, n = len(shape), shape[-1]
+        batch = shape[:-2]
+        matrix = (rank - 2, rank - 1) + tuple(range(rank - 3, -1, -1))
+        values_layout = (rank - 2,) + tuple(range(rank - 3, -1, -1))
+        info_layout = tuple(range(rank - 3, -1, -1))
+        target = "lapack_dsyevd_ffi" if dtype == "float64" else "lapack_ssyevd_ffi"
+        name = ctx.emit(
+            f"stablehlo.custom_call @{target}({a}) {{api_version = 4 : i32, backend_config = {{mode = 86 : ui8, uplo = 76 : ui8}}, "
+            f'mhlo.frontend_attributes = {{num_batch_dims = "{len(batch)}"}}, '
+            f"operand_layouts = [{layout(matrix)}], "
+            f"result_layouts = [{layout(matrix)}, {layout(values_layout)}, {layout(info_layout)}]}} : "
+            f"({ctx.type(source)}) -> ({ctx.type(source)}, {ctx.tensor_type(batch + (n,), dtype)}, "
+            f"{ctx.tensor_type(batch, 'int32')})"
+        )
+        ctx.lines[-1][0] = f"{name}:3"
+        vectors = stablehlo_fix_signs(ctx, f"{name}#0", shape, dtype)
+        values = ctx.reshape(f"{name}#1", batch + (n,), batch + (1, n), dtype)
+        packed = ctx.emit(
+            f"stablehlo.concatenate {values}, {vectors}, dim = {rank - 2} : "
+            f"({ctx.tensor_type(batch + (1, n), dtype)}, {ctx.type(source)}) -> {ctx.type(node)}"
+        )
+        # NaN for a matrix holding NaN or an infinity, and where LAPACK reports failure (info != 0), as JAX.
+        finite = ctx.emit(f"stablehlo.is_finite {a} : ({ctx.type(source)}) -> {ctx.tensor_type(shape, 'bool')}")
+        whole = ctx.reduce_value(finite, shape, "bool", (rank - 2, rank - 1), "stablehlo.and", True)
+        converged = ctx.compare("EQ", f"{name}#2", ctx.splat(0, batch, "int32"), batch, "int32")
+        good = ctx.emit(f"stablehlo.and {whole}, {converged} : {ctx.tensor_type(batch, 'bool')}")
+        spread = ctx.broadcast_in_dim(good, batch, node.shape, "bool", tuple(range(len(batch))))
+        return ctx.select(spread, packed, ctx.splat(float("nan"), node.shape, dtype), node.shape, dtype)
+
+    def cost(self, operands, meta, attrs):
+        # LAPACK's syevd with vectors: about 9 n^3 flops a matrix (Golub and Van Loan, 8.3: the
+        # tridiagonal reduction's 4/3 n^3, its vectors' 4/3 n^3 and the divide and conquer's ~6 n^3).
+        (a,) = operands
+        n = a.shape[-1]
+        batch = a.size // max(n * n, 1)
+        return 9 * batch * n**3, bytes_moved(operands, meta)
+
+
+def layout(axes):
+    return f"dense<[{', '.join(str(axis) for axis in axes)}]> : tensor<{len(axes)}xindex>"
+
+
+def fix_signs(v):
+    """``v`` with each column's sign chosen so that its largest-magnitude component (the first of equals) is positive."""
+    first = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    sign = np.where(np.take_along_axis(v, first, axis=-2) < 0, -1.0, 1.0).astype(v.dtype)
+    return v * sign
+
+
+def stablehlo_fix_signs(ctx, v, shape, dtype):
+    """``fix_signs`` in StableHLO: the first index of each column's largest magnitude, its sign, the product."""
+    rank, n = len(shape), shape[-1]
+    row_axis = rank - 2
+    kept = tuple(axis for axis in range(rank) if axis != row_axis)
+    columns = shape[:-2] + (n,)
+
+    def spread(value, value_dtype):
+        return ctx.broadcast_in_dim(value, columns, shape, value_dtype, kept)
+
+    magnitude = ctx.emit(f"stablehlo.abs {v} : {ctx.tensor_type(shape, dtype)}")
+    largest = spread(ctx.reduce_value(magnitude, shape, dtype, (row_axis,), "stablehlo.maximum", float("-inf")), dtype)
+    positions = ctx.emit(f"stablehlo.iota dim = {row_axis} : {ctx.tensor_type(shape, 'int32')}")
+    at_largest = ctx.compare("EQ", magnitude, largest, shape, dtype)
+    candidates = ctx.select(at_largest, positions, ctx.splat(n, shape, "int32"), shape, "int32")
+    first = spread(ctx.reduce_value(candidates, shape, "int32", (row_axis,), "stablehlo.minimum", n), "int32")
+    picked = ctx.select(
+        ctx.compare("EQ", positions, first, shape, "int32"), v, ctx.splat(0.0, shape, dtype), shape, dtype
+    )
+    component = spread(ctx.reduce_value(picked, shape, dtype, (row_axis,), "stablehlo.add", 0.0), dtype)
+    negative = ctx.compare("LT", component, ctx.splat(0.0, shape, dtype), shape, dtype)
+    sign = ctx.select(negative, ctx.splat(-1.0, shape, dtype), ctx.splat(1.0, shape, dtype), shape, dtype)
+    return ctx.emit(f"stablehlo.multiply {v}, {sign} : {ctx.tensor_type(shape, dtype)}")
+
+
+# Derivative helpers (emitter handles only) -------------------------------------------------
+
+
+def rows(e, value, start, stop):
+    """Rows ``start``..``stop`` of the second-to-last axis of a [..., m, n] handle."""
+    shape = tuple(e.shape(value))
+    rank = len(shape)
+    begin = (0,) * (rank - 2) + (start, 0)
+    end = shape[:-2] + (stop, shape[-1])
+    return e.slice(value, begin, end, (1,) * rank)
+
+
+def swap_last(e, value):
+    rank = len(e.shape(value))
+    return e.transpose(value, tuple(range(rank - 2)) + (rank - 1, rank - 2))
+
+
+def identity(e, w, batch, n):
+    """The n x n identity over ``batch``, from ``w`` [..., 1, n]: n ones padded n apart are the diagonal of n * n."""
+    shape = tuple(e.shape(w))
+    rank = len(shape)
+    ones = e.slice(e.broadcast(e.like(w, 1.0), shape), (0,) * rank, (1,) * (rank - 1) + (n,), (1,) * rank)
+    diagonal = e.pad(e.reshape(ones, (n,)), (0,), (0,), (n,))
+    return e.broadcast(e.reshape(diagonal, (n, n)), batch + (n, n))

@@ -1,0 +1,161 @@
+"""topos.linalg.eigh and eigvalsh (the ``Eigh`` primitive, topos.ops.linalg_spectral): values against
+numpy.linalg, first and second derivatives against torch.linalg in float64, the behaviour at
+repeated eigenvalues, and XLA's run of the LAPACK custom call against the interpreter."""
+
+import numpy as np
+import pytest
+import torch
+from tolerances import gamma
+
+import topos
+from topos.ops.linalg_spectral import fix_signs
+
+RTOL = 1e-8
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(31)
+
+
+def eigen_bound(a, dtype):
+    """How far two backward-stable eigensolvers' results may lie apart: n u ||a|| over the smallest gap
+    (Golub and Van Loan, 8.1), the gradient's 1 / (w_j - w_i) terms multiplying it once more."""
+    w = np.linalg.eigvalsh(a)
+    n = a.shape[-1]
+    gap = np.min(np.diff(w, axis=-1))
+    return 8 * gamma(n, dtype) * np.abs(w).max() * max(1.0, np.abs(w).max() / gap) ** 2
+
+
+def symmetric(rng, shape):
+    """A symmetric matrix (batch) with well-separated eigenvalues: the derivative's 1 / (w_j - w_i) stays moderate."""
+    n = shape[-1]
+    q, _ = np.linalg.qr(rng.normal(size=shape))
+    w = np.arange(1.0, n + 1.0) * 1.5 + rng.uniform(-0.2, 0.2, shape[:-1])
+    return (q * w[..., None, :]) @ np.swapaxes(q, -1, -2)
+
+
+def run_eigh(a, dtype="float64"):
+    tape = topos.Tape(dtype)
+    x = tape.parameter(a)
+    w, v = topos.linalg.eigh(x)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    return run.of(w).numpy(), run.of(v).numpy()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 2), (5, 5), (3, 2, 4, 4)])
+def test_eigh_equals_numpy_with_signs_fixed(rng, shape):
+    a = rng.normal(size=shape)
+    w, v = run_eigh(a)
+    expected_w, expected_v = np.linalg.eigh((a + np.swapaxes(a, -1, -2)) / 2)
+    np.testing.assert_allclose(w, expected_w, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(v, fix_signs(expected_v), rtol=1e-10, atol=1e-12)
+    largest = np.take_along_axis(v, np.argmax(np.abs(v), axis=-2)[..., None, :], axis=-2)
+    assert np.all(largest > 0)
+
+
+def test_eigh_float32_reconstructs_its_matrix(rng):
+    a = symmetric(rng, (2, 6, 6)).astype(np.float32)
+    w, v = run_eigh(a, "float32")
+    assert w.dtype == np.float32 and v.dtype == np.float32
+    reconstructed = (v * w[..., None, :]) @ np.swapaxes(v, -1, -2)
+    np.testing.assert_allclose(reconstructed, a, atol=8 * gamma(6, "float32") * np.abs(a).max())
+
+
+def eigvalsh_values(a):
+    tape = topos.Tape()
+    w = topos.linalg.eigvalsh(tape.parameter(a))
+    network = tape.seal()
+    return network.forward(network.parameters()).of(w).numpy()
+
+
+def test_eigvalsh_equals_numpy(rng):
+    a = symmetric(rng, (3, 4, 4))
+    np.testing.assert_allclose(eigvalsh_values(a), np.linalg.eigvalsh(a), rtol=1e-12)
+
+
+def torch_loss(x, cw, cv):
+    """The loss the topos tests record, in torch: eigenvectors with the same sign rule (a constant sign)."""
+    w, v = torch.linalg.eigh((x + x.transpose(-1, -2)) / 2)
+    largest = torch.gather(v, -2, v.abs().argmax(dim=-2, keepdim=True))
+    v = v * torch.where(largest < 0, -1.0, 1.0).to(v.dtype).detach()
+    return (w * cw).sum() + (v * cv).sum()
+
+
+def topos_loss(x, cw, cv):
+    w, v = topos.linalg.eigh(x)
+    return topos.sum(w * cw) + topos.sum(v * cv)
+
+
+def test_gradient_and_second_derivative_equal_torch(rng):
+    a = symmetric(rng, (2, 4, 4)) + 0.1 * rng.normal(size=(2, 4, 4))
+    cw, cv, direction = rng.normal(size=(2, 4)), rng.normal(size=(2, 4, 4)), rng.normal(size=(2, 4, 4))
+    tape = topos.Tape()
+    x = tape.parameter(a)
+    loss = topos_loss(x, tape.leaf(cw), tape.leaf(cv))
+    g = topos.grad(loss, x)
+    hvp = topos.grad(topos.sum(g * tape.leaf(direction)), x)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+
+    xt = torch.tensor(a, requires_grad=True)
+    (gt,) = torch.autograd.grad(torch_loss(xt, torch.tensor(cw), torch.tensor(cv)), xt, create_graph=True)
+    (hvpt,) = torch.autograd.grad((gt * torch.tensor(direction)).sum(), xt)
+    np.testing.assert_allclose(run.of(g).numpy(), gt.detach().numpy(), rtol=RTOL, atol=1e-10)
+    np.testing.assert_allclose(run.of(hvp).numpy(), hvpt.numpy(), rtol=RTOL, atol=1e-10)
+
+
+def test_repeated_eigenvalues_give_non_finite_vector_gradients_and_finite_value_gradients():
+    a = np.diag([1.0, 2.0, 2.0])
+    tape = topos.Tape()
+    x = tape.parameter(a)
+    _, v = topos.linalg.eigh(x)
+    through_vectors = topos.grad(topos.sum(v * tape.leaf(np.arange(9.0).reshape(3, 3))), x)
+    through_values = topos.grad(topos.sum(topos.linalg.eigvalsh(x) * tape.leaf(np.array([1.0, 2.0, 3.0]))), x)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    assert not np.all(np.isfinite(run.of(through_vectors).numpy()))
+    # d(sum c_i w_i)/da = V diag(c) V^T: finite, and the identity's eigenvectors are its columns.
+    values_gradient = run.of(through_values).numpy()
+    assert np.all(np.isfinite(values_gradient))
+    np.testing.assert_allclose(np.trace(values_gradient), 6.0, rtol=1e-12)
+
+
+def test_eigh_needs_square_matrices():
+    tape = topos.Tape()
+    with pytest.raises(topos.ShapeError, match="square"):
+        topos.linalg.eigh(tape.parameter(np.ones((2, 3))))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_xla_runs_the_lapack_call_equal_to_the_interpreter(rng, dtype):
+    a = symmetric(rng, (2, 5, 5))
+    tape = topos.Tape(dtype)
+    x = tape.parameter(a)
+    w, v = topos.linalg.eigh(x)
+    loss = topos.sum(w * tape.leaf(rng.normal(size=(2, 5)))) + topos.sum(v * tape.leaf(rng.normal(size=(2, 5, 5))))
+    network = tape.seal()
+    plan = network.entry([w, v, loss]).backward(loss).lower()
+    assert "@lapack_" in plan.emit_stablehlo()
+    numpy_outputs = plan.run(network.parameters()).outputs()
+    xla_outputs = plan.run(network.parameters(), backend="xla").outputs()
+    tolerance = eigen_bound(a, dtype)
+    for ours, theirs in zip(numpy_outputs, xla_outputs):
+        np.testing.assert_allclose(np.asarray(theirs), np.asarray(ours), rtol=tolerance, atol=tolerance)
+
+
+def test_the_plan_costs_nine_n_cubed_a_matrix(rng):
+    tape = topos.Tape()
+    w, _ = topos.linalg.eigh(tape.parameter(symmetric(rng, (3, 8, 8))))
+    plan = tape.seal().entry([w]).lower()
+    text = plan.describe(costs=True)
+    line = next(row for row in text.splitlines() if " Eigh " in row)
+    assert f"[{9 * 3 * 8**3} flops" in line
+
+
+def test_the_kernels_reading_says_why_webgpu_declines_it(rng):
+    tape = topos.Tape("float32")
+    w, _ = topos.linalg.eigh(tape.parameter(symmetric(rng, (4, 4))))
+    reading = tape.seal().entry([w]).lower().kernels().describe()
+    assert "no Jacobi eigensolver kernel yet" in reading
