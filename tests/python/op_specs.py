@@ -361,8 +361,10 @@ SPECTRAL_DECLINED = "no Jacobi eigensolver kernel yet: the interpreter runs the 
 SEPARATED = np.array([0.0, 20.0, 40.0, 60.0])
 
 
-def _separated(x, diag):
-    return (x + x.swapaxes(-1, -2)) / 2 + diag(SEPARATED[: x.shape[-1]])
+def _separated(x, diag, symmetric=True):
+    """x + diag(SEPARATED): its symmetric part too, where ``symmetric`` (topos.linalg.eigh symmetrises itself)."""
+    x = (x + x.swapaxes(-1, -2)) / 2 if symmetric else x
+    return x + diag(SEPARATED[: x.shape[-1]])
 
 
 def _torch_signs_fixed(v):
@@ -380,7 +382,7 @@ EIGH_EXAMPLES = (
         "eigh_values",
         [(2, 4, 4)],
         {},
-        topos=lambda tape, x: topos_function("linalg").eigvalsh(_separated(x, np.diag)),
+        topos=lambda tape, x: topos_function("linalg").eigvalsh(_separated(x, np.diag, False)),
         torch=lambda x: torch.linalg.eigvalsh(_separated(x, lambda d: _torch_diag(d).to(x.dtype))),
         numpy=lambda x: np.linalg.eigvalsh(_separated(x, np.diag)),
     ),
@@ -388,7 +390,7 @@ EIGH_EXAMPLES = (
         "eigh_vectors",
         [(3, 3)],
         {},
-        topos=lambda tape, x: topos_function("linalg").eigh(_separated(x, np.diag))[1],
+        topos=lambda tape, x: topos_function("linalg").eigh(_separated(x, np.diag, False))[1],
         torch=lambda x: _torch_signs_fixed(torch.linalg.eigh(_separated(x, lambda d: _torch_diag(d).to(x.dtype)))[1]),
         numpy=lambda x: importlib.import_module("topos.ops.linalg_spectral").fix_signs(
             np.linalg.eigh(_separated(x, np.diag))[1]
@@ -784,6 +786,13 @@ OP_SPECS = {
     "SelectAndScatterAdd": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool")),
     "SelectAndGather": OpSpec(
         (REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool's derivative (a second derivative)")
+    ),
+    "Eigh": unary(
+        Api("topos.linalg.eigh"),
+        shapes=ShapeRange(min_rank=2),
+        kernel_declined=SPECTRAL_DECLINED,
+        notes=("repeated eigenvalues: a gradient through the eigenvectors is inf or NaN, as JAX's",),
+        examples=EIGH_EXAMPLES,
     ),
 }
 
