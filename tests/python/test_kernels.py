@@ -21,11 +21,16 @@ from op_specs import (
     check_operands,
     derived_binary_rows,
     derived_unary_rows,
+    example_arrays,
+    example_row,
+    example_rows,
+    numpy_call,
     numpy_oracle,
+    recorded,
     spread_sampler,
 )
 
-from topos import webgpu
+from topos import Tape, detach, webgpu
 from topos.compiler.wgsl import launch as build
 from topos.compiler.wgsl import windows
 from topos.ops import lookup
@@ -76,6 +81,44 @@ def run_one(launches, arrays, out_shape, out_buffer=9, extra=None):
     sizes = {out_buffer: max(int(np.prod(out_shape)), 1)}
     sizes.update(extra or {})
     return run_launches(launches, arrays, sizes, {"out": dense(out_buffer, out_shape)})["out"]
+
+
+# Examples: each op_specs example of a row with a kernel, as a whole plan ---------------------
+
+# Every example with a numpy spelling whose row has a kernel (no ``kernel_declined``), run on
+# WebGPU in float32, every node in a kernel, against numpy in float64 (and numpy's own float32
+# error); its sums are no longer than its largest operand.
+KERNEL_EXAMPLES = [
+    (key, example)
+    for key, example in example_rows()
+    if example.numpy is not None and example_row(key).kernel_declined is None
+]
+
+
+@pytest.mark.parametrize(("key", "example"), KERNEL_EXAMPLES, ids=[e.name for _, e in KERNEL_EXAMPLES])
+def test_examples_run_in_kernels_and_agree_with_numpy(key, example):
+    arrays = example_arrays(key, example)
+    tape = Tape("float32")
+    values = [tape.input(a, dtype="int32") if a.dtype.kind in "iu" else tape.parameter(a) for a in arrays]
+    out = detach(recorded(example)(tape, *values))
+    network = tape.seal()
+    plan = network.entry([out]).lower()
+    run = plan.run(network.parameters(), {}, backend="webgpu")
+    computed = {index for index in plan.schedule if not plan.nodes[index].is_source}
+    on_host = {index: plan.nodes[index].opcode for index in computed if run.backends[index] != "webgpu"}
+    assert not on_host, f"{example.name}: nodes ran on the host, not in a kernel: {on_host}"
+    singles = [a if a.dtype.kind in "iu" else a.astype(np.float32) for a in arrays]
+    exact = numpy_call(example)(*[a if a.dtype.kind in "iu" else a.astype(np.float64) for a in singles])
+    terms = max(a.size for a in arrays)
+    magnitude = max((float(np.max(np.abs(a), initial=0.0)) for a in singles if a.dtype.kind == "f"), default=0.0)
+    assert_agrees(
+        run.of(out),
+        exact,
+        numpy_call(example)(*singles),
+        terms=terms,
+        magnitude=terms * magnitude,
+        what=example.name,
+    )
 
 
 # Elementwise ----------------------------------------------------------------------------
