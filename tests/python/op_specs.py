@@ -297,59 +297,16 @@ TRIANGULAR_SOLVE_EXAMPLES = tuple(
         ("triangular_solve_right_unit", (2, 4, 3), True, False, False, True),
     )
 )
-
-
-# The factorisations (topos.ops.linalg_factor) ------------------------------------------------------
-
-MATRICES = ShapeRange(min_rank=2)
-FACTOR_DECLINED = "no WGSL kernel yet: a factorisation's substitutions are sequential over the rows"
-
-
-def _gram(x, swapaxes, eye):
-    """x x^T + n I: symmetric positive definite and well conditioned, from any real draw."""
-    return x @ swapaxes(x, -1, -2) + x.shape[-1] * eye(x.shape[-1], dtype=x.dtype)
-
-
-def _dominant(a, eye):
-    """a + 3 I: a draw from (-1.5, 1.5) whose diagonal lies in (1.5, 4.5), a well-conditioned triangle."""
-    return a + 3 * eye(a.shape[-1], dtype=a.dtype)
-
-
-def _torch_triangle(a, b, lower, transpose_a, left_side, unit_diagonal):
-    tri, upper = (a.tril(), False) if lower else (a.triu(), True)
-    if transpose_a:
-        tri, upper = tri.mT, not upper
-    return torch.linalg.solve_triangular(tri, b, upper=upper, left=left_side, unitriangular=unit_diagonal)
-
-
-CHOLESKY_EXAMPLES = tuple(
+# l + u, the factors both rules differentiate, of a draw plus 4 I (a well-conditioned matrix).
+LU_EXAMPLES = (
     Example(
-        name,
-        [shape],
+        "lu_factors",
+        [(2, 4, 4)],
         {},
-        topos=lambda tape, x: topos_function("linalg").cholesky(
-            _gram(x, topos_function("swapaxes"), lambda n, dtype: np.eye(n))
-        ),
-        torch=lambda x: torch.linalg.cholesky(_gram(x, torch.swapaxes, lambda n, dtype: torch.eye(n, dtype=dtype))),
-        numpy=lambda x: np.linalg.cholesky(_gram(x, np.swapaxes, np.eye)),
-    )
-    for name, shape in (("cholesky", (4, 4)), ("cholesky_batched", (2, 3, 3)))
-)
-TRIANGULAR_SOLVE_EXAMPLES = tuple(
-    Example(
-        name,
-        [(2, 3, 3), b_shape],
-        dict(lower=lower, transpose_a=transpose_a, left_side=left_side, unit_diagonal=unit_diagonal),
-        topos=lambda tape, a, b, **o: topos_function("linalg").triangular_solve(
-            _dominant(a, lambda n, dtype: np.eye(n)), b, **o
-        ),
-        torch=lambda a, b, **o: _torch_triangle(_dominant(a, lambda n, dtype: torch.eye(n, dtype=dtype)), b, **o),
-    )
-    for name, b_shape, lower, transpose_a, left_side, unit_diagonal in (
-        ("triangular_solve_lower", (2, 3, 2), True, False, True, False),
-        ("triangular_solve_upper_transposed", (2, 3, 2), False, True, True, False),
-        ("triangular_solve_right_unit", (2, 4, 3), True, False, False, True),
-    )
+        topos=lambda tape, x: sum(topos_function("linalg").lu(x + 4 * np.eye(4))[1:]),
+        torch=lambda x: sum(torch.linalg.lu(x + 4 * torch.eye(4, dtype=x.dtype))[1:]),
+        numpy=lambda x: np.stack([sum(importlib.import_module("scipy.linalg").lu(m + 4 * np.eye(4))[1:]) for m in x]),
+    ),
 )
 
 
@@ -754,20 +711,12 @@ OP_SPECS = {
         notes=("a zero on the diagonal gives infinities or NaNs, no error",),
         examples=TRIANGULAR_SOLVE_EXAMPLES,
     ),
-    # The factorisations (topos.linalg): their examples make a well-conditioned operand of a real draw.
-    "Cholesky": unary(
-        Api("topos.linalg.cholesky"),
+    "Lu": unary(
+        Api("topos.linalg.lu"),
         shapes=MATRICES,
         kernel_declined=FACTOR_DECLINED,
-        notes=("a matrix that is not positive definite gives NaNs, as JAX's",),
-        examples=CHOLESKY_EXAMPLES,
-    ),
-    "TriangularSolve": binary(
-        Api("topos.linalg.triangular_solve"),
-        shapes=MATRICES,
-        kernel_declined=FACTOR_DECLINED,
-        notes=("a zero on the diagonal gives infinities or NaNs, no error",),
-        examples=TRIANGULAR_SOLVE_EXAMPLES,
+        notes=("a singular matrix factors without error, as LAPACK's; p has no derivative",),
+        examples=LU_EXAMPLES,
     ),
     "Reverse": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("conv (its kernel, spatially reversed)")),
     "Cos": unary(Api("topos.cos"), torch="torch.cos", spread=(-3.0, 3.0)),
@@ -1126,15 +1075,7 @@ COMPOSITES = {
     "swapaxes": _composite(
         "swapaxes",
         (REAL,),
-        _call(
-            "swapaxes",
-            [(2, 3, 4)],
-            "swapaxes",
-            lambda x, a, b: x.transpose(a, b),
-            lambda x, a, b: np.swapaxes(x, a, b),
-            a=0,
-            b=-1,
-        ),
+        _call("swapaxes", [(2, 3, 4)], "swapaxes", lambda x, a, b: x.transpose(a, b), np.swapaxes, a=0, b=-1),
     ),
     "mse": _composite(
         "mse",

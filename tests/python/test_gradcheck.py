@@ -288,14 +288,17 @@ def fourier_case(draw, opcode):
 
 @st.composite
 def factor_case(draw, opcode):
-    """Cholesky of a well-conditioned symmetric positive-definite matrix (any batch, n 1..4), or a
-    triangular solve with a dominant diagonal and any of its options (topos.linalg)."""
+    """Cholesky of a well-conditioned symmetric positive-definite matrix (any batch, n 1..4), LU of a
+    diagonally dominant one, or a triangular solve with a dominant diagonal and any of its options (topos.linalg)."""
     batch = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=2))
     n, m = draw(st.integers(1, 4)), draw(st.integers(1, 3))
     rng = np.random.default_rng(draw(seeds))
     a = normal(rng, batch + (n, n))
     if opcode == "Cholesky":
         return Case([a @ np.swapaxes(a, -1, -2) + n * np.eye(n)], lambda tape, x: topos.linalg.cholesky(x))
+    if opcode == "Lu":
+        # Both factors, of a matrix whose pivots are clear (a tie between rows would flip p).
+        return Case([a + 2 * n * np.eye(n)], lambda tape, x: sum(topos.linalg.lu(x)[1:]))
     options = {flag: draw(st.booleans()) for flag in ("lower", "left_side", "transpose_a", "unit_diagonal")}
     b = normal(rng, batch + ((n, m) if options["left_side"] else (m, n)))
     a = a + 3 * np.sign(np.diag(rng.standard_normal(n)) + 1e-3) * np.eye(n)
@@ -448,6 +451,7 @@ PRIMITIVE_CASES = {
     "Convolution": convolution_case(),
     "Cholesky": factor_case("Cholesky"),
     "TriangularSolve": factor_case("TriangularSolve"),
+    "Lu": factor_case("Lu"),
     "Eigh": eigh_case(),
     "Reverse": reverse_case(),
     "WindowSum": window_case("WindowSum"),

@@ -210,3 +210,84 @@ def test_the_kernels_reading_names_why_the_interpreter_runs_them():
     text = network.entry([loss]).lower().kernels().describe()
     assert "numpy   Cholesky" in text and "(no WGSL kernel for Cholesky)" in text
     assert "(no WGSL kernel for TriangularSolve)" in text
+
+
+# LU with partial pivoting, and solve, inv, det, slogdet on it -----------------------------------
+
+
+def general(rng, shape, n):
+    """Well-conditioned general matrices: a draw plus n I (eigenvalues kept away from 0)."""
+    return rng.standard_normal(shape + (n, n)) + n * np.eye(n)
+
+
+def test_lu_is_scipys_with_lapacks_pivots():
+    a = np.random.default_rng(10).standard_normal((3, 5, 5))
+    p, l, u = run(topos.linalg.lu, a)
+    for i in range(3):
+        for got, want in zip((p[i], l[i], u[i]), scipy.linalg.lu(a[i])):
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_solve_inv_det_slogdet_are_numpys():
+    rng = np.random.default_rng(11)
+    a, b, v = rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4))
+    got = run(
+        lambda a: [topos.linalg.solve(a, b), topos.linalg.solve(a, v), topos.linalg.inv(a), topos.linalg.det(a)]
+        + list(topos.linalg.slogdet(a)),
+        a,
+    )
+    sign, logabsdet = np.linalg.slogdet(a)
+    want = [np.linalg.solve(a, b), np.linalg.solve(a, v[..., None])[..., 0], np.linalg.inv(a), np.linalg.det(a)]
+    for g, w in zip(got, want + [sign, logabsdet]):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+
+
+def test_a_singular_matrix_gives_numpys_slogdet_and_non_finite_solutions_not_an_error():
+    singular = np.array([[1.0, 2.0], [2.0, 4.0]])
+    sign, logabsdet, d, x = run(
+        lambda a: [*topos.linalg.slogdet(a), topos.linalg.det(a), topos.linalg.solve(a, np.ones(2))], singular
+    )
+    assert (sign, logabsdet, d) == (0.0, -np.inf, 0.0)
+    assert not np.isfinite(x).any()
+
+
+@pytest.mark.parametrize("name", ["solve", "inv", "det", "slogdet", "lu"])
+def test_lu_derivatives_to_second_order_are_torchs(name):
+    rng = np.random.default_rng(12)
+    a, b = general(rng, (2,), 4), rng.standard_normal((2, 4, 2))
+    cases = {
+        "solve": (lambda a: topos.linalg.solve(a, b), lambda a: torch.linalg.solve(a, torch.tensor(b)), b.shape),
+        "inv": (topos.linalg.inv, torch.linalg.inv, a.shape),
+        "det": (topos.linalg.det, torch.linalg.det, (2,)),
+        "slogdet": (lambda a: topos.linalg.slogdet(a)[1], lambda a: torch.linalg.slogdet(a)[1], (2,)),
+        # l + u: the two factors torch's and topos's rules both differentiate (p has no derivative).
+        "lu": (lambda a: sum(topos.linalg.lu(a)[1:]), lambda a: sum(torch.linalg.lu(a)[1:]), a.shape),
+    }
+    topos_fn, torch_fn, shape = cases[name]
+    assert_orders_agree(topos_fn, torch_fn, [a], shape)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_xla_runs_the_portable_lu_loop_equal_to_the_interpreter(dtype):
+    rng = np.random.default_rng(13)
+    tape = topos.Tape(dtype)
+    a = tape.parameter(rng.standard_normal((2, 3, 5, 5)))
+    packed = tape.apply("Lu", [a])
+    loss = topos.sum(topos.linalg.solve(a, np.ones((2, 3, 5, 1)))) + topos.sum(topos.linalg.slogdet(a)[1])
+    network = tape.seal()
+    plan = network.entry([packed, loss]).backward(loss).lower()
+    assert "stablehlo.while" in plan.emit_stablehlo() and "custom_call" not in plan.emit_stablehlo()
+    ours = plan.run(network.parameters()).outputs()
+    theirs = plan.run(network.parameters(), backend="xla").outputs()
+    rtol = 1e-10 if dtype == "float64" else 1e-3
+    for got, want in zip(theirs, ours):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=rtol, atol=rtol * np.abs(want).max())
+
+
+def test_the_plan_counts_two_thirds_of_n_cubed_for_lu():
+    tape = topos.Tape()
+    a = tape.parameter(np.eye(6)[None].repeat(3, 0))
+    d = topos.sum(topos.linalg.det(a))
+    plan = tape.seal().entry([d]).lower()
+    per_node = plan.costs().per_node
+    assert [per_node[i][0] for i in per_node if plan.nodes[i].opcode == "Lu"] == [3 * 2 * 6**3 // 3]

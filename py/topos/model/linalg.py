@@ -6,10 +6,13 @@ recorded primitives (a second derivative too). Matrices are the last two axes; t
 before them are a batch.
 """
 
+import numpy as np
+
 from . import arguments
 from . import functions as F
+from . import shape_functions as S
 
-__all__ = ["cholesky", "cho_solve", "triangular_solve", "eigh", "eigvalsh"]
+__all__ = ["cholesky", "cho_solve", "triangular_solve", "lu", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh"]
 
 
 def cholesky(a):
@@ -70,6 +73,108 @@ def cho_solve(l, b):
     """
     y = triangular_solve(l, b, lower=True)
     return triangular_solve(l, y, lower=True, transpose_a=True)
+
+
+def _lu_parts(a, what):
+    """The ``Lu`` node of ``a`` and its three parts: the packed factors, ``p`` (``p a = l u``) and its sign."""
+    a = arguments.recorded(a, what)
+    packed = a.tape.apply("Lu", [a])
+    n = a.shape[-1]
+    return packed[..., :n], packed[..., n : 2 * n], packed[..., 2 * n]
+
+
+def lu(a):
+    """``(p, l, u)`` with ``a = p l u``: LU with partial pivoting, as ``scipy.linalg.lu`` (records one ``Lu``).
+
+    ``l`` is unit lower triangular, ``u`` upper triangular and ``p`` a permutation matrix;
+    the pivot of each column is its first element of largest magnitude at or below the
+    diagonal, as LAPACK's. A singular ``a`` factors without error (a zero on ``u``'s diagonal).
+    The gradient flows through ``l`` and ``u``; ``p`` is piecewise constant.
+    """
+    factors, perm, _ = _lu_parts(a, "lu")
+    n = factors.shape[-1]
+    lower = np.tril(np.ones((n, n)), -1)
+    l = factors * lower + np.eye(n)
+    u = factors * (1.0 - lower)
+    return S.swapaxes(perm, -1, -2), l, u
+
+
+def _lu_solve(factors, perm, b):
+    y = triangular_solve(factors, F.matmul(perm, b), lower=True, unit_diagonal=True)
+    return triangular_solve(factors, y, lower=False)
+
+
+def solve(a, b):
+    """``x`` with ``a x = b``, as ``numpy.linalg.solve``: one ``Lu`` and two triangular solves.
+
+    ``a`` is [..., n, n]; ``b`` is [..., n, k] with ``a``'s batch axes, or a vector [..., n]
+    (rank one less than ``a``). A singular ``a`` gives infinities or NaNs where numpy raises
+    ``LinAlgError``, as JAX's ``solve``: a recording cannot stop on a value it has not seen.
+
+    ```python
+    import numpy as np
+    import topos
+
+    tape = topos.Tape()
+    a = tape.leaf(np.array([[3.0, 1.0], [1.0, 2.0]]))
+    x = topos.linalg.solve(a, np.array([9.0, 8.0]))
+    network = tape.seal()
+    print(network.forward({}).of(x).numpy())  # [2. 3.]
+    ```
+    """
+    factors, perm, _ = _lu_parts(a, "solve")
+    b = arguments.as_value(factors.tape, b, factors.dtype)
+    if len(b.shape) == len(a.shape) - 1:
+        return F.reshape(_lu_solve(factors, perm, F.reshape(b, b.shape + (1,))), b.shape)
+    return _lu_solve(factors, perm, b)
+
+
+def inv(a):
+    """The inverse of each matrix of ``a`` [..., n, n], as ``numpy.linalg.inv``: ``solve(a, I)``.
+
+    A singular matrix gives infinities or NaNs rather than ``LinAlgError``, as ``solve``.
+    """
+    factors, perm, _ = _lu_parts(a, "inv")
+    return _lu_solve(factors, perm, perm * 0.0 + np.eye(a.shape[-1]))
+
+
+def slogdet(a):
+    """``(sign, logabsdet)`` of each matrix of ``a``, as ``numpy.linalg.slogdet``: from one ``Lu``.
+
+    ``logabsdet`` is the sum of ``log |u_ii|`` and ``sign`` the permutation's sign times the
+    signs of ``u``'s diagonal; a singular matrix gives sign 0 and ``logabsdet`` -inf, as
+    numpy's, and there the gradient of ``logabsdet`` is infinite or NaN.
+    """
+    factors, _, perm_sign = _lu_parts(a, "slogdet")
+    n = factors.shape[-1]
+    diagonal = F.sum(factors * np.eye(n), axis=-1)
+    logabsdet = F.sum(F.log(F.abs(diagonal)), axis=-1)
+    # (-1) to the number of negative pivots, and 0 where a pivot is 0.
+    negatives = F.sum(F.less(diagonal, 0.0), axis=-1)
+    zero = F.max(F.equal(diagonal, 0.0), axis=-1)
+    sign = perm_sign[..., 0] * F.cos(negatives * np.pi) * (1.0 - zero)
+    return sign, logabsdet
+
+
+def det(a):
+    """The determinant of each matrix of ``a``, as ``numpy.linalg.det``: ``sign * exp(logabsdet)`` of ``slogdet``.
+
+    0 for a singular matrix, whose gradient is then NaN (an infinite log times a zero).
+
+    ```python
+    import numpy as np
+    import topos
+
+    tape = topos.Tape()
+    a = tape.parameter(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    d = topos.linalg.det(a)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    print(round(float(run.of(d).numpy()), 6), run.backward(d).of(a).numpy())  # -2.0 [[ 4. -3.] [-2.  1.]]
+    ```
+    """
+    sign, logabsdet = slogdet(a)
+    return sign * F.exp(logabsdet)
 
 
 def _symmetric_eigh(a, name):

@@ -9,7 +9,8 @@ numpy host step, and the interpreter runs it.
 import numpy as np
 
 from . import attributes as kinds
-from .registry import Primitive, bytes_moved, register, require_float
+from .lu_lowering import lu_stablehlo
+from .registry import Meta, Primitive, bytes_moved, register, require_float
 
 def require_square(primitive, meta, metas):
     if meta.rank < 2 or meta.shape[-1] != meta.shape[-2]:
@@ -185,3 +186,81 @@ def substitute(m, b, lower):
             rest = b[..., i, :] - np.einsum("...k,...km->...m", m[..., i, done], x[..., done, :])
             x[..., i, :] = rest / m[..., i, i, None]
     return x
+
+
+@register
+class Lu(Primitive):
+    """``Lu(a)``: LU with partial pivoting of [..., n, n], packed as [..., n, 2n + 1].
+
+    Columns ``0..n-1`` hold the factors as LAPACK's ``getrf`` leaves them (``l``, unit
+    lower, below the diagonal; ``u`` on and above it); columns ``n..2n-1`` the permutation
+    matrix ``p`` with ``p a = l u``; column ``2n`` the permutation's sign (+1 or -1, on every
+    row). The pivot of column k is the first row at or below k of largest magnitude, as
+    LAPACK's. A singular matrix factors without error (a zero on ``u``'s diagonal), as
+    LAPACK's does. The derivative (JAX's ``lu`` rule) flows through the factors only: the
+    permutation is piecewise constant.
+    """
+
+    name = "Lu"
+    arity = 1
+    attributes = {}
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        (a,) = metas
+        require_square(self, a, metas)
+        return Meta(a.shape[:-1] + (2 * a.shape[-1] + 1,), a.dtype)
+
+    def forward(self, inputs, attrs):
+        a = np.array(inputs[0], copy=True)
+        n = a.shape[-1]
+        batch = a.shape[:-2]
+        perm = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape).copy()
+        sign = np.ones(batch + (n, 1), dtype=a.dtype)
+        every = np.indices(batch) if batch else ()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for k in range(n):
+                p = k + np.argmax(np.abs(a[..., k:, k]), axis=-1)
+                for x in (a, perm):
+                    row_k, row_p = x[(*every, k)].copy(), x[(*every, p)].copy()
+                    x[(*every, p)] = row_k
+                    x[(*every, k)] = row_p
+                sign[p != k] *= -1
+                pivot = a[..., k, k, None]
+                column = np.where(pivot == 0, 0, a[..., k + 1 :, k] / pivot)
+                a[..., k + 1 :, k + 1 :] -= column[..., :, None] * a[..., k, None, k + 1 :]
+                a[..., k + 1 :, k] = column
+        return np.concatenate([a, perm, sign], axis=-1)
+
+    def vjp(self, e, g, operands, out, attrs):
+        # With x = l^-1 p da u^-1, d(lu) = l tril(x, -1) + triu(x) u; so the cotangent of a is
+        # p^T l^-T (tril(l^T tril(g, -1), -1) + triu(triu(g) u^T)) u^-T.
+        shape = e.shape(out)
+        n, batch = shape[-2], tuple(shape[:-2])
+        zeros = (0,) * len(batch)
+
+        def columns(value, start, stop):
+            return e.slice(value, zeros + (0, start), batch + (n, stop), (1,) * len(shape))
+
+        lu, perm, g_lu = columns(out, 0, n), columns(out, n, 2 * n), columns(g, 0, n)
+        strict, upper = lower_mask(n, "float64", strict=True), lower_mask(n, "float64").T
+
+        def masked(value, mask):
+            return e.mul(value, e.like(value, mask))
+
+        g_l, g_u = masked(g_lu, strict), masked(g_lu, upper)
+        u = masked(lu, upper)
+        l = e.add(masked(lu, strict), e.like(lu, np.eye(n)))
+        middle = e.add(masked(e.matmul(swap_last(e, l), g_l), strict), masked(e.matmul(g_u, swap_last(e, u)), upper))
+        left = e.apply("TriangularSolve", [lu, middle], **solve_attrs(transpose_a=True, unit_diagonal=True))
+        right = e.apply("TriangularSolve", [lu, left], **solve_attrs(left_side=False, lower=False, transpose_a=True))
+        return [e.matmul(swap_last(e, perm), right)]
+
+    def stablehlo(self, ctx, node):
+        return lu_stablehlo(ctx, node)
+
+    def cost(self, operands, meta, attrs):
+        # 2 n^3 / 3 flops a matrix (Golub and Van Loan, algorithm 3.4.1).
+        n = operands[0].shape[-1]
+        batch = operands[0].size // (n * n) if n else 0
+        return batch * (2 * n**3 // 3), bytes_moved(operands, meta)
