@@ -25,6 +25,7 @@ from op_specs import (
     derived_rows,
     example_arrays,
     example_rows,
+    numpy_call,
     op_rng,
     public_name,
     recorded,
@@ -361,6 +362,22 @@ def test_matches_torch_forward_and_backward(case, dtype):
         assert grad.dtype.name == dtype
         bound = library_bound(expected, dtype, terms)
         assert_close(grad, expected, bound, f"{case.name} gradient of operand {position}")
+
+
+SPELLED_IN_NUMPY = [(key, example) for key, example in example_rows() if example.numpy is not None]
+
+
+@pytest.mark.parametrize(("key", "example"), SPELLED_IN_NUMPY, ids=[e.name for _, e in SPELLED_IN_NUMPY])
+def test_each_examples_numpy_spelling_computes_what_its_torch_spelling_does(key, example):
+    """The numpy call of an op_specs example (the kernels' and the program builder's oracle) is
+    held to its torch call in float64, so a wrong spelling fails here, by its name."""
+    arrays = example_arrays(key, example)
+    tensors = [torch.tensor(a, dtype=torch.int64 if a.dtype.kind in "iu" else torch.float64) for a in arrays]
+    want = np.asarray(torch_call(example)(*tensors).detach().numpy(), np.float64)
+    got = np.asarray(numpy_call(example)(*arrays), np.float64)
+    assert got.shape == want.shape
+    terms = max(a.size for a in arrays)
+    assert_close(got, want, library_bound(want, "float64", terms), f"{example.name} in numpy")
 
 
 def test_every_primitive_is_compared_with_torch():
