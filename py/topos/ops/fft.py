@@ -38,14 +38,19 @@ def real_type(shape, dtype):
     return "tensor<" + "".join(f"{extent}x" for extent in shape) + f"{ELEMENT[dtype]}>"
 
 
+COMPLEX = {"float32": np.complex64, "float64": np.complex128}
+
+
 def to_complex(pairs):
-    """numpy complex values from real/imaginary pairs (a trailing axis of 2)."""
-    return pairs[..., 0] + 1j * pairs[..., 1]
+    """numpy complex values from real/imaginary pairs (a trailing axis of 2): a view where the pairs are contiguous."""
+    pairs = np.ascontiguousarray(pairs)
+    return pairs.view(COMPLEX[pairs.dtype.name])[..., 0]
 
 
 def to_pairs(values, dtype):
-    """Real/imaginary pairs (a trailing axis of 2) of ``dtype`` from numpy complex values."""
-    return np.stack([values.real, values.imag], axis=-1).astype(dtype, copy=False)
+    """Real/imaginary pairs (a trailing axis of 2) of ``dtype`` from numpy complex values: a view of them."""
+    values = np.ascontiguousarray(values, dtype=COMPLEX[np.dtype(dtype).name])
+    return values.view(dtype).reshape(values.shape + (2,))
 
 
 def pack(ctx, pairs, shape, dtype):
