@@ -44,11 +44,11 @@ def run(build, *arrays, dtype="float64"):
 def test_cholesky_is_numpys_batched_in_both_dtypes():
     rng = np.random.default_rng(0)
     a = spd(rng, (2, 3), 5)
-    (l64,) = run(topos.linalg.cholesky, a)
-    np.testing.assert_allclose(l64, np.linalg.cholesky(a), rtol=1e-12, atol=1e-12)
-    (l32,) = run(topos.linalg.cholesky, a, dtype="float32")
-    assert l32.dtype == np.float32
-    np.testing.assert_allclose(l32, np.linalg.cholesky(a), rtol=1e-4, atol=1e-4)
+    (factor64,) = run(topos.linalg.cholesky, a)
+    np.testing.assert_allclose(factor64, np.linalg.cholesky(a), rtol=1e-12, atol=1e-12)
+    (factor32,) = run(topos.linalg.cholesky, a, dtype="float32")
+    assert factor32.dtype == np.float32
+    np.testing.assert_allclose(factor32, np.linalg.cholesky(a), rtol=1e-4, atol=1e-4)
 
 
 def test_cholesky_reads_both_triangles_as_jax_does():
@@ -56,17 +56,17 @@ def test_cholesky_reads_both_triangles_as_jax_does():
     rng = np.random.default_rng(1)
     a = spd(rng, (), 4)
     skewed = a + np.triu(rng.standard_normal((4, 4)), 1)
-    (l,) = run(topos.linalg.cholesky, skewed)
-    np.testing.assert_allclose(l, np.linalg.cholesky((skewed + skewed.T) / 2), rtol=1e-12)
+    (factor,) = run(topos.linalg.cholesky, skewed)
+    np.testing.assert_allclose(factor, np.linalg.cholesky((skewed + skewed.T) / 2), rtol=1e-12)
 
 
 def test_cholesky_of_an_indefinite_matrix_is_nan_and_the_others_of_the_batch_are_kept():
     rng = np.random.default_rng(2)
     a = spd(rng, (2,), 3)
     a[1] = np.diag([1.0, -1.0, 1.0])
-    (l,) = run(topos.linalg.cholesky, a)
-    np.testing.assert_allclose(l[0], np.linalg.cholesky(a[0]), rtol=1e-12)
-    assert np.isnan(l[1]).all()
+    (factor,) = run(topos.linalg.cholesky, a)
+    np.testing.assert_allclose(factor[0], np.linalg.cholesky(a[0]), rtol=1e-12)
+    assert np.isnan(factor[1]).all()
 
 
 @pytest.mark.parametrize("left_side,lower,transpose_a,unit_diagonal", list(itertools.product([True, False], repeat=4)))
@@ -177,7 +177,9 @@ def recorded_chain(dtype):
     a = tape.parameter(spd(rng, (2,), 4))
     b = tape.parameter(rng.standard_normal((2, 4, 3)))
     x = topos.linalg.cho_solve(topos.linalg.cholesky(a), b)
-    right = topos.linalg.triangular_solve(a, topos.transpose(b, (0, 2, 1)), lower=False, left_side=False, transpose_a=True, unit_diagonal=True)
+    right = topos.linalg.triangular_solve(
+        a, topos.transpose(b, (0, 2, 1)), lower=False, left_side=False, transpose_a=True, unit_diagonal=True
+    )
     loss = topos.sum(x * x) + topos.sum(right)
     return tape.seal(), x, loss
 
@@ -222,9 +224,9 @@ def general(rng, shape, n):
 
 def test_lu_is_scipys_with_lapacks_pivots():
     a = np.random.default_rng(10).standard_normal((3, 5, 5))
-    p, l, u = run(topos.linalg.lu, a)
+    p, lower, upper = run(topos.linalg.lu, a)
     for i in range(3):
-        for got, want in zip((p[i], l[i], u[i]), scipy.linalg.lu(a[i])):
+        for got, want in zip((p[i], lower[i], upper[i]), scipy.linalg.lu(a[i])):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
@@ -232,8 +234,10 @@ def test_solve_inv_det_slogdet_are_numpys():
     rng = np.random.default_rng(11)
     a, b, v = rng.standard_normal((2, 4, 4)), rng.standard_normal((2, 4, 3)), rng.standard_normal((2, 4))
     got = run(
-        lambda a: [topos.linalg.solve(a, b), topos.linalg.solve(a, v), topos.linalg.inv(a), topos.linalg.det(a)]
-        + list(topos.linalg.slogdet(a)),
+        lambda a: (
+            [topos.linalg.solve(a, b), topos.linalg.solve(a, v), topos.linalg.inv(a), topos.linalg.det(a)]
+            + list(topos.linalg.slogdet(a))
+        ),
         a,
     )
     sign, logabsdet = np.linalg.slogdet(a)

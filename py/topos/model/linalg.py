@@ -28,9 +28,9 @@ def cholesky(a):
 
     tape = topos.Tape()
     a = tape.parameter(np.array([[4.0, 2.0], [2.0, 3.0]]))
-    l = topos.linalg.cholesky(a)
+    factor = topos.linalg.cholesky(a)
     network = tape.seal()
-    print(network.forward(network.parameters()).of(l).numpy())  # [[2. 0.] [1. 1.41421356]]
+    print(network.forward(network.parameters()).of(factor).numpy())  # [[2. 0.] [1. 1.41421356]]
     ```
     """
     return arguments.recorded(a, "cholesky").tape.apply("Cholesky", [a])
@@ -57,8 +57,8 @@ def triangular_solve(a, b, *, lower=True, left_side=True, transpose_a=False, uni
     return F.reshape(x, x.shape[:-1]) if vector else x
 
 
-def cho_solve(l, b):
-    """``x`` with ``(l l^T) x = b`` for a lower Cholesky factor ``l``: two triangular solves (``scipy.linalg.cho_solve``).
+def cho_solve(factor, b):
+    """``x`` with ``(l l^T) x = b`` for a lower Cholesky factor ``factor`` (``l``): two triangular solves (``scipy.linalg.cho_solve``).
 
     ```python
     import numpy as np
@@ -71,8 +71,8 @@ def cho_solve(l, b):
     print(network.forward({}).of(x).numpy())  # [0.5 0. ]
     ```
     """
-    y = triangular_solve(l, b, lower=True)
-    return triangular_solve(l, y, lower=True, transpose_a=True)
+    y = triangular_solve(factor, b, lower=True)
+    return triangular_solve(factor, y, lower=True, transpose_a=True)
 
 
 def _lu_parts(a, what):
@@ -94,9 +94,9 @@ def lu(a):
     factors, perm, _ = _lu_parts(a, "lu")
     n = factors.shape[-1]
     lower = np.tril(np.ones((n, n)), -1)
-    l = factors * lower + np.eye(n)
-    u = factors * (1.0 - lower)
-    return S.swapaxes(perm, -1, -2), l, u
+    unit_lower = factors * lower + np.eye(n)
+    upper = factors * (1.0 - lower)
+    return S.swapaxes(perm, -1, -2), unit_lower, upper
 
 
 def _lu_solve(factors, perm, b):

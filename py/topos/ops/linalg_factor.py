@@ -12,6 +12,7 @@ from . import attributes as kinds
 from .lu_lowering import lu_stablehlo
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 
+
 def require_square(primitive, meta, metas):
     if meta.rank < 2 or meta.shape[-1] != meta.shape[-2]:
         primitive.fail(f"needs square matrices in its last two axes, got shape {meta.shape}", metas)
@@ -125,7 +126,9 @@ class TriangularSolve(Primitive):
         if a.dtype != b.dtype or b.rank != a.rank or b.shape[:-2] != a.shape[:-2]:
             self.fail(f"needs b of a's dtype and batch axes, got {a.shape} {a.dtype} and {b.shape} {b.dtype}", metas)
         if b.shape[-2 if attrs["left_side"] else -1] != a.shape[-1]:
-            self.fail(f"{a.shape} cannot solve against {b.shape} on the {'left' if attrs['left_side'] else 'right'}", metas)
+            self.fail(
+                f"{a.shape} cannot solve against {b.shape} on the {'left' if attrs['left_side'] else 'right'}", metas
+            )
         return b
 
     def forward(self, inputs, attrs):
@@ -162,7 +165,9 @@ class TriangularSolve(Primitive):
     def stablehlo(self, ctx, node):
         a, b = ctx.operands(node)
         a_type = ctx.type(ctx.operand_node(node, 0))
-        flags = ", ".join(f"{name} = {str(node.attrs[name]).lower()}" for name in ("left_side", "lower", "unit_diagonal"))
+        flags = ", ".join(
+            f"{name} = {str(node.attrs[name]).lower()}" for name in ("left_side", "lower", "unit_diagonal")
+        )
         transpose = "TRANSPOSE" if node.attrs["transpose_a"] else "NO_TRANSPOSE"
         return ctx.emit(
             f'"stablehlo.triangular_solve"({a}, {b}) {{{flags}, transpose_a = #stablehlo<transpose {transpose}>}} : '
@@ -250,8 +255,10 @@ class Lu(Primitive):
 
         g_l, g_u = masked(g_lu, strict), masked(g_lu, upper)
         u = masked(lu, upper)
-        l = e.add(masked(lu, strict), e.like(lu, np.eye(n)))
-        middle = e.add(masked(e.matmul(swap_last(e, l), g_l), strict), masked(e.matmul(g_u, swap_last(e, u)), upper))
+        unit_lower = e.add(masked(lu, strict), e.like(lu, np.eye(n)))
+        middle = e.add(
+            masked(e.matmul(swap_last(e, unit_lower), g_l), strict), masked(e.matmul(g_u, swap_last(e, u)), upper)
+        )
         left = e.apply("TriangularSolve", [lu, middle], **solve_attrs(transpose_a=True, unit_diagonal=True))
         right = e.apply("TriangularSolve", [lu, left], **solve_attrs(left_side=False, lower=False, transpose_a=True))
         return [e.matmul(swap_last(e, perm), right)]

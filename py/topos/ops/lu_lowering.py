@@ -16,12 +16,18 @@ def lu_stablehlo(ctx, node):
     shape, dtype = a_node.shape, a_node.dtype
     n, batch = shape[-1], tuple(shape[:-2])
     rank = len(shape)
-    vector, scalars = batch + (n,), batch
+    scalars = batch
     mtype, ktype = ctx.tensor_type(shape, dtype), ctx.tensor_type((), "int32")
     stype = ctx.tensor_type(scalars, dtype)
     rows = ctx.emit(f"stablehlo.iota dim = {rank - 2} : {ctx.tensor_type(shape, 'int32')}")
     cols = ctx.emit(f"stablehlo.iota dim = {rank - 1} : {ctx.tensor_type(shape, 'int32')}")
-    eye = ctx.select(ctx.compare("EQ", rows, cols, shape, "int32"), ctx.splat(1.0, shape, dtype), ctx.splat(0.0, shape, dtype), shape, dtype)
+    eye = ctx.select(
+        ctx.compare("EQ", rows, cols, shape, "int32"),
+        ctx.splat(1.0, shape, dtype),
+        ctx.splat(0.0, shape, dtype),
+        shape,
+        dtype,
+    )
     ones = ctx.splat(1.0, scalars, dtype)
     zero_k = ctx.emit(f"stablehlo.constant dense<0> : {ktype}")
 
@@ -105,8 +111,14 @@ def step(ctx, A, P, S, K, shape, dtype):
     # Elimination: l = column k below the pivot / pivot (0 where the pivot is 0, as getrf leaves it).
     column = pick(a_swapped, ctx.compare("EQ", cols, k_matrix, shape, i32), rank - 1)
     pivot = ctx.reduce_value(
-        ctx.select(ctx.compare("EQ", index, k_vector, vector, i32), pivot_row, ctx.splat(0.0, vector, dtype), vector, dtype),
-        vector, dtype, (rank - 2,), "stablehlo.add", 0.0,
+        ctx.select(
+            ctx.compare("EQ", index, k_vector, vector, i32), pivot_row, ctx.splat(0.0, vector, dtype), vector, dtype
+        ),
+        vector,
+        dtype,
+        (rank - 2,),
+        "stablehlo.add",
+        0.0,
     )
     pivot_vector = ctx.broadcast_in_dim(pivot, batch, vector, dtype, lead)
     quotient = ctx.emit(f"stablehlo.divide {column}, {pivot_vector} : {ctx.tensor_type(vector, dtype)}")
