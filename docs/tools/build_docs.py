@@ -88,6 +88,7 @@ PAGES = [
     "kernels",
     "convolutions",
     "derivatives",
+    "linalg",
     "gallery",
     "playground",
     "embedding",
