@@ -168,10 +168,13 @@ def test_xla_runs_the_forward_and_backward_equal_to_the_interpreter(case, dtype)
     def build(tape):
         x = tape.parameter(data)
         out = function(x)
-        return [x, out, (topos.tanh(out) * 0.5).sum()]
+        loss = (topos.tanh(out) * 0.5).sum()
+        # A second derivative recorded on the tape: its transforms' adjoints' adjoints lower too.
+        second = topos.hvp(loss, x, tape.leaf(np.ones_like(data)))
+        return [x, out, loss, second]
 
-    network, (x, out, loss) = Tape.record(build, dtype=dtype)
-    plan = network.entry([out, loss]).backward(loss, [x]).lower()
+    network, (x, out, loss, second) = Tape.record(build, dtype=dtype)
+    plan = network.entry([out, loss, second]).backward(loss, [x]).lower()
     assert "stablehlo.fft" in plan.emit_stablehlo()
     numpy_run = plan.run(network.parameters())
     xla_run = plan.run(network.parameters(), backend="xla")
@@ -256,3 +259,19 @@ def test_the_gallery_filter_learns_a_low_pass_filter_through_rfft_and_irfft():
     assert np.all(gains[1 : passband + 1] > 0.8)
     assert np.all(np.abs(gains[passband + 1 :]) < 0.2)
     assert namespace["losses"][-1] < 0.2 * namespace["before"]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla"])
+def test_a_nan_spreads_over_its_transformed_axis_as_numpy_fft_spreads_it(backend):
+    data = np.random.default_rng(4).normal(size=(2, 8))
+    data[0, 3] = np.nan
+
+    def build(tape):
+        return [topos.fft.rfft(tape.parameter(data))]
+
+    network, (out,) = Tape.record(build)
+    got = np.asarray(network.entry([out]).lower().run(network.parameters(), backend=backend).outputs()[0])
+    expected = np.fft.rfft(data)
+    # Every frequency of the signal with the NaN is NaN (in one part at least), the other signal finite.
+    assert np.array_equal(np.isnan(got[0]).any(-1), np.isnan(expected[0]))
+    assert np.isnan(expected[0]).all() and np.isfinite(got[1]).all()
