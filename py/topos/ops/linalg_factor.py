@@ -1,9 +1,8 @@
 """Factorisations over the last two axes, batched over the rest: ``Cholesky`` and ``TriangularSolve``.
 
 Their derivative rules are JAX's (jax/_src/lax/linalg.py), written with the emitter so that a
-derivative is made of the same primitives and differentiates again. Neither has a WGSL kernel
-yet (``kernel`` is None; tests/python/op_specs.py says why): the kernels reading shows each as a
-numpy host step, and the interpreter runs it.
+derivative is made of the same primitives and differentiates again. None has a WGSL kernel
+yet: the kernels reading shows each as a host step with ``DECLINED``, and the interpreter runs it.
 """
 
 import numpy as np
@@ -11,6 +10,9 @@ import numpy as np
 from . import attributes as kinds
 from .lu_lowering import lu_stablehlo
 from .registry import Meta, Primitive, bytes_moved, register, require_float
+
+#: Why WebGPU runs no kernel for these (the kernels reading prints it on the host step).
+DECLINED = "no WGSL kernel yet: a factorisation's substitutions are sequential over the rows; the host runs it"
 
 
 def require_square(primitive, meta, metas):
@@ -47,6 +49,7 @@ class Cholesky(Primitive):
     """
 
     name = "Cholesky"
+    kernel_declined = DECLINED
     arity = 1
     attributes = {}
 
@@ -113,6 +116,7 @@ class TriangularSolve(Primitive):
     """
 
     name = "TriangularSolve"
+    kernel_declined = DECLINED
     arity = 2
     attributes = {"left_side": kinds.flag, "lower": kinds.flag, "transpose_a": kinds.flag, "unit_diagonal": kinds.flag}
 
@@ -207,6 +211,7 @@ class Lu(Primitive):
     """
 
     name = "Lu"
+    kernel_declined = DECLINED
     arity = 1
     attributes = {}
 
