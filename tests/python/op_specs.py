@@ -718,7 +718,21 @@ OP_SPECS = {
         notes=("a singular matrix factors without error, as LAPACK's; p has no derivative",),
         examples=LU_EXAMPLES,
     ),
-    "Reverse": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("conv (its kernel, spatially reversed)")),
+    "Reverse": unary(
+        None,
+        shapes=ROWS,
+        internal=DERIVATIVE_ONLY.format("conv (its kernel, spatially reversed)"),
+        examples=(
+            Example(
+                "reverse",
+                [(2, 3, 4)],
+                dict(axes=(0, 2)),
+                topos=lambda tape, x, axes: tape.apply("Reverse", [x], axes=axes),
+                torch=lambda x, axes: torch.flip(x, axes),
+                numpy=lambda x, axes: np.flip(x, axes),
+            ),
+        ),
+    ),
     "Cos": unary(Api("topos.cos"), torch="torch.cos", spread=(-3.0, 3.0)),
     "Sin": unary(Api("topos.sin"), torch="torch.sin", spread=(-3.0, 3.0)),
     "RandomBits": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.random_bits")),

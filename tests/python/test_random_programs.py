@@ -18,9 +18,11 @@ measured peak equals the plan's.
 """
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from op_specs import (
+    COMPOSITES,
     OP_SPECS,
     derived_binary_rows,
     derived_unary_rows,
@@ -363,10 +365,10 @@ class ProgramBuilder:
         return self.picked(self.apply("TopK", [a], k=self.draw(st.integers(1, shape[-1]))), shape[-1])
 
     # Examples (op_specs) ------------------------------------------------------------------
-    def op_example(self, opcode, a):
-        """One op_specs example: ``a`` as its first operand where the shapes and the domain fit,
-        fresh operands (its own draw) elsewhere."""
-        key, example = self.pick(ROW_EXAMPLES)
+    def op_example(self, opcode, a, chosen=None):
+        """One op_specs example (``chosen``, else drawn): ``a`` as its first operand where the
+        shapes and the domain fit, fresh operands (its own draw) elsewhere."""
+        key, example = chosen or self.pick(ROW_EXAMPLES)
         operands = []
         for position, array in enumerate(example_arrays(key, example)):
             if array.dtype.kind in "iu":
@@ -428,12 +430,15 @@ SHAPES = [(), (3,), (2, 3), (4, 1), (1, 3), (2, 2, 2), (3, 1, 2)]
 
 
 @st.composite
-def programs(draw):
+def programs(draw, first=None, steps=40):
+    """A random program; ``first``: an op_specs (key, example) it records before its steps."""
     dtype = draw(st.sampled_from(["float64", "float32"]))
     builder = ProgramBuilder(draw, dtype, draw(st.integers(0, 2**32 - 1)))
     for _ in range(draw(st.integers(1, 2))):
         builder.parameter(draw(st.sampled_from(SHAPES)))
-    for _ in range(draw(st.integers(1, 40))):
+    if first is not None:
+        builder.op_example("example", builder.pick(builder.floats()), first)
+    for _ in range(draw(st.integers(1, steps))):
         builder.step()
     return builder.finish()
 
@@ -447,6 +452,25 @@ def programs(draw):
 )
 @given(programs())
 def test_random_programs_agree_with_xla_and_eager_gradients(program):
+    check_program(program)
+
+
+# Each example at least once (a random program's steps draw some of them): a few short programs
+# that record it first, so that an example added to a row is sure to run here.
+@pytest.mark.parametrize(("key", "example"), ROW_EXAMPLES, ids=[example.name for _, example in ROW_EXAMPLES])
+def test_each_example_in_random_programs(key, example):
+    @settings(max_examples=3, deadline=None, derandomize=True, database=None)
+    @given(programs(first=(key, example), steps=8))
+    def check(program):
+        network, _, _ = program
+        # A primitive's example records its opcode (a composite's key names no opcode).
+        assert key in COMPOSITES or any(node.opcode == key for node in network.nodes())
+        check_program(program)
+
+    check()
+
+
+def check_program(program):
     network, sinks, loss = program
     parameters = network.parameters()
     plan = network.entry(sinks + [loss]).backward(loss).lower()
