@@ -30,9 +30,13 @@ calls take the same operands and the same keyword attributes::
 is a tuple, or ``Index(high, shape)`` for int32 indices below ``high``; operands are drawn
 from the row's domains (``scale`` widens a real draw), or ``values`` gives them at chosen
 places (ties, huge logits). The example's name is its test id in every suite that runs it
-(``example_rows``), so one example added to a row runs in each. Composites (softmax,
-layer_norm, attention...), which are no primitive, have rows of the same form in
-``COMPOSITES``, keyed by their public name.
+(``example_rows``), so one example added to a row runs in each: test_torch_ops (forward and
+backward against ``torch``, and ``numpy`` against ``torch``), test_stablehlo (XLA against the
+interpreter), test_gradcheck (central differences; not at ties nor of index operands alone),
+test_random_programs (as a step, where ``numpy`` is given), and, for a row with a kernel (no
+``kernel_declined``), test_kernels (WebGPU against ``numpy``) and test_nonfinite (on NaN,
+infinities and the like). Composites (softmax, layer_norm, attention...), which are no
+primitive, have rows of the same form in ``COMPOSITES``, keyed by their public name.
 """
 
 import importlib
