@@ -644,9 +644,9 @@ OP_SPECS = {
                 [(2, 5, 3), Index(4, (5,))],
                 dict(axis=1, extent=4),
                 topos=lambda tape, u, ids, **a: tape.apply("ScatterAdd", [u, ids], **a),
-                torch=lambda u, ids, axis, extent: u.new_zeros(u.shape[:axis] + (extent,) + u.shape[axis + 1 :]).index_add(
-                    axis, ids, u
-                ),
+                torch=lambda u, ids, axis, extent: u.new_zeros(
+                    u.shape[:axis] + (extent,) + u.shape[axis + 1 :]
+                ).index_add(axis, ids, u),
             ),
         ),
     ),
@@ -692,12 +692,20 @@ OP_SPECS = {
     "Convolution": OpSpec((REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv")),
     # The transforms take complex values as real/imaginary pairs, a trailing axis of 2 (topos.ops.fft).
     "Fft": OpSpec(
-        (REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.fft"), kernel_declined=FFT_DECLINED,
+        (REAL,),
+        shapes=ShapeRange(min_rank=2),
+        docs=Api("topos.fft.fft"),
+        kernel_declined=FFT_DECLINED,
         examples=FFT_EXAMPLES,
     ),
-    "Rfft": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), kernel_declined=FFT_DECLINED, examples=RFFT_EXAMPLES),
+    "Rfft": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), kernel_declined=FFT_DECLINED, examples=RFFT_EXAMPLES
+    ),
     "Irfft": OpSpec(
-        (REAL,), shapes=ShapeRange(min_rank=2), docs=Api("topos.fft.irfft"), kernel_declined=FFT_DECLINED,
+        (REAL,),
+        shapes=ShapeRange(min_rank=2),
+        docs=Api("topos.fft.irfft"),
+        kernel_declined=FFT_DECLINED,
         examples=IRFFT_EXAMPLES,
     ),
     # The factorisations (topos.linalg): their examples make a well-conditioned operand of a real draw.
@@ -979,7 +987,9 @@ COMPOSITES = {
             _np_softmax,
             values=(np.array([[1000.0, 0.0, -1000.0], [50.0, 51.0, 49.0]]),),
         ),
-        _call("softmax_axis0", [(3, 5)], "softmax", lambda x, axis: torch.softmax(x, axis), _np_softmax, scale=3.0, axis=0),
+        _call(
+            "softmax_axis0", [(3, 5)], "softmax", lambda x, axis: torch.softmax(x, axis), _np_softmax, scale=3.0, axis=0
+        ),
     ),
     "log_softmax": _composite(
         "log_softmax",
@@ -1061,7 +1071,9 @@ COMPOSITES = {
         (REAL,),
         _call("var", [(3, 4)], "var", lambda x, axis: torch.var(x, axis, correction=0), np.var, axis=-1),
     ),
-    "min": _composite("min", (REAL,), _call("min", [(3, 4)], "min", lambda x, axis: torch.amin(x, axis), np.min, axis=1)),
+    "min": _composite(
+        "min", (REAL,), _call("min", [(3, 4)], "min", lambda x, axis: torch.amin(x, axis), np.min, axis=1)
+    ),
     "abs": _composite(
         "abs", (REAL,), _call("abs", [(3, 4)], "abs", lambda x: torch.abs(x), np.abs, values=(WITH_TIES + 0.5,))
     ),

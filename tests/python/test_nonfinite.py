@@ -173,7 +173,6 @@ OPS.update(
 )
 
 
-
 def example_entry(example):
     """A row's example (op_specs) on the special values, tiled over its operands' shapes."""
 
