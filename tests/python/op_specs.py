@@ -1105,7 +1105,15 @@ COMPOSITES = {
     "swapaxes": _composite(
         "swapaxes",
         (REAL,),
-        _call("swapaxes", [(2, 3, 4)], "swapaxes", lambda x, a, b: x.transpose(a, b), np.swapaxes, a=0, b=-1),
+        _call(
+            "swapaxes",
+            [(2, 3, 4)],
+            "swapaxes",
+            lambda x, a, b: x.transpose(a, b),
+            lambda x, a, b: np.swapaxes(x, a, b),
+            a=0,
+            b=-1,
+        ),
     ),
     "mse": _composite(
         "mse",
