@@ -31,6 +31,8 @@ const TRAINING = [
   ["06_char_transformer.py", 300],
   // The PINN draws two cards: the learned and exact solution (100 points each), then its loss.
   ["08_pinn.py", 3001, [100, 3001]],
+  // The Gaussian process draws its loss, then the samples, its posterior mean and the ridge cubic.
+  ["09_gaussian_process.py", 150, [150, 24]],
   // The spectral filter draws its loss, then, after training, its 65 learned gains.
   ["11_spectral_filter.py", 200, [200, 65]],
 ];

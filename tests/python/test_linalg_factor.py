@@ -7,6 +7,9 @@ zero on a triangle's diagonal (infinities, no error); the kernels reading names 
 """
 
 import itertools
+import re
+import runpy
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -296,3 +299,16 @@ def test_the_plan_counts_two_thirds_of_n_cubed_for_lu():
     plan = tape.seal().entry([d]).lower()
     per_node = plan.costs().per_node
     assert [per_node[i][0] for i in per_node if plan.nodes[i].opcode == "Lu"] == [3 * 2 * 6**3 // 3]
+
+
+def test_the_gallery_gaussian_process_learns_the_noise_and_fits_the_sine(capsys):
+    # docs/examples/09_gaussian_process.py: Adam through cholesky, cho_solve and slogdet finds the
+    # samples' noise (0.1) and a posterior mean close to sin x between the samples.
+    script = Path(__file__).parents[2] / "docs" / "examples" / "09_gaussian_process.py"
+    runpy.run_path(str(script), run_name="__main__")
+    printed = capsys.readouterr().out
+    losses = [float(v) for v in re.findall(r"^step +\d+ +loss (\S+)", printed, re.M)]
+    assert losses[-1] < losses[0] - 10.0
+    noise = float(re.search(r"noise (\S+)", printed).group(1))
+    assert 0.05 < noise < 0.2
+    assert float(re.search(r"GP mean (\S+),", printed).group(1)) < 0.25

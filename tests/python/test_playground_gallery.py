@@ -26,6 +26,7 @@ TRAINING = {
     "06_char_transformer.py": 300,
     "07_digits_cnn.py": 200,
     "08_pinn.py": 3001,
+    "09_gaussian_process.py": 150,
     "11_spectral_filter.py": 200,
 }
 
