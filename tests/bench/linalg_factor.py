@@ -14,9 +14,10 @@ printed in microseconds with the ratio topos / LAPACK.
 
 Measured on the shared two-core build machine (batch 4, medians of 5), topos / LAPACK:
 Cholesky 0.9-2.5 at every size (numpy's own LAPACK call plus the symmetrising);
-TriangularSolve 1.7 at n = 16 to 4.3 at n = 512 (n numpy steps against one dtrsm); Lu 12 at
-n = 16 to 32 at n = 512 (each of its n steps swaps rows with fancy indexing and updates the
-trailing block in numpy: the first thing to speed up, or to hand to LAPACK where scipy is there).
+TriangularSolve 1.7 at n = 16 to 4.3 at n = 512 (n numpy steps against one dtrsm); Lu, blocked
+by 32 columns as getrf (the trailing block one product), 5 to 26 (at n = 512 it was 32 unblocked:
+each of its n steps then updated the whole trailing block in numpy). The machine is shared, so
+the ratios move by a factor of about 2 from run to run.
 
 Not part of the default test run.
 """

@@ -17,6 +17,8 @@ import scipy.linalg
 import torch
 
 import topos
+from topos.ops import lookup
+from topos.ops.linalg_factor import BLOCK
 
 RTOL = 1e-8
 
@@ -232,6 +234,22 @@ def test_lu_is_scipys_with_lapacks_pivots():
     for i in range(3):
         for got, want in zip((p[i], lower[i], upper[i]), scipy.linalg.lu(a[i])):
             np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_lu_past_one_block_is_lapacks():
+    # Lu's forward is blocked (topos.ops.linalg_factor.BLOCK columns a panel): sizes past a
+    # panel, and not a multiple of it, take the panels' row swaps and trailing products.
+    rng = np.random.default_rng(14)
+    for n in (BLOCK + 1, 2 * BLOCK + 7):
+        a = rng.standard_normal((2, n, n))
+        packed = lookup("Lu").forward([a], {})
+        for i in range(2):
+            factors, pivots = scipy.linalg.lu_factor(a[i])
+            np.testing.assert_allclose(packed[i, :, :n], factors, rtol=1e-10, atol=1e-10 * n)
+            order = np.arange(n)
+            for k, p in enumerate(pivots):
+                order[[k, p]] = order[[p, k]]
+            np.testing.assert_array_equal(packed[i, :, n : 2 * n], np.eye(n)[order])
 
 
 def test_solve_inv_det_slogdet_are_numpys():

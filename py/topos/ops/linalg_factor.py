@@ -11,6 +11,9 @@ from . import attributes as kinds
 from .lu_lowering import lu_stablehlo
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 
+#: The columns of one panel of ``Lu``'s blocked forward (LAPACK's getrf blocks by 32 to 64 too).
+BLOCK = 32
+
 #: Why WebGPU runs no kernel for these (the kernels reading prints it on the host step).
 DECLINED = "no WGSL kernel yet: a factorisation's substitutions are sequential over the rows; the host runs it"
 
@@ -184,6 +187,13 @@ class TriangularSolve(Primitive):
         return meta.size * n, bytes_moved(operands, meta)
 
 
+def swap_rows(x, every, k, p):
+    """Rows k and p (one p a matrix of the batch) of x exchanged, in place."""
+    row_k, row_p = x[(*every, k)].copy(), x[(*every, p)].copy()
+    x[(*every, p)] = row_k
+    x[(*every, k)] = row_p
+
+
 def substitute(m, b, lower):
     """Forward (``lower``) or back substitution of ``m x = b``, batched, one row at a time."""
     n = m.shape[-1]
@@ -228,18 +238,29 @@ class Lu(Primitive):
         perm = np.broadcast_to(np.eye(n, dtype=a.dtype), a.shape).copy()
         sign = np.ones(batch + (n, 1), dtype=a.dtype)
         every = np.indices(batch) if batch else ()
+        # Blocked as LAPACK's getrf: a panel of BLOCK columns is factored a column at a time; its
+        # row swaps then reach the columns right of it, whose panel rows become u's by forward
+        # substitution, and the trailing block takes one product.
         with np.errstate(divide="ignore", invalid="ignore"):
-            for k in range(n):
-                p = k + np.argmax(np.abs(a[..., k:, k]), axis=-1)
-                for x in (a, perm):
-                    row_k, row_p = x[(*every, k)].copy(), x[(*every, p)].copy()
-                    x[(*every, p)] = row_k
-                    x[(*every, k)] = row_p
-                sign[p != k] *= -1
-                pivot = a[..., k, k, None]
-                column = np.where(pivot == 0, 0, a[..., k + 1 :, k] / pivot)
-                a[..., k + 1 :, k + 1 :] -= column[..., :, None] * a[..., k, None, k + 1 :]
-                a[..., k + 1 :, k] = column
+            for start in range(0, n, BLOCK):
+                stop = min(start + BLOCK, n)
+                pivots = []
+                for k in range(start, stop):
+                    p = k + np.argmax(np.abs(a[..., k:, k]), axis=-1)
+                    swap_rows(a[..., :stop], every, k, p)
+                    swap_rows(perm, every, k, p)
+                    pivots.append(p)
+                    sign[p != k] *= -1
+                    pivot = a[..., k, k, None]
+                    column = np.where(pivot == 0, 0, a[..., k + 1 :, k] / pivot)
+                    a[..., k + 1 :, k + 1 : stop] -= column[..., :, None] * a[..., k, None, k + 1 : stop]
+                    a[..., k + 1 :, k] = column
+                right = a[..., stop:]
+                for k, p in zip(range(start, stop), pivots):
+                    swap_rows(right, every, k, p)
+                for k in range(start, stop - 1):
+                    right[..., k + 1 : stop, :] -= a[..., k + 1 : stop, k, None] * right[..., k, None, :]
+                right[..., stop:, :] -= a[..., stop:, start:stop] @ right[..., start:stop, :]
         return np.concatenate([a, perm, sign], axis=-1)
 
     def vjp(self, e, g, operands, out, attrs):
