@@ -360,6 +360,25 @@ EIGH_EXAMPLES = (
 )
 
 
+def _tall(x, eye):
+    """x + 3 I on its top square: a tall draw whose columns are well independent (R far from singular)."""
+    n = x.shape[-1]
+    return x + 3 * eye(x.shape[-2], n)
+
+
+QR_EXAMPLES = tuple(
+    Example(
+        name,
+        [shape],
+        {},
+        topos=lambda tape, x, part=part: topos_function("linalg").qr(_tall(x, np.eye))[part],
+        torch=lambda x, part=part: torch.linalg.qr(_tall(x, lambda m, n: torch.eye(m, n, dtype=x.dtype)))[part],
+        numpy=lambda x, part=part: np.linalg.qr(_tall(x, np.eye))[part],
+    )
+    for name, shape, part in (("qr_q", (5, 3), 0), ("qr_r_batched", (2, 4, 4), 1))
+)
+
+
 # Values at chosen places: ties (a maximum's gradient splits them evenly, as torch.amax's).
 WITH_TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.0], [5.0, -4.0, 5.0, 5.0]])
 
@@ -768,6 +787,13 @@ OP_SPECS = {
         kernel_declined=SPECTRAL_DECLINED,
         notes=("repeated eigenvalues: a gradient through the eigenvectors is inf or NaN, as JAX's",),
         examples=EIGH_EXAMPLES,
+    ),
+    "Qr": unary(
+        Api("topos.linalg.qr"),
+        shapes=ShapeRange(min_rank=2),
+        kernel_declined="no Householder QR kernel yet: the interpreter runs the factorisation on the host",
+        notes=("m >= n only; dependent columns give an inf or NaN gradient",),
+        examples=QR_EXAMPLES,
     ),
 }
 

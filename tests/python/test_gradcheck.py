@@ -319,6 +319,18 @@ def eigh_case(draw):
 
 
 @st.composite
+def qr_case(draw):
+    """Q or R (topos.linalg.qr) of any batch of tall or square matrices with well independent columns."""
+    batch = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=2))
+    n = draw(st.integers(1, 3))
+    m = draw(st.integers(n, 4))
+    rng = np.random.default_rng(draw(seeds))
+    a = normal(rng, batch + (m, n)) + 3 * np.eye(m, n)
+    part = int(draw(st.booleans()))
+    return Case([a], lambda tape, x: topos.linalg.qr(x)[part])
+
+
+@st.composite
 def take_case(draw):
     """An embedding lookup along any axis; small extents make repeated indices likely."""
     shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
@@ -453,6 +465,7 @@ PRIMITIVE_CASES = {
     "TriangularSolve": factor_case("TriangularSolve"),
     "Lu": factor_case("Lu"),
     "Eigh": eigh_case(),
+    "Qr": qr_case(),
     "Reverse": reverse_case(),
     "WindowSum": window_case("WindowSum"),
     "WindowMax": window_case("WindowMax"),

@@ -12,7 +12,7 @@ from . import arguments
 from . import functions as F
 from . import shape_functions as S
 
-__all__ = ["cholesky", "cho_solve", "triangular_solve", "lu", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh"]
+__all__ = ["cholesky", "cho_solve", "triangular_solve", "lu", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr"]
 
 
 def cholesky(a):
@@ -224,3 +224,28 @@ def eigvalsh(a):
     """The eigenvalues [..., n] of a symmetric ``a`` [..., n, n], ascending (``numpy.linalg.eigvalsh``):
     ``eigh(a)[0]``, one ``Eigh`` node whose vectors the derivative reads, finite at repeated eigenvalues."""
     return eigh(a)[0]
+
+
+def qr(a):
+    """``(q, r)``: the reduced QR factorisation ``a = q r`` of ``a`` [..., m, n] with m >= n
+    (``numpy.linalg.qr``; records one ``Qr``): ``q`` [..., m, n] with orthonormal columns, ``r``
+    [..., n, n] upper triangular, LAPACK's Householder signs.
+
+    A wide ``a`` (m < n) raises ``ShapeError``; dependent columns (a singular ``r``) give an inf or
+    NaN gradient, no error.
+
+    ```python
+    import numpy as np
+    import topos
+
+    tape = topos.Tape()
+    q, r = topos.linalg.qr(tape.parameter(np.array([[3.0, 1.0], [4.0, 2.0], [0.0, 2.0]])))
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    print(np.round(run.of(r).numpy(), 6))  # [[-5. -2.2] [ 0. -2.039608]]
+    ```
+    """
+    a = arguments.recorded(a, "qr")
+    packed = a.tape.apply("Qr", [a])
+    m = a.shape[-2]
+    return _rows(packed, 0, m), _rows(packed, m, packed.shape[-2])

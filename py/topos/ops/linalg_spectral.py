@@ -1,4 +1,5 @@
-"""Spectral factorisations: ``Eigh``, the eigendecomposition of a symmetric matrix, batched over leading axes.
+"""Spectral factorisations, batched over leading axes: ``Eigh``, the eigendecomposition of a symmetric
+matrix, and ``Qr``, the reduced QR factorisation (its rules are in its own docstring).
 
 ``Eigh`` records one node whose value packs both results (``topos.linalg.eigh`` picks them out
 with ``Slice``, the way ``topos.top_k`` does): for an operand [..., n, n] the value is
@@ -112,6 +113,94 @@ class Eigh(Primitive):
         return 9 * batch * n**3, bytes_moved(operands, meta)
 
 
+@register
+class Qr(Primitive):
+    """``Qr(a)``: a [..., m, n] with m >= n gives [..., m + n, n]: rows 0..m the orthonormal Q, then the upper R.
+
+    The reduced factorisation ``a = Q R`` of ``numpy.linalg.qr``; the same Householder
+    convention as LAPACK's (numpy's and XLA's), so no sign is fixed. A wide matrix (m < n) is
+    refused: its derivative takes another form, not written yet. The derivative (m >= n) is
+    ``A_bar = (Q_bar + Q copyltu(M)) R^-T`` with ``M = R R_bar^T - Q_bar^T Q`` and ``copyltu``
+    the symmetric matrix of M's lower triangle (Walter and Lehmann; torch's ``linalg_qr_backward``),
+    written with recorded primitives (``TriangularSolve`` for ``R^-T``, a ``CumSum`` of the
+    identity for the triangle); a singular R (dependent columns) makes it inf or NaN.
+    """
+
+    name = "Qr"
+    arity = 1
+    kernel_declined = "no Householder QR kernel yet: the host runs the factorisation"
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        (a,) = metas
+        if a.rank < 2 or a.shape[-2] < a.shape[-1]:
+            self.fail(f"needs matrices [..., m, n] with m >= n, got shape {a.shape}", metas)
+        m, n = a.shape[-2:]
+        return Meta(a.shape[:-2] + (m + n, n), a.dtype)
+
+    def forward(self, inputs, attrs):
+        (a,) = inputs
+        q, r = np.linalg.qr(a)
+        return np.concatenate([q, r], axis=-2).astype(a.dtype, copy=False)
+
+    def vjp(self, e, g, operands, out, attrs):
+        shape = e.shape(out)
+        batch, n = tuple(shape[:-2]), shape[-1]
+        m = shape[-2] - n
+        q, r = rows(e, out, 0, m), rows(e, out, m, m + n)
+        g_q, g_r = rows(e, g, 0, m), rows(e, g, m, m + n)
+        eye = identity(e, r, batch, n)
+        below = e.apply("CumSum", [eye], axis=len(batch), reverse=False)  # 1 on and below the diagonal
+        big_m = e.sub(e.matmul(r, swap_last(e, g_r)), e.matmul(swap_last(e, g_q), q))
+        copyltu = e.add(e.mul(big_m, below), swap_last(e, e.mul(big_m, e.sub(below, eye))))
+        b = e.add(g_q, e.matmul(q, copyltu))
+        solve = dict(left_side=False, lower=False, transpose_a=True, unit_diagonal=False)
+        return [e.apply("TriangularSolve", [r, b], **solve)]
+
+    def stablehlo(self, ctx, node):
+        # LAPACK's geqrf (R above the diagonal, the reflectors below) then orgqr (Q from them), as JAX.
+        (a,) = ctx.operands(node)
+        source = ctx.operand_node(node, 0)
+        shape, dtype = source.shape, source.dtype
+        rank, (m, n) = len(shape), shape[-2:]
+        batch = shape[:-2]
+        matrix = layout((rank - 2, rank - 1) + tuple(range(rank - 3, -1, -1)))
+        vector = layout((rank - 2,) + tuple(range(rank - 3, -1, -1)))
+        letter = "d" if dtype == "float64" else "s"
+        attributes = f'api_version = 4 : i32, backend_config = {{}}, mhlo.frontend_attributes = {{num_batch_dims = "{len(batch)}"}}'
+        taus_type = ctx.tensor_type(batch + (n,), dtype)
+        factored = ctx.emit(
+            f"stablehlo.custom_call @lapack_{letter}geqrf_ffi({a}) {{{attributes}, operand_layouts = [{matrix}], "
+            f"result_layouts = [{matrix}, {vector}]}} : ({ctx.type(source)}) -> ({ctx.type(source)}, {taus_type})"
+        )
+        ctx.lines[-1][0] = f"{factored}:2"
+        q = ctx.emit(
+            f"stablehlo.custom_call @lapack_{letter}orgqr_ffi({factored}#0, {factored}#1) {{{attributes}, "
+            f"operand_layouts = [{matrix}, {vector}], result_layouts = [{matrix}]}} : "
+            f"({ctx.type(source)}, {taus_type}) -> {ctx.type(source)}"
+        )
+        square = batch + (n, n)
+        box = ", ".join(f"0:{extent}:1" for extent in square)
+        top = ctx.emit(
+            f"stablehlo.slice {factored}#0 [{box}] : ({ctx.type(source)}) -> {ctx.tensor_type(square, dtype)}"
+        )
+        row = ctx.emit(f"stablehlo.iota dim = {rank - 2} : {ctx.tensor_type(square, 'int32')}")
+        column = ctx.emit(f"stablehlo.iota dim = {rank - 1} : {ctx.tensor_type(square, 'int32')}")
+        upper = ctx.compare("LE", row, column, square, "int32")
+        r = ctx.select(upper, top, ctx.splat(0.0, square, dtype), square, dtype)
+        return ctx.emit(
+            f"stablehlo.concatenate {q}, {r}, dim = {rank - 2} : "
+            f"({ctx.type(source)}, {ctx.tensor_type(square, dtype)}) -> {ctx.type(node)}"
+        )
+
+    def cost(self, operands, meta, attrs):
+        # Householder QR, 2 m n^2 - 2/3 n^3, and forming Q from its reflectors as much again (Golub and Van Loan, 5.2).
+        (a,) = operands
+        m, n = a.shape[-2:]
+        batch = a.size // max(m * n, 1)
+        return batch * (4 * m * n * n - 4 * n**3 // 3), bytes_moved(operands, meta)
+
+
 def layout(axes):
     return f"dense<[{', '.join(str(axis) for axis in axes)}]> : tensor<{len(axes)}xindex>"
 
@@ -165,10 +254,11 @@ def swap_last(e, value):
     return e.transpose(value, tuple(range(rank - 2)) + (rank - 1, rank - 2))
 
 
-def identity(e, w, batch, n):
-    """The n x n identity over ``batch``, from ``w`` [..., 1, n]: n ones padded n apart are the diagonal of n * n."""
-    shape = tuple(e.shape(w))
+def identity(e, handle, batch, n):
+    """The n x n identity over ``batch``, from a handle whose last axis has n or more entries:
+    n ones padded n apart are the diagonal of n * n."""
+    shape = tuple(e.shape(handle))
     rank = len(shape)
-    ones = e.slice(e.broadcast(e.like(w, 1.0), shape), (0,) * rank, (1,) * (rank - 1) + (n,), (1,) * rank)
+    ones = e.slice(e.broadcast(e.like(handle, 1.0), shape), (0,) * rank, (1,) * (rank - 1) + (n,), (1,) * rank)
     diagonal = e.pad(e.reshape(ones, (n,)), (0,), (0,), (n,))
     return e.broadcast(e.reshape(diagonal, (n, n)), batch + (n, n))
