@@ -237,3 +237,39 @@ def test_xla_runs_geqrf_and_orgqr_equal_to_the_interpreter(rng, dtype):
     bound = 64 * gamma(5, dtype) * np.linalg.cond(a).max() * max(np.abs(np.asarray(o)).max() for o in numpy_outputs)
     for ours, theirs in zip(numpy_outputs, xla_outputs):
         np.testing.assert_allclose(np.asarray(theirs), np.asarray(ours), atol=bound)
+
+
+# Least squares ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((5, 3), (5,)), ((2, 6, 2), (2, 6, 3)), ((4, 4), (4, 1))])
+def test_lstsq_equals_numpy(rng, a_shape, b_shape):
+    a, b = tall(rng, a_shape), rng.normal(size=b_shape)
+    tape = topos.Tape()
+    x = topos.linalg.lstsq(tape.parameter(a), tape.parameter(b))
+    network = tape.seal()
+    ours = network.forward(network.parameters()).of(x).numpy()
+    if len(a_shape) == 2:
+        expected = np.linalg.lstsq(a, b, rcond=None)[0]
+    else:
+        expected = np.stack([np.linalg.lstsq(ai, bi, rcond=None)[0] for ai, bi in zip(a, b)])
+    np.testing.assert_allclose(ours, expected, rtol=1e-10, atol=1e-12)
+
+
+def test_lstsq_gradient_and_second_derivative_equal_torch(rng):
+    a, b, c = tall(rng, (6, 3)), rng.normal(size=(6, 2)), rng.normal(size=(3, 2))
+    tape = topos.Tape()
+    x, y = tape.parameter(a), tape.parameter(b)
+    loss = topos.sum(topos.linalg.lstsq(x, y) * tape.leaf(c))
+    ga, gb = topos.grad(loss, [x, y])
+    hvp = topos.grad(topos.sum(ga * ga), x)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+
+    at, bt = torch.tensor(a, requires_grad=True), torch.tensor(b, requires_grad=True)
+    lt = (torch.linalg.lstsq(at, bt).solution * torch.tensor(c)).sum()
+    gat, gbt = torch.autograd.grad(lt, [at, bt], create_graph=True)
+    (hvpt,) = torch.autograd.grad((gat * gat).sum(), at)
+    np.testing.assert_allclose(run.of(ga).numpy(), gat.detach().numpy(), rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(run.of(gb).numpy(), gbt.detach().numpy(), rtol=RTOL, atol=1e-12)
+    np.testing.assert_allclose(run.of(hvp).numpy(), hvpt.numpy(), rtol=RTOL, atol=1e-12)

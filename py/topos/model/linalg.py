@@ -12,7 +12,20 @@ from . import arguments
 from . import functions as F
 from . import shape_functions as S
 
-__all__ = ["cholesky", "cho_solve", "triangular_solve", "lu", "solve", "inv", "det", "slogdet", "eigh", "eigvalsh", "qr"]
+__all__ = [
+    "cholesky",
+    "cho_solve",
+    "triangular_solve",
+    "lu",
+    "solve",
+    "inv",
+    "det",
+    "slogdet",
+    "eigh",
+    "eigvalsh",
+    "qr",
+    "lstsq",
+]
 
 
 def cholesky(a):
@@ -249,3 +262,34 @@ def qr(a):
     packed = a.tape.apply("Qr", [a])
     m = a.shape[-2]
     return _rows(packed, 0, m), _rows(packed, m, packed.shape[-2])
+
+
+def lstsq(a, b):
+    """``x`` minimising ``|a x - b|`` for ``a`` [..., m, n] of full column rank, m >= n
+    (``numpy.linalg.lstsq``'s solution, without its residuals, rank and singular values):
+    ``qr(a)`` and one triangular solve, ``r x = q^T b``.
+
+    ``b`` is [..., m, k], or a vector [..., m] (rank one less than ``a``). Dependent columns
+    give infinities or NaNs where numpy returns its minimum-norm solution.
+
+    ```python
+    import numpy as np
+    import topos
+
+    tape = topos.Tape()
+    a = tape.leaf(np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]]))
+    x = topos.linalg.lstsq(a, np.array([1.0, 2.0, 2.0]))
+    network = tape.seal()
+    print(network.forward(network.parameters()).of(x).numpy())  # [1.16666667 0.5]
+    ```
+    """
+    a = arguments.recorded(a, "lstsq")
+    b = arguments.as_value(a.tape, b, a.dtype)
+    vector = len(b.shape) == len(a.shape) - 1
+    if vector:
+        b = F.reshape(b, b.shape + (1,))
+    q, r = qr(a)
+    rank = len(q.shape)
+    qt = a.tape.apply("Transpose", [q], axes=tuple(range(rank - 2)) + (rank - 1, rank - 2))
+    x = triangular_solve(r, F.matmul(qt, b), lower=False)
+    return F.reshape(x, x.shape[:-1]) if vector else x

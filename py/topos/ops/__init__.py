@@ -1,6 +1,22 @@
 """Every primitive topos records, one class per opcode (see ``registry``)."""
 
-from . import activations, convolution, elementwise, fft, index, linalg, linalg_factor, linalg_spectral, random, reduce, rows, scans, shape, sources, windows  # noqa: F401  (registers the primitives)
+from . import (  # noqa: F401  (registers the primitives)
+    activations,
+    convolution,
+    elementwise,
+    fft,
+    index,
+    linalg,
+    linalg_factor,
+    linalg_spectral,
+    random,
+    reduce,
+    rows,
+    scans,
+    shape,
+    sources,
+    windows,
+)
 from .registry import Meta, Primitive, lookup, missing_rules, primitives, register, unregister
 
 __all__ = ["Meta", "Primitive", "lookup", "missing_rules", "primitives", "register", "unregister"]

@@ -162,7 +162,7 @@ class Qr(Primitive):
         (a,) = ctx.operands(node)
         source = ctx.operand_node(node, 0)
         shape, dtype = source.shape, source.dtype
-        rank, (m, n) = len(shape), shape[-2:]
+        rank, n = len(shape), shape[-1]
         batch = shape[:-2]
         matrix = layout((rank - 2, rank - 1) + tuple(range(rank - 3, -1, -1)))
         vector = layout((rank - 2,) + tuple(range(rank - 3, -1, -1)))
