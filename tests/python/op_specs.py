@@ -379,6 +379,40 @@ QR_EXAMPLES = tuple(
 )
 
 
+def _torch_svd(x):
+    """torch's reduced SVD under topos's sign rule (u[:, i]'s largest component positive, vh[i] with it)."""
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    sign = torch.where(torch.gather(u, -2, u.abs().argmax(dim=-2, keepdim=True)) < 0, -1.0, 1.0).to(u.dtype).detach()
+    return u * sign, s, vh * sign.transpose(-1, -2)
+
+
+def _numpy_svd(x):
+    u, s, vh = np.linalg.svd(x, full_matrices=False)
+    sign = importlib.import_module("topos.ops.linalg_spectral").column_signs(u)
+    return u * sign, s, vh * np.swapaxes(sign, -1, -2)
+
+
+def _apart(shape):
+    """A diagonal 10, 30, 50, 70 [m, n] to add to a draw: singular values well apart and from 0."""
+    d = np.zeros(shape[-2:])
+    k = min(shape[-2:])
+    d[range(k), range(k)] = 10.0 + SEPARATED[:k]
+    return d
+
+
+SVD_EXAMPLES = tuple(
+    Example(
+        name,
+        [shape],
+        {},
+        topos=lambda tape, x, part=part: topos_function("linalg").svd(x + _apart(x.shape))[part],
+        torch=lambda x, part=part: _torch_svd(x + torch.tensor(_apart(x.shape), dtype=x.dtype))[part],
+        numpy=lambda x, part=part: _numpy_svd(x + _apart(x.shape))[part],
+    )
+    for name, shape, part in (("svd_values", (2, 4, 3), 1), ("svd_u_tall", (4, 3), 0), ("svd_vh_wide", (2, 4), 2))
+)
+
+
 # Values at chosen places: ties (a maximum's gradient splits them evenly, as torch.amax's).
 WITH_TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.0], [5.0, -4.0, 5.0, 5.0]])
 
@@ -794,6 +828,13 @@ OP_SPECS = {
         kernel_declined="no Householder QR kernel yet: the interpreter runs the factorisation on the host",
         notes=("m >= n only; dependent columns give an inf or NaN gradient",),
         examples=QR_EXAMPLES,
+    ),
+    "Svd": unary(
+        Api("topos.linalg.svd"),
+        shapes=ShapeRange(min_rank=2),
+        kernel_declined="no Jacobi SVD kernel yet: the interpreter runs the factorisation on the host",
+        notes=("repeated singular values: a gradient through u or vh is inf or NaN, as JAX's",),
+        examples=SVD_EXAMPLES,
     ),
 }
 

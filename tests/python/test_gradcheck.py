@@ -331,6 +331,19 @@ def qr_case(draw):
 
 
 @st.composite
+def svd_case(draw):
+    """u, s or vh (topos.linalg.svd) of any batch of tall, wide or square matrices whose singular
+    values lie well apart (a draw plus a diagonal 0, 20, 40, 60: its gaps keep 1 / (s_j^2 - s_i^2) moderate)."""
+    batch = draw(array_shapes(min_dims=0, max_dims=2, min_side=1, max_side=2))
+    m, n = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(seeds))
+    a = normal(rng, batch + (m, n))
+    a[..., range(min(m, n)), range(min(m, n))] += 10.0 + SEPARATED[: min(m, n)]
+    part = draw(st.integers(0, 2))
+    return Case([a], lambda tape, x: topos.linalg.svd(x)[part])
+
+
+@st.composite
 def take_case(draw):
     """An embedding lookup along any axis; small extents make repeated indices likely."""
     shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
@@ -466,6 +479,7 @@ PRIMITIVE_CASES = {
     "Lu": factor_case("Lu"),
     "Eigh": eigh_case(),
     "Qr": qr_case(),
+    "Svd": svd_case(),
     "Reverse": reverse_case(),
     "WindowSum": window_case("WindowSum"),
     "WindowMax": window_case("WindowMax"),

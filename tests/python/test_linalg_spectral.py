@@ -273,3 +273,97 @@ def test_lstsq_gradient_and_second_derivative_equal_torch(rng):
     np.testing.assert_allclose(run.of(ga).numpy(), gat.detach().numpy(), rtol=RTOL, atol=1e-12)
     np.testing.assert_allclose(run.of(gb).numpy(), gbt.detach().numpy(), rtol=RTOL, atol=1e-12)
     np.testing.assert_allclose(run.of(hvp).numpy(), hvpt.numpy(), rtol=RTOL, atol=1e-12)
+
+
+# SVD -------------------------------------------------------------------------------------------
+
+
+def torch_svd_signs_fixed(x):
+    """torch's reduced SVD under topos's sign rule: u[:, i]'s largest component positive, vh[i] flipped with it."""
+    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    largest = torch.gather(u, -2, u.abs().argmax(dim=-2, keepdim=True))
+    sign = torch.where(largest < 0, -1.0, 1.0).to(u.dtype).detach()
+    return u * sign, s, vh * sign.transpose(-1, -2)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (5, 3), (3, 5), (2, 2, 4, 2)])
+def test_svd_equals_numpy_with_signs_fixed(rng, shape):
+    a = rng.normal(size=shape)
+    tape = topos.Tape()
+    u, s, vh = topos.linalg.svd(tape.parameter(a))
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    expected_u, expected_s, expected_vh = np.linalg.svd(a, full_matrices=False)
+    sign = np.sign(np.take_along_axis(expected_u, np.argmax(np.abs(expected_u), axis=-2)[..., None, :], axis=-2))
+    np.testing.assert_allclose(run.of(s).numpy(), expected_s, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(run.of(u).numpy(), expected_u * sign, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(run.of(vh).numpy(), expected_vh * np.swapaxes(sign, -1, -2), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 4), (2, 3, 3)])
+def test_svd_gradient_and_second_derivative_equal_torch(rng, shape):
+    a, direction = rng.normal(size=shape), rng.normal(size=shape)
+    m, n = shape[-2:]
+    k = min(m, n)
+    cu, cs, cv = (rng.normal(size=shape[:-2] + extra) for extra in ((m, k), (k,), (k, n)))
+    tape = topos.Tape()
+    x = tape.parameter(a)
+    u, s, vh = topos.linalg.svd(x)
+    loss = topos.sum(u * tape.leaf(cu)) + topos.sum(s * tape.leaf(cs)) + topos.sum(vh * tape.leaf(cv))
+    g = topos.grad(loss, x)
+    hvp = topos.grad(topos.sum(g * tape.leaf(direction)), x)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+
+    xt = torch.tensor(a, requires_grad=True)
+    ut, st, vht = torch_svd_signs_fixed(xt)
+    lt = (ut * torch.tensor(cu)).sum() + (st * torch.tensor(cs)).sum() + (vht * torch.tensor(cv)).sum()
+    (gt,) = torch.autograd.grad(lt, xt, create_graph=True)
+    (hvpt,) = torch.autograd.grad((gt * torch.tensor(direction)).sum(), xt)
+    np.testing.assert_allclose(run.of(g).numpy(), gt.detach().numpy(), rtol=RTOL, atol=1e-10)
+    np.testing.assert_allclose(run.of(hvp).numpy(), hvpt.numpy(), rtol=RTOL, atol=1e-9)
+
+
+def test_svdvals_gradient_is_u_vh_and_finite_at_repeated_values():
+    a = np.diag([2.0, 2.0, 1.0])
+    tape = topos.Tape()
+    x = tape.parameter(a)
+    g_values = topos.grad(topos.sum(topos.linalg.svdvals(x)), x)
+    _, _, vh = topos.linalg.svd(x)
+    g_vectors = topos.grad(topos.sum(vh * tape.leaf(np.arange(9.0).reshape(3, 3))), x)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    # d(sum s)/da = u vh, which is the identity for a positive diagonal a.
+    np.testing.assert_allclose(run.of(g_values).numpy(), np.eye(3), atol=1e-12)
+    assert not np.all(np.isfinite(run.of(g_vectors).numpy()))
+
+
+def test_svd_refuses_full_matrices_of_a_non_square_matrix():
+    tape = topos.Tape()
+    with pytest.raises(topos.ArgumentError, match="full_matrices"):
+        topos.linalg.svd(tape.parameter(np.ones((3, 2))), full_matrices=True)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("shape", [(2, 5, 3), (3, 4)])
+def test_xla_runs_gesdd_equal_to_the_interpreter(rng, dtype, shape):
+    a = rng.normal(size=shape)
+    m, n = shape[-2:]
+    k = min(m, n)
+    tape = topos.Tape(dtype)
+    x = tape.parameter(a)
+    u, s, vh = topos.linalg.svd(x)
+    weights = [tape.leaf(rng.normal(size=shape[:-2] + extra)) for extra in ((m, k), (k,), (k, n))]
+    loss = topos.sum(u * weights[0]) + topos.sum(s * weights[1]) + topos.sum(vh * weights[2])
+    network = tape.seal()
+    plan = network.entry([u, s, vh, loss]).backward(loss).lower()
+    assert "gesdd_ffi" in plan.emit_stablehlo()
+    numpy_outputs = plan.run(network.parameters()).outputs()
+    xla_outputs = plan.run(network.parameters(), backend="xla").outputs()
+    # Backward-stable SVDs agree to about k u |a| over the smallest gap between singular values
+    # (the vectors' sensitivity), squared for the gradient's 1 / (s_j^2 - s_i^2).
+    values = np.linalg.svd(a, compute_uv=False)
+    gap = min(np.min(-np.diff(values, axis=-1)), np.min(values))
+    bound = 8 * gamma(k, dtype) * np.abs(values).max() * max(1.0, np.abs(values).max() / gap) ** 2
+    for ours, theirs in zip(numpy_outputs, xla_outputs):
+        np.testing.assert_allclose(np.asarray(theirs), np.asarray(ours), atol=bound * max(1.0, np.abs(ours).max()))

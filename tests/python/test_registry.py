@@ -36,7 +36,7 @@ SOURCES = {"Parameter", "Input", "Leaf"}
 # (ScatterAdd was one, for its float atomics, until kernels/scatter.wgsl wrote it as a gather.)
 # The Fourier transforms (topos.ops.fft): no Stockham kernel yet.
 # The spectral factorisations (topos.ops.linalg_spectral): no Jacobi eigensolver kernel yet.
-DECLINED_ON_WEBGPU = {"Fft", "Rfft", "Irfft", "Eigh", "Cholesky", "TriangularSolve", "Lu", "Qr"}
+DECLINED_ON_WEBGPU = {"Fft", "Rfft", "Irfft", "Eigh", "Cholesky", "TriangularSolve", "Lu", "Qr", "Svd"}
 
 
 def rules_missing(primitive, rules):

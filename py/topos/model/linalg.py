@@ -8,6 +8,7 @@ before them are a batch.
 
 import numpy as np
 
+from ..errors import ArgumentError
 from . import arguments
 from . import functions as F
 from . import shape_functions as S
@@ -25,6 +26,8 @@ __all__ = [
     "eigvalsh",
     "qr",
     "lstsq",
+    "svd",
+    "svdvals",
 ]
 
 
@@ -293,3 +296,52 @@ def lstsq(a, b):
     qt = a.tape.apply("Transpose", [q], axes=tuple(range(rank - 2)) + (rank - 1, rank - 2))
     x = triangular_solve(r, F.matmul(qt, b), lower=False)
     return F.reshape(x, x.shape[:-1]) if vector else x
+
+
+def svd(a, full_matrices=False, compute_uv=True):
+    """``(u, s, vh)``: the reduced singular value decomposition ``a = u diag(s) vh`` of ``a`` [..., m, n]
+    (``numpy.linalg.svd(a, full_matrices=False)``; records one ``Svd``), the singular values ``s``
+    [..., k] descending, k = min(m, n), ``u`` [..., m, k] and ``vh`` [..., k, n].
+
+    Only the reduced form: ``full_matrices=True`` (numpy's default) raises ``ArgumentError`` for a
+    non-square ``a``. ``compute_uv=False`` gives ``s`` alone, as ``svdvals``. Each pair
+    (u[:, i], vh[i]) has u[:, i]'s largest-magnitude component positive. Where singular values
+    repeat, a gradient through ``u`` or ``vh`` is inf or NaN (JAX's too); through ``s`` alone it
+    stays finite.
+
+    ```python
+    import numpy as np
+    import topos
+
+    tape = topos.Tape()
+    u, s, vh = topos.linalg.svd(tape.parameter(np.array([[3.0, 0.0], [0.0, -2.0], [0.0, 0.0]])))
+    network = tape.seal()
+    print(network.forward(network.parameters()).of(s).numpy())  # [3. 2.]
+    ```
+    """
+    a = arguments.recorded(a, "svd")
+    m, n = a.shape[-2:] if len(a.shape) >= 2 else (None, None)
+    if full_matrices and m != n:
+        raise ArgumentError(
+            f"svd: full_matrices=True needs a square matrix, got shape {a.shape}; "
+            "topos.linalg.svd computes the reduced form (full_matrices=False)"
+        )
+    packed = a.tape.apply("Svd", [a])
+    shape = packed.shape
+    rank = len(shape)
+
+    def columns(start, stop):
+        begin, end = (0,) * (rank - 1) + (start,), shape[:-1] + (stop,)
+        return packed.tape.apply("Slice", [packed], start=begin, stop=end, step=(1,) * rank)
+
+    s = F.reshape(columns(m, m + 1), shape[:-1])
+    if not compute_uv:
+        return s
+    u = a.tape.apply("Transpose", [columns(0, m)], axes=tuple(range(rank - 2)) + (rank - 1, rank - 2))
+    return u, s, columns(m + 1, m + 1 + n)
+
+
+def svdvals(a):
+    """The singular values [..., min(m, n)] of ``a`` [..., m, n], descending (``numpy.linalg.svdvals``):
+    ``svd(a)``'s ``s``, one ``Svd`` node; its gradient ``u vh`` stays finite at repeated values."""
+    return svd(a, compute_uv=False)

@@ -1,5 +1,6 @@
 """Spectral factorisations, batched over leading axes: ``Eigh``, the eigendecomposition of a symmetric
-matrix, and ``Qr``, the reduced QR factorisation (its rules are in its own docstring).
+matrix, ``Qr``, the reduced QR factorisation, and ``Svd``, the reduced singular value decomposition
+(their rules are in their own docstrings).
 
 ``Eigh`` records one node whose value packs both results (``topos.linalg.eigh`` picks them out
 with ``Slice``, the way ``topos.top_k`` does): for an operand [..., n, n] the value is
@@ -90,7 +91,7 @@ class Eigh(Primitive):
             f"{ctx.tensor_type(batch, 'int32')})"
         )
         ctx.lines[-1][0] = f"{name}:3"
-        vectors = stablehlo_fix_signs(ctx, f"{name}#0", shape, dtype)
+        vectors, _ = stablehlo_fix_signs(ctx, f"{name}#0", shape, dtype)
         values = ctx.reshape(f"{name}#1", batch + (n,), batch + (1, n), dtype)
         packed = ctx.emit(
             f"stablehlo.concatenate {values}, {vectors}, dim = {rank - 2} : "
@@ -201,20 +202,166 @@ class Qr(Primitive):
         return batch * (4 * m * n * n - 4 * n**3 // 3), bytes_moved(operands, meta)
 
 
+@register
+class Svd(Primitive):
+    """``Svd(a)``: a [..., m, n] gives [..., k, m + 1 + n], k = min(m, n): row i holds u[:, i], s[i], vh[i, :].
+
+    The reduced ``a = u diag(s) vh`` of ``numpy.linalg.svd(a, full_matrices=False)``, the
+    singular values descending. A pair (u[:, i], vh[i, :]) may flip sign together: the node
+    makes u[:, i]'s largest-magnitude component (the first of equals) positive. The derivative
+    is the transpose of JAX's ``_svd_jvp_rule`` (Townsend's form): ``U (diag(s_bar) + J S + S K) V^T``
+    with ``J = F * (U^T U_bar - U_bar^T U)``, ``K = F * (V^T V_bar - V_bar^T V)`` and
+    ``F[i, j] = 1 / (s[j]^2 - s[i]^2)`` off the diagonal, plus, for a tall or wide ``a``, the parts
+    of U_bar and V_bar outside U's and V's columns divided by s. Repeated singular values make
+    it inf or NaN through the vectors (the values' own gradient stays finite, as ``Eigh``'s), and
+    a zero singular value of a non-square ``a`` makes the outside parts infinite.
+    """
+
+    name = "Svd"
+    arity = 1
+    kernel_declined = "no Jacobi SVD kernel yet: the host runs the factorisation"
+
+    def infer(self, metas, attrs):
+        require_float(self, metas)
+        (a,) = metas
+        if a.rank < 2:
+            self.fail(f"needs matrices [..., m, n], got shape {a.shape}", metas)
+        m, n = a.shape[-2:]
+        return Meta(a.shape[:-2] + (min(m, n), m + 1 + n), a.dtype)
+
+    def forward(self, inputs, attrs):
+        (a,) = inputs
+        broken = ~np.isfinite(a).all(axis=(-2, -1))
+        u, s, vh = np.linalg.svd(np.where(broken[..., None, None], 0.0, a), full_matrices=False)
+        sign = column_signs(u)
+        u, vh = u * sign, vh * np.swapaxes(sign, -1, -2)
+        packed = np.concatenate([np.swapaxes(u, -1, -2), s[..., :, None], vh], axis=-1).astype(a.dtype, copy=False)
+        packed[broken] = np.nan
+        return packed
+
+    def vjp(self, e, g, operands, out, attrs):
+        (a,) = operands
+        m, n = e.shape(a)[-2:]
+        batch, k = tuple(e.shape(out)[:-2]), min(m, n)
+        u, s, v = svd_parts(e, out, m, n)
+        g_u, g_s, g_v = svd_parts(e, g, m, n)
+        square = batch + (k, k)
+        eye = identity(e, s, batch, k)
+        s_row = e.broadcast(s, square)
+        s_col = swap_last(e, s_row)
+        squares = e.mul(s, s)
+        d = e.sub(e.broadcast(squares, square), swap_last(e, e.broadcast(squares, square)))
+        f = e.sub(e.div(e.like(d, 1.0), e.add(d, eye)), eye)
+        j = skew_part(e, f, e.matmul(swap_last(e, u), g_u), square)
+        k_part = skew_part(e, f, e.matmul(swap_last(e, v), g_v), square)
+        inner = e.add(e.add(e.mul(eye, e.broadcast(g_s, square)), e.mul(j, s_row)), e.mul(s_col, k_part))
+        grad = e.matmul(e.matmul(u, inner), swap_last(e, v))
+        if m > k:  # U_bar's part outside U's columns, divided by s: (I - U U^T) U_bar S^-1 V^T
+            outside = e.sub(g_u, e.matmul(u, e.matmul(swap_last(e, u), g_u)))
+            grad = e.add(grad, e.matmul(e.div(outside, e.broadcast(s, batch + (m, k))), swap_last(e, v)))
+        if n > k:  # and V_bar's: U S^-1 V_bar^T (I - V V^T)
+            outside = e.sub(g_v, e.matmul(v, e.matmul(swap_last(e, v), g_v)))
+            grad = e.add(grad, e.matmul(u, swap_last(e, e.div(outside, e.broadcast(s, batch + (n, k))))))
+        return [grad]
+
+    def stablehlo(self, ctx, node):
+        # LAPACK's gesdd (mode 'S': the reduced factors), as JAX lowers jnp.linalg.svd on CPU.
+        (a,) = ctx.operands(node)
+        source = ctx.operand_node(node, 0)
+        shape, dtype = source.shape, source.dtype
+        rank, (m, n) = len(shape), shape[-2:]
+        batch, k = shape[:-2], min(m, n)
+        minor = tuple(range(rank - 3, -1, -1))
+        matrix = layout((rank - 2, rank - 1) + minor)
+        u_shape, s_shape, vh_shape = batch + (m, k), batch + (k,), batch + (k, n)
+        name = ctx.emit(
+            f"stablehlo.custom_call @lapack_{'d' if dtype == 'float64' else 's'}gesdd_ffi({a}) {{api_version = 4 : i32, "
+            f'backend_config = {{mode = 83 : ui8}}, mhlo.frontend_attributes = {{num_batch_dims = "{len(batch)}"}}, '
+            f"operand_layouts = [{matrix}], result_layouts = [{matrix}, {layout((rank - 2,) + minor)}, {matrix}, "
+            f"{matrix}, {layout(minor)}]}} : ({ctx.type(source)}) -> ({ctx.type(source)}, "
+            f"{ctx.tensor_type(s_shape, dtype)}, {ctx.tensor_type(u_shape, dtype)}, {ctx.tensor_type(vh_shape, dtype)}, "
+            f"{ctx.tensor_type(batch, 'int32')})"
+        )
+        ctx.lines[-1][0] = f"{name}:5"
+        u, sign = stablehlo_fix_signs(ctx, f"{name}#2", u_shape, dtype)
+        # The sign of column i of u, for row i of vh: u's signs are the same down each column.
+        box = ", ".join(f"0:{extent}:1" for extent in batch + (1, k))
+        row = ctx.emit(
+            f"stablehlo.slice {sign} [{box}] : ({ctx.tensor_type(u_shape, dtype)}) -> {ctx.tensor_type(batch + (1, k), dtype)}"
+        )
+        row = ctx.reshape(row, batch + (1, k), s_shape, dtype)
+        spread = ctx.broadcast_in_dim(row, s_shape, vh_shape, dtype, tuple(range(rank - 1)))
+        vh = ctx.emit(f"stablehlo.multiply {name}#3, {spread} : {ctx.tensor_type(vh_shape, dtype)}")
+        axes = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+        u_t = ctx.emit(
+            f"stablehlo.transpose {u}, dims = [{', '.join(map(str, axes))}] : "
+            f"({ctx.tensor_type(u_shape, dtype)}) -> {ctx.tensor_type(batch + (k, m), dtype)}"
+        )
+        s_col = ctx.reshape(f"{name}#1", s_shape, batch + (k, 1), dtype)
+        packed = ctx.emit(
+            f"stablehlo.concatenate {u_t}, {s_col}, {vh}, dim = {rank - 1} : ({ctx.tensor_type(batch + (k, m), dtype)}, "
+            f"{ctx.tensor_type(batch + (k, 1), dtype)}, {ctx.tensor_type(vh_shape, dtype)}) -> {ctx.type(node)}"
+        )
+        finite = ctx.emit(f"stablehlo.is_finite {a} : ({ctx.type(source)}) -> {ctx.tensor_type(shape, 'bool')}")
+        whole = ctx.reduce_value(finite, shape, "bool", (rank - 2, rank - 1), "stablehlo.and", True)
+        converged = ctx.compare("EQ", f"{name}#4", ctx.splat(0, batch, "int32"), batch, "int32")
+        good = ctx.emit(f"stablehlo.and {whole}, {converged} : {ctx.tensor_type(batch, 'bool')}")
+        spread = ctx.broadcast_in_dim(good, batch, node.shape, "bool", tuple(range(len(batch))))
+        return ctx.select(spread, packed, ctx.splat(float("nan"), node.shape, dtype), node.shape, dtype)
+
+    def cost(self, operands, meta, attrs):
+        # LAPACK's gesdd with the reduced vectors: about 4 m n k + 22 k^3 flops (Golub and Van Loan, 8.6, R-SVD).
+        (a,) = operands
+        m, n = a.shape[-2:]
+        k = min(m, n)
+        batch = a.size // max(m * n, 1)
+        return batch * (4 * m * n * k + 22 * k**3), bytes_moved(operands, meta)
+
+
+def svd_parts(e, packed, m, n):
+    """``(u [..., m, k], s [..., 1, k], v [..., n, k])`` of a packed ``Svd`` value (or its cotangent)."""
+    shape = tuple(e.shape(packed))
+    rank = len(shape)
+
+    def columns(start, stop):
+        return (
+            e.slice(packed, (0,) * rank, shape[:-1] + (stop,), (1,) * rank)
+            if start == 0
+            else e.slice(packed, (0,) * (rank - 1) + (start,), shape[:-1] + (stop,), (1,) * rank)
+        )
+
+    u = swap_last(e, columns(0, m))
+    s = swap_last(e, columns(m, m + 1))
+    v = swap_last(e, columns(m + 1, m + 1 + n))
+    return u, s, v
+
+
+def skew_part(e, f, product, square):
+    """``F * (P - P^T)`` for P = X^T X_bar, 0 where P - P^T is (no cotangent reached X: finite at repeated values)."""
+    skew = e.sub(product, swap_last(e, product))
+    zero = e.like(skew, 0.0)
+    return e.where(e.equal(skew, zero), e.broadcast(zero, square), e.mul(f, skew))
+
+
 def layout(axes):
     return f"dense<[{', '.join(str(axis) for axis in axes)}]> : tensor<{len(axes)}xindex>"
 
 
+def column_signs(v):
+    """[..., 1, k]: -1 for a column of ``v`` whose largest-magnitude component (the first of equals) is negative, else 1."""
+    first = np.argmax(np.abs(v), axis=-2)[..., None, :]
+    return np.where(np.take_along_axis(v, first, axis=-2) < 0, -1.0, 1.0).astype(v.dtype)
+
+
 def fix_signs(v):
     """``v`` with each column's sign chosen so that its largest-magnitude component (the first of equals) is positive."""
-    first = np.argmax(np.abs(v), axis=-2)[..., None, :]
-    sign = np.where(np.take_along_axis(v, first, axis=-2) < 0, -1.0, 1.0).astype(v.dtype)
-    return v * sign
+    return v * column_signs(v)
 
 
 def stablehlo_fix_signs(ctx, v, shape, dtype):
-    """``fix_signs`` in StableHLO: the first index of each column's largest magnitude, its sign, the product."""
-    rank, n = len(shape), shape[-1]
+    """``fix_signs`` in StableHLO: the first index of each column's largest magnitude, its sign, the product;
+    returns the product and the signs (one a column, repeated down the rows)."""
+    rank, n, rows = len(shape), shape[-1], shape[-2]
     row_axis = rank - 2
     kept = tuple(axis for axis in range(rank) if axis != row_axis)
     columns = shape[:-2] + (n,)
@@ -226,15 +373,15 @@ def stablehlo_fix_signs(ctx, v, shape, dtype):
     largest = spread(ctx.reduce_value(magnitude, shape, dtype, (row_axis,), "stablehlo.maximum", float("-inf")), dtype)
     positions = ctx.emit(f"stablehlo.iota dim = {row_axis} : {ctx.tensor_type(shape, 'int32')}")
     at_largest = ctx.compare("EQ", magnitude, largest, shape, dtype)
-    candidates = ctx.select(at_largest, positions, ctx.splat(n, shape, "int32"), shape, "int32")
-    first = spread(ctx.reduce_value(candidates, shape, "int32", (row_axis,), "stablehlo.minimum", n), "int32")
+    candidates = ctx.select(at_largest, positions, ctx.splat(rows, shape, "int32"), shape, "int32")
+    first = spread(ctx.reduce_value(candidates, shape, "int32", (row_axis,), "stablehlo.minimum", rows), "int32")
     picked = ctx.select(
         ctx.compare("EQ", positions, first, shape, "int32"), v, ctx.splat(0.0, shape, dtype), shape, dtype
     )
     component = spread(ctx.reduce_value(picked, shape, dtype, (row_axis,), "stablehlo.add", 0.0), dtype)
     negative = ctx.compare("LT", component, ctx.splat(0.0, shape, dtype), shape, dtype)
     sign = ctx.select(negative, ctx.splat(-1.0, shape, dtype), ctx.splat(1.0, shape, dtype), shape, dtype)
-    return ctx.emit(f"stablehlo.multiply {v}, {sign} : {ctx.tensor_type(shape, dtype)}")
+    return ctx.emit(f"stablehlo.multiply {v}, {sign} : {ctx.tensor_type(shape, dtype)}"), sign
 
 
 # Derivative helpers (emitter handles only) -------------------------------------------------
