@@ -10,9 +10,9 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import ts from "typescript";
-import { openBrowser, openPlayground } from "./harness.mjs";
+import { useBrowser } from "./harness.mjs";
 
 // 200 float64 steps of two convolution blocks on numpy-in-Pyodide; a busy machine is slower.
 const RUN_TIMEOUT = 300_000;
@@ -35,14 +35,7 @@ describe("the digits CNN in Run mode", () => {
   let page;
   let pageErrors;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ playground: "" }, (opened) => ({ browser, page, errors: pageErrors } = opened));
 
   test("the gallery has it and the docs show it", () => {
     assert.ok(built, `docs/generated/gallery.json has no part for examples/${FILE}`);

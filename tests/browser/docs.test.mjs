@@ -8,8 +8,8 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
-import { BASE_URL, openBrowser } from "./harness.mjs";
+import { before, describe, test } from "node:test";
+import { BASE_URL, useBrowser } from "./harness.mjs";
 
 const ROOT = new URL("../../", import.meta.url);
 const GENERATED = new URL("docs/generated/", ROOT);
@@ -23,15 +23,11 @@ describe("the docs", () => {
   const pageErrors = [];
   const requests = [];
 
+  useBrowser({}, (opened) => ({ browser } = opened));
   before(async () => {
-    browser = await openBrowser();
     browser.context.on("request", (request) => requests.push(request.url()));
     page = await browser.context.newPage();
     page.on("pageerror", (error) => pageErrors.push(String(error)));
-  });
-
-  after(async () => {
-    await browser?.close();
   });
 
   test("a fresh run of every block prints the output in docs/generated (the builder's --check)", () => {

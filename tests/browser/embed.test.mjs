@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { after, before, describe, test } from "node:test";
 import LZString from "lz-string";
-import { BASE_URL, cpythonRun, openBrowser, READING_NAMES } from "./harness.mjs";
+import { BASE_URL, cpythonRun, READING_NAMES, useBrowser } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_RECORDING } from "./seed.mjs";
 
 const ROOT = new URL("../../", import.meta.url);
@@ -96,21 +96,25 @@ describe("the embed", () => {
 
   before(async () => {
     host = await startHost();
-    browser = await openBrowser();
-    // The harness aborts every request off the playground's origin; the host page's two origins are ours too.
-    for (const origin of [`http://127.0.0.1:${host.port}`, `http://localhost:${host.port}`]) {
-      await browser.context.route(`${origin}/**`, (route) => route.continue());
-    }
-    browser.context.on("request", (request) => requests.push(request.url()));
+  });
+  useBrowser(
+    {
+      prepare: async (opened) => {
+        // The harness aborts every request off the playground's origin; the host page's two origins are ours too.
+        for (const origin of [`http://127.0.0.1:${host.port}`, `http://localhost:${host.port}`]) {
+          await opened.context.route(`${origin}/**`, (route) => route.continue());
+        }
+        opened.context.on("request", (request) => requests.push(request.url()));
+      },
+    },
+    (opened) => ({ browser } = opened),
+  );
+  before(async () => {
     page = await browser.context.newPage();
     page.on("pageerror", (error) => pageErrors.push(String(error)));
     await page.goto(host.hostUrl);
   });
-
-  after(async () => {
-    await browser?.close();
-    host?.server.close();
-  });
+  after(() => host?.server.close());
 
   test("two embeds load, run their first code on one shared Python, and report their height", async () => {
     const ready = await waitForMessage("A", (m) => m.type === "topos:ready", "ready message");

@@ -11,8 +11,8 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, describe, test } from "node:test";
-import { openBrowser, openPlayground, paneText, waitForPane } from "./harness.mjs";
+import { describe, test } from "node:test";
+import { paneText, useBrowser, waitForPane } from "./harness.mjs";
 
 const RUN_TIMEOUT = 180_000;
 const ROOT = new URL("../../", import.meta.url);
@@ -94,14 +94,7 @@ describe("the user's files", () => {
   let page;
   let pageErrors;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ playground: "", shared: true }, (opened) => ({ browser, page, errors: pageErrors } = opened));
 
   test("a dropped file and a picked one are read by the script, listed, and still there after a reload", async () => {
     await dropFiles(page, [{ name: "data.csv", text: CSV }]);
@@ -234,14 +227,7 @@ describe("a keystroke never waits for training", () => {
   let browser;
   let page;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ playground: "", shared: true }, (opened) => ({ browser, page } = opened));
 
   test("an edit to the gallery MLP makes its readings without training; Run trains it", async () => {
     const mlp = readFileSync(new URL("docs/examples/04_mlp.py", ROOT), "utf8");

@@ -7,9 +7,9 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import ts from "typescript";
-import { openBrowser, openPlayground } from "./harness.mjs";
+import { useBrowser } from "./harness.mjs";
 
 // The transformer's 300 float64 steps on numpy-in-Pyodide take a while on a busy machine.
 const RUN_TIMEOUT = 300_000;
@@ -42,14 +42,7 @@ describe("the gallery in Run mode", () => {
   let page;
   let pageErrors;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ playground: "" }, (opened) => ({ browser, page, errors: pageErrors } = opened));
 
   for (const [file, steps, points = [steps]] of TRAINING) {
     test(`${file} trains in the page, plots its loss and prints what the docs show`, async () => {

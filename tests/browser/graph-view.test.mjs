@@ -7,8 +7,8 @@
 
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
-import { openBrowser, openPlayground, pasteCode } from "./harness.mjs";
+import { before, describe, test } from "node:test";
+import { pasteCode, useBrowser } from "./harness.mjs";
 
 const TRANSFORMER = readFileSync(new URL("../../docs/examples/06_char_transformer.py", import.meta.url), "utf8");
 const PANE = '[data-reading="graph"]';
@@ -98,17 +98,13 @@ describe("the graph view", () => {
   let page;
   let errors;
 
+  useBrowser({ playground: "" }, (opened) => ({ browser, page, errors } = opened));
+
   before(async () => {
-    browser = await openBrowser();
-    ({ page, errors } = await openPlayground(browser.context));
     await page.selectOption("#gallery", "06_char_transformer.py");
     await page.click("#tab-graph");
     await page.waitForSelector(`${PANE} .group`, { timeout: 60_000 });
     await drawn(page);
-  });
-
-  after(async () => {
-    await browser?.close();
   });
 
   test("every gallery model's graph opens with its top-level groups whole in view, their names drawn readably", async () => {

@@ -5,6 +5,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { chromium } from "playwright-core";
 
 export const BASE_URL = process.env.PLAYGROUND_URL ?? "http://127.0.0.1:5173/";
@@ -63,6 +64,56 @@ export async function openBrowser({ baseUrl = BASE_URL, intercept = true, device
     rmSync(profile, { recursive: true, force: true });
   };
   return { context, foreign, close };
+}
+
+// The file's one shared browser: opened by the first describe block that asks for it, closed after
+// the last. Blocks register when the file is loaded (node:test runs describe bodies at once), so
+// `users` is the whole count before any block's `before` runs.
+const sharedBrowser = { users: 0, opened: null };
+
+/**
+ * The scaffold of a describe block: a browser opened before its tests and closed after them.
+ * `options` are openBrowser's, and
+ * - `prepare(browser)` runs on the new browser before any page (routes, request listeners, init scripts);
+ * - `playground` (a fragment or query, "" for none) opens the playground on it (openPlayground);
+ * - `shared: true` takes the file's shared browser instead of a fresh profile: the block starts
+ *   from what a fresh profile has of the site (clearSiteData: the pages of the block before
+ *   closed, nothing stored), but with a warm HTTP cache and no browser to start. The browser
+ *   closes after the file's last shared block; they all take the first one's `options`.
+ * `onOpen({ browser, page, errors })` hands the block what it opened, once, before its tests.
+ */
+export function useBrowser({ playground, shared = false, prepare, ...options } = {}, onOpen = () => {}) {
+  let opened = {};
+  if (shared) sharedBrowser.users += 1;
+  before(async () => {
+    if (shared) sharedBrowser.opened ??= openBrowser(options);
+    const browser = await (shared ? sharedBrowser.opened : openBrowser(options));
+    if (shared) await clearSiteData(browser.context);
+    opened = { browser };
+    await prepare?.(browser);
+    if (playground !== undefined) Object.assign(opened, await openPlayground(browser.context, playground));
+    onOpen(opened);
+  });
+  after(async () => {
+    if (!shared) return opened.browser?.close();
+    sharedBrowser.users -= 1;
+    if (sharedBrowser.users === 0) await (await sharedBrowser.opened)?.close();
+  });
+}
+
+/**
+ * What a fresh profile has of a site, in a browser that has been used: no page open, nothing
+ * stored for the site's origin (local and session storage, IndexedDB, service workers, Cache
+ * Storage, cookies), while the HTTP cache stays warm. Closing the pages first keeps a page of an
+ * earlier test from writing its autosave again.
+ */
+export async function clearSiteData(context, url = BASE_URL) {
+  const blank = await context.newPage();
+  for (const page of context.pages()) if (page !== blank) await page.close();
+  const session = await context.newCDPSession(blank);
+  await session.send("Storage.clearDataForOrigin", { origin: new URL(url).origin, storageTypes: "all" });
+  await session.detach();
+  await blank.close();
 }
 
 /** Open the playground (optionally with a fragment or query) and wait for its first readings. */

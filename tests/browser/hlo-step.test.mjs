@@ -2,22 +2,15 @@
 // of a whole training step, as CPython's topos.playground makes it, with lines that select nodes.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { cpythonRun, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
+import { describe, test } from "node:test";
+import { cpythonRun, paneText, pasteCode, useBrowser, waitForPane } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_HLO, SEED_RECORDING } from "./seed.mjs";
 
 describe("the HLO pane's training step", () => {
   let browser;
   let page;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ playground: "" }, (opened) => ({ browser, page } = opened));
 
   test("shows the plan's module, then on the switch the training step's, and back", async () => {
     const step = cpythonRun(SEED_RECORDING).readings.hlo.step.text;

@@ -5,8 +5,8 @@
 
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
-import { openBrowser, openPlayground, pasteCode, waitForPane } from "./harness.mjs";
+import { before, describe, test } from "node:test";
+import { pasteCode, useBrowser, waitForPane } from "./harness.mjs";
 
 const RUN_TIMEOUT = 120_000;
 /** How many runs the counters are held flat over (the issue asks for 20); LONG_STAY_RUNS makes a quicker pass. */
@@ -93,14 +93,9 @@ describe("a long stay in the playground", () => {
   let page;
   let pageErrors;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
+  useBrowser({ playground: "" }, (opened) => ({ browser, page, errors: pageErrors } = opened));
+  before(() => {
     if (SHOTS) mkdirSync(SHOTS, { recursive: true });
-  });
-
-  after(async () => {
-    await browser?.close();
   });
 
   test(`${RUNS} runs and edits leave the page's counters where they were after the warm-up`, async (t) => {

@@ -5,9 +5,9 @@
 // traceback behind "details", after which the page goes on working.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { before, beforeEach, describe, test } from "node:test";
 import LZString from "lz-string";
-import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, READING_NAMES, waitForPane } from "./harness.mjs";
+import { BASE_URL, clearSiteData, openBrowser, openPlayground, paneText, pasteCode, READING_NAMES, useBrowser, waitForPane } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_RECORDING } from "./seed.mjs";
 
 /** A share link's fragment for `code`, in the format docs/playground.md gives. */
@@ -40,99 +40,93 @@ const heights = (page) =>
   }));
 
 describe("edits are never lost", () => {
+  // One browser for the three tests, its HTTP cache warm after the first; each test starts as in a
+  // fresh profile, with no page open and nothing stored for the site (clearSiteData).
+  let browser;
+  useBrowser({}, (opened) => ({ browser } = opened));
+  beforeEach(() => clearSiteData(browser.context));
+
   test("to a share link, a reload, another link, Back and Forward", async () => {
-    const browser = await openBrowser();
-    try {
-      const shared = 'print("the shared code")\n';
-      const { page, errors } = await openPlayground(browser.context, linkTo(shared));
-      assert.equal(await codeOf(page), shared);
-      const edited = await typeAtEnd(page, "# my edit of the shared code");
-      await reload(page);
-      assert.equal(await codeOf(page), edited, "a reload after opening a share link lost the edit");
+    const shared = 'print("the shared code")\n';
+    const { page, errors } = await openPlayground(browser.context, linkTo(shared));
+    assert.equal(await codeOf(page), shared);
+    const edited = await typeAtEnd(page, "# my edit of the shared code");
+    await reload(page);
+    assert.equal(await codeOf(page), edited, "a reload after opening a share link lost the edit");
 
-      await page.click("#share");
-      assert.match(page.url(), /#code=v1:/);
-      const editedAfterSharing = await typeAtEnd(page, " and one after sharing");
-      await reload(page);
-      assert.equal(await codeOf(page), editedAfterSharing, "a reload after Share lost the edit");
+    await page.click("#share");
+    assert.match(page.url(), /#code=v1:/);
+    const editedAfterSharing = await typeAtEnd(page, " and one after sharing");
+    await reload(page);
+    assert.equal(await codeOf(page), editedAfterSharing, "a reload after Share lost the edit");
 
-      // Another link opened in this tab is a new history entry; Back and Forward bring each entry's code back.
-      const other = 'print("another link")\n';
-      await page.evaluate((url) => window.location.assign(url), new URL(linkTo(other), BASE_URL).href);
-      await waitForCode(page, other);
-      const otherEdited = await typeAtEnd(page, "# edited too");
-      await page.goBack();
-      await waitForCode(page, editedAfterSharing);
-      await page.goForward();
-      await waitForCode(page, otherEdited);
-      await reload(page);
-      assert.equal(await codeOf(page), otherEdited);
-      await waitForPane(page, "output", (text) => text.includes("another link"));
+    // Another link opened in this tab is a new history entry; Back and Forward bring each entry's code back.
+    const other = 'print("another link")\n';
+    await page.evaluate((url) => window.location.assign(url), new URL(linkTo(other), BASE_URL).href);
+    await waitForCode(page, other);
+    const otherEdited = await typeAtEnd(page, "# edited too");
+    await page.goBack();
+    await waitForCode(page, editedAfterSharing);
+    await page.goForward();
+    await waitForCode(page, otherEdited);
+    await reload(page);
+    assert.equal(await codeOf(page), otherEdited);
+    await waitForPane(page, "output", (text) => text.includes("another link"));
 
-      // A visit with no link starts from the last edit.
-      const { page: fresh } = await openPlayground(browser.context);
-      assert.equal(await codeOf(fresh), otherEdited);
-      assert.deepEqual(errors, []);
-    } finally {
-      await browser.close();
-    }
+    // A visit with no link starts from the last edit.
+    const { page: fresh } = await openPlayground(browser.context);
+    assert.equal(await codeOf(fresh), otherEdited);
+    assert.deepEqual(errors, []);
   });
 
   test("to the example picker, which names an example only while the code is that example's", async () => {
-    const browser = await openBrowser();
-    try {
-      const { page } = await openPlayground(browser.context);
-      const pickerShows = () => page.$eval("#gallery", (picker) => ({ value: picker.value, text: picker.selectedOptions[0].textContent }));
-      assert.equal((await pickerShows()).value, "01_scalar_chain.py");
-      const mine = await typeAtEnd(page, "# my change");
-      assert.deepEqual(await pickerShows(), { value: "", text: "your code" });
+    const { page } = await openPlayground(browser.context);
+    const pickerShows = () => page.$eval("#gallery", (picker) => ({ value: picker.value, text: picker.selectedOptions[0].textContent }));
+    assert.equal((await pickerShows()).value, "01_scalar_chain.py");
+    const mine = await typeAtEnd(page, "# my change");
+    assert.deepEqual(await pickerShows(), { value: "", text: "your code" });
 
-      await page.selectOption("#gallery", "03_matmul.py");
-      await waitForPane(page, "spec", (text) => /MatMul/.test(text));
-      assert.equal((await pickerShows()).value, "03_matmul.py");
-      // Picking an example opened a new history entry: Back returns to the code it replaced.
-      await page.goBack();
-      await waitForCode(page, mine);
-      assert.deepEqual(await pickerShows(), { value: "", text: "your code" });
-      // And "your code" brings back the last code edited.
-      await page.selectOption("#gallery", "02_linear_fit.py");
-      await page.selectOption("#gallery", "");
-      await waitForCode(page, mine);
-    } finally {
-      await browser.close();
-    }
+    await page.selectOption("#gallery", "03_matmul.py");
+    await waitForPane(page, "spec", (text) => /MatMul/.test(text));
+    assert.equal((await pickerShows()).value, "03_matmul.py");
+    // Picking an example opened a new history entry: Back returns to the code it replaced.
+    await page.goBack();
+    await waitForCode(page, mine);
+    assert.deepEqual(await pickerShows(), { value: "", text: "your code" });
+    // And "your code" brings back the last code edited.
+    await page.selectOption("#gallery", "02_linear_fit.py");
+    await page.selectOption("#gallery", "");
+    await waitForCode(page, mine);
   });
 
   test("to a damaged share link, which says so until dismissed and keeps the autosaved code", async () => {
-    const browser = await openBrowser();
-    try {
-      const { page } = await openPlayground(browser.context);
-      const mine = await typeAtEnd(page, "# my own code");
-      const sound = linkTo('print("never shown")\n');
-      for (const [damaged, says] of [
-        [sound.slice(0, -6), /share link is damaged/],
-        ["#code=v9:AAAA", /format v9/],
-      ]) {
-        const { page: opened } = await openPlayground(browser.context, damaged);
-        assert.equal(await codeOf(opened), mine, `${damaged}: the autosaved code was not kept`);
-        assert.equal(await opened.$eval("#notice", (e) => e.hidden), false, `${damaged}: no notice`);
-        assert.match(await opened.textContent("#notice-text"), says);
-        assert.match(await opened.textContent("#notice-text"), /autosaved code/);
-        // The notice outlives the next readings: it goes only when dismissed.
-        const shown = await opened.evaluate(() => Number(document.body.dataset.readingsShown));
-        await opened.evaluate(() => window.playground.setCode(window.playground.getCode()));
-        await opened.waitForFunction((count) => Number(document.body.dataset.readingsShown) > count, shown);
-        assert.equal(await opened.$eval("#notice", (e) => e.hidden), false);
-        await opened.click("#notice-dismiss");
-        assert.equal(await opened.$eval("#notice", (e) => e.hidden), true);
-        assert.equal(new URL(opened.url()).hash, "", "the damaged link stayed in the address");
-        await opened.close();
-      }
-      const { page: again } = await openPlayground(browser.context);
-      assert.equal(await codeOf(again), mine);
-    } finally {
-      await browser.close();
+    const { page } = await openPlayground(browser.context);
+    const mine = await typeAtEnd(page, "# my own code");
+    const sound = linkTo('print("never shown")\n');
+    // The two damaged links open side by side, each in a tab of its own.
+    const damagedLinks = [
+      [sound.slice(0, -6), /share link is damaged/],
+      ["#code=v9:AAAA", /format v9/],
+    ];
+    const openedLinks = await Promise.all(damagedLinks.map(([damaged]) => openPlayground(browser.context, damaged)));
+    for (const [index, [damaged, says]] of damagedLinks.entries()) {
+      const opened = openedLinks[index].page;
+      assert.equal(await codeOf(opened), mine, `${damaged}: the autosaved code was not kept`);
+      assert.equal(await opened.$eval("#notice", (e) => e.hidden), false, `${damaged}: no notice`);
+      assert.match(await opened.textContent("#notice-text"), says);
+      assert.match(await opened.textContent("#notice-text"), /autosaved code/);
+      // The notice outlives the next readings: it goes only when dismissed.
+      const shown = await opened.evaluate(() => Number(document.body.dataset.readingsShown));
+      await opened.evaluate(() => window.playground.setCode(window.playground.getCode()));
+      await opened.waitForFunction((count) => Number(document.body.dataset.readingsShown) > count, shown);
+      assert.equal(await opened.$eval("#notice", (e) => e.hidden), false);
+      await opened.click("#notice-dismiss");
+      assert.equal(await opened.$eval("#notice", (e) => e.hidden), true);
+      assert.equal(new URL(opened.url()).hash, "", "the damaged link stayed in the address");
+      await opened.close();
     }
+    const { page: again } = await openPlayground(browser.context);
+    assert.equal(await codeOf(again), mine);
   });
 });
 
@@ -141,31 +135,30 @@ describe("the keyboard and the layout", () => {
   let page;
   let pageErrors;
 
-  before(async () => {
-    browser = await openBrowser();
-    // The offline notice may come and go before its test runs: record where it was when it came, and that it went.
-    await browser.context.addInitScript(() => {
-      new MutationObserver(() => {
-        const note = document.getElementById("pwa-offline");
-        if (note && !window.__offlineNote) {
-          const box = note.getBoundingClientRect();
-          const covered = (selector) => {
-            const other = document.querySelector(selector).getBoundingClientRect();
-            const width = Math.max(0, Math.min(box.right, other.right) - Math.max(box.left, other.left));
-            return width * Math.max(0, Math.min(box.bottom, other.bottom) - Math.max(box.top, other.top));
-          };
-          window.__offlineNote = { text: note.textContent, output: covered("#output"), panes: covered("#panes"), editor: covered("#editor"), toolbar: covered(".toolbar") };
-        }
-        if (!note && window.__offlineNote) window.__offlineNote.gone = true;
-      }).observe(document, { childList: true, subtree: true });
-    });
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
-    await page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor');
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser(
+    {
+      playground: "",
+      // The offline notice may come and go before its test runs: record where it was when it came, and that it went.
+      prepare: (opened) =>
+        opened.context.addInitScript(() => {
+          new MutationObserver(() => {
+            const note = document.getElementById("pwa-offline");
+            if (note && !window.__offlineNote) {
+              const box = note.getBoundingClientRect();
+              const covered = (selector) => {
+                const other = document.querySelector(selector).getBoundingClientRect();
+                const width = Math.max(0, Math.min(box.right, other.right) - Math.max(box.left, other.left));
+                return width * Math.max(0, Math.min(box.bottom, other.bottom) - Math.max(box.top, other.top));
+              };
+              window.__offlineNote = { text: note.textContent, output: covered("#output"), panes: covered("#panes"), editor: covered("#editor"), toolbar: covered(".toolbar") };
+            }
+            if (!note && window.__offlineNote) window.__offlineNote.gone = true;
+          }).observe(document, { childList: true, subtree: true });
+        }),
+    },
+    (opened) => ({ browser, page, errors: pageErrors } = opened),
+  );
+  before(() => page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor'));
 
   const focused = () =>
     page.evaluate(() => {

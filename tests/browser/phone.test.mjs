@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
+import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, useBrowser, waitForPane } from "./harness.mjs";
 
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 };
 const TABLET = { viewport: { width: 768, height: 1024 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
@@ -84,14 +84,9 @@ describe("the playground on a phone", () => {
   let page;
   let errors;
 
-  before(async () => {
-    browser = await openBrowser({ device: PHONE });
-    ({ page, errors } = await openPlayground(browser.context));
-    await page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor');
-  });
-
-  after(async () => {
-    await browser?.close();
+  useBrowser({ device: PHONE, playground: "" }, (opened) => ({ browser, page, errors } = opened));
+  before(() => page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor'));
+  after(() => {
     assert.deepEqual(browser.foreign, []);
     assert.deepEqual(errors, []);
   });
@@ -206,14 +201,8 @@ describe("the playground on a phone", () => {
 describe("the embed and the docs on a phone", () => {
   let browser;
 
-  before(async () => {
-    browser = await openBrowser({ device: PHONE });
-  });
-
-  after(async () => {
-    await browser?.close();
-    assert.deepEqual(browser.foreign, []);
-  });
+  useBrowser({ device: PHONE }, (opened) => ({ browser } = opened));
+  after(() => assert.deepEqual(browser.foreign, []));
 
   test("the embed fits the screen, its tabs included", async () => {
     const page = await browser.context.newPage();

@@ -4,8 +4,8 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
-import { BASE_URL, cpythonRun, openBrowser, openPlayground, paneText, pasteCode, READING_NAMES, waitForPane } from "./harness.mjs";
+import { describe, test } from "node:test";
+import { BASE_URL, cpythonRun, openBrowser, openPlayground, paneText, pasteCode, READING_NAMES, useBrowser, waitForPane } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_HLO, SEED_PLAN, SEED_RECORDING, SEED_SEALED } from "./seed.mjs";
 
 const READINGS = [...READING_NAMES, "output"];
@@ -20,15 +20,10 @@ describe("the playground", () => {
   let pageErrors;
   const requests = [];
 
-  before(async () => {
-    browser = await openBrowser();
-    browser.context.on("request", (request) => requests.push(request.url()));
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser(
+    { playground: "", prepare: (opened) => opened.context.on("request", (request) => requests.push(request.url())) },
+    (opened) => ({ browser, page, errors: pageErrors } = opened),
+  );
 
   test("loads with every request on its own origin, and shows readings of the first example", async () => {
     const origin = new URL(BASE_URL).origin;

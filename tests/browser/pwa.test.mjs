@@ -5,12 +5,13 @@
 //
 // Two builds of the site (build ids "pwa-test-a" and "pwa-test-b") are served one after
 // the other from the same port by a local server (static-server.mjs), so that the second
-// is a new deployment of the same origin. They are served under a sub-path of their own
+// is a new deployment of the same origin. The second is built in the background, right after
+// the first, while the first three tests run. They are served under a sub-path of their own
 // (not the one the rest of the suite uses), as a static host serves a project page: the
 // worker's scope, the precache and the manifest must all live there.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,10 +25,17 @@ const READINGS = [...READING_NAMES, "output"];
 const START_TIMEOUT = 120_000;
 const SUB_PATH = "/some/sub/path/";
 
+const NEW_BUILD = "pwa-test-b";
+
+/** A build of the site into `outDir`, named `buildId`; resolves when it is written. */
 function build(outDir, buildId) {
-  execFileSync("npx", ["vite", "build", "--logLevel", "warn", "--outDir", outDir, "--emptyOutDir"], {
+  const child = spawn("npx", ["vite", "build", "--logLevel", "warn", "--outDir", outDir, "--emptyOutDir"], {
     env: { ...process.env, TOPOS_BUILD_ID: buildId },
     stdio: ["ignore", "inherit", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`vite build of ${buildId} exited with ${code}`))));
   });
 }
 
@@ -57,14 +65,16 @@ describe("the offline app", () => {
   const folder = mkdtempSync(join(tmpdir(), "topos-pwa-"));
   const first = join(folder, "a");
   const second = join(folder, "b");
+  let secondBuilt;
   let server;
   let browser;
   let page;
   const pageErrors = [];
 
   before(async () => {
-    build(first, "pwa-test-a");
-    build(second, "pwa-test-b");
+    await build(first, "pwa-test-a");
+    secondBuilt = build(second, NEW_BUILD);
+    secondBuilt.catch(() => {}); // awaited by the last test, where a failed build shows
     server = await startStaticServer(first, { base: SUB_PATH });
     browser = await openBrowser({ baseUrl: server.url, intercept: false });
     page = await browser.context.newPage();
@@ -72,6 +82,7 @@ describe("the offline app", () => {
   });
 
   after(async () => {
+    await secondBuilt?.catch(() => {});
     await browser?.close();
     await server?.close();
     rmSync(folder, { recursive: true, force: true });
@@ -170,6 +181,7 @@ describe("the offline app", () => {
   });
 
   test("a new deployment shows the update prompt, and accepting it loads the new build", async () => {
+    await secondBuilt;
     const mark = server.log.length;
     server.root = second;
     await page.reload();
@@ -190,7 +202,7 @@ describe("the offline app", () => {
 
     await Promise.all([page.waitForEvent("load", { timeout: START_TIMEOUT }), page.click("#pwa-update button")]);
     await waitForReadings(page);
-    assert.equal(await page.evaluate(() => document.documentElement.dataset.build), "pwa-test-b");
+    assert.equal(await page.evaluate(() => document.documentElement.dataset.build), NEW_BUILD);
     assert.equal(await page.$("#pwa-update"), null, "the prompt outlived the update");
     // The old build's files are gone from the cache once the new worker has activated.
     const wanted = precacheEntries(second).length;

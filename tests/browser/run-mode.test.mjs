@@ -5,9 +5,9 @@
 // Run only where the embedder allows it.
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import LZString from "lz-string";
-import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, waitForPane } from "./harness.mjs";
+import { BASE_URL, paneText, pasteCode, useBrowser, waitForPane } from "./harness.mjs";
 
 // A run takes its time: the run worker's Python starts with the first run (seconds on a busy machine).
 const RUN_TIMEOUT = 120_000;
@@ -67,14 +67,7 @@ describe("Run mode", () => {
   let page;
   let pageErrors;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ playground: "", shared: true }, (opened) => ({ browser, page, errors: pageErrors } = opened));
 
   test("the first printed line shows while the run goes, Stop ends an endless loop at once, and the next run works", async () => {
     assert.equal(await page.$eval("#stop", (button) => button.disabled), true, "Stop is on with no run");
@@ -163,13 +156,7 @@ describe("Run mode", () => {
 describe("Run mode in an embed", () => {
   let browser;
 
-  before(async () => {
-    browser = await openBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ shared: true }, (opened) => ({ browser } = opened));
 
   const embedUrl = (query, code) =>
     new URL(`embed.html?${query}#code=v1:${LZString.compressToEncodedURIComponent(code)}`, BASE_URL).href;

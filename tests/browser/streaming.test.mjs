@@ -5,8 +5,8 @@
 // says which edit its reading is of (data-edit).
 
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
-import { cpythonRun, openBrowser, openPlayground, paneText, READING_NAMES } from "./harness.mjs";
+import { describe, test } from "node:test";
+import { cpythonRun, paneText, READING_NAMES, useBrowser } from "./harness.mjs";
 
 const READINGS = READING_NAMES;
 // The readings whose pane is text (the graph is a picture).
@@ -40,14 +40,7 @@ describe("streamed readings", () => {
   let page;
   let pageErrors;
 
-  before(async () => {
-    browser = await openBrowser();
-    ({ page, errors: pageErrors } = await openPlayground(browser.context));
-  });
-
-  after(async () => {
-    await browser?.close();
-  });
+  useBrowser({ playground: "" }, (opened) => ({ browser, page, errors: pageErrors } = opened));
 
   test("the pane in view gets its reading first, then the graph, then the others in the page's order", async () => {
     await page.click('[data-tab="plan"]');

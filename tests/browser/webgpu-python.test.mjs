@@ -13,8 +13,8 @@
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { after, before, describe, test } from "node:test";
-import { openBrowser, openPlayground, pasteCode, waitForPane } from "./harness.mjs";
+import { after, describe, test } from "node:test";
+import { pasteCode, useBrowser, waitForPane } from "./harness.mjs";
 
 const TRANSFORMER = readFileSync(new URL("../../docs/examples/06_char_transformer.py", import.meta.url), "utf8");
 // The page stops a run after 10 s; SwiftShader compiles the transformer's pipelines slowly on a busy machine.
@@ -127,35 +127,32 @@ function assertPlanAgrees(actual, expected, what) {
   assertAgree(actual[1], expected[1], { terms: 48, scale: Math.abs(expected[1][0]) }, `${what}: total`);
 }
 
-/** A browser whose Python worker has JSPI, or (`jspi: false`) one whose worker lacks it. */
-async function openPage(jspi) {
-  const browser = await openBrowser();
-  if (!jspi) {
-    // Registered after the harness's own route, so it is consulted first.
-    await browser.context.route(/\/assets\/worker-[^/]*\.js$/, async (route) => {
-      const response = await route.fetch();
-      const script = `delete WebAssembly.Suspending;\n${await response.text()}`;
-      await route.fulfill({ response, body: script });
-    });
-  }
-  const { page, errors } = await openPlayground(browser.context, PAGE);
-  return { browser, page, errors };
+/** Take JSPI from the Python worker: registered after the harness's own route, so it is consulted first. */
+function withoutJspi(browser) {
+  return browser.context.route(/\/assets\/worker-[^/]*\.js$/, async (route) => {
+    const response = await route.fetch();
+    const script = `delete WebAssembly.Suspending;\n${await response.text()}`;
+    await route.fulfill({ response, body: script });
+  });
 }
 
-/** Close the browser, then check that nothing left the site and the page raised nothing. */
-async function closePage(opened) {
-  if (!opened) return;
-  await opened.browser.close();
-  assert.deepEqual(opened.browser.foreign, []);
-  assert.deepEqual(opened.errors, []);
+/**
+ * The scaffold of a block: the playground in a browser whose Python worker has JSPI, or
+ * (`jspi: false`) lacks it; after the block, nothing left the site and the page raised nothing.
+ */
+function usePage(jspi, onOpen) {
+  let opened;
+  useBrowser({ playground: PAGE, prepare: jspi ? undefined : withoutJspi }, (value) => onOpen((opened = value)));
+  after(() => {
+    if (!opened) return;
+    assert.deepEqual(opened.browser.foreign, []);
+    assert.deepEqual(opened.errors, []);
+  });
 }
 
 describe("with JSPI, a script's Python reaches the page's WebGPU", () => {
   let opened;
-  before(async () => {
-    opened = await openPage(true);
-  });
-  after(() => closePage(opened));
+  usePage(true, (value) => (opened = value));
 
   test("plan.run(backend='webgpu') runs on WebGPU and agrees with numpy; auto leaves SwiftShader to numpy", async () => {
     const result = await runScript(opened.page, PLAN_SCRIPT, "plan");
@@ -181,10 +178,7 @@ describe("with JSPI, a script's Python reaches the page's WebGPU", () => {
 
 describe("without JSPI, the page says why WebGPU cannot run and numpy runs", () => {
   let opened;
-  before(async () => {
-    opened = await openPage(false);
-  });
-  after(() => closePage(opened));
+  usePage(false, (value) => (opened = value));
 
   test("plan.run(backend='webgpu') raises the message, and auto gives numpy's results", async () => {
     const result = await runScript(opened.page, PLAN_SCRIPT, "plan");
