@@ -826,7 +826,7 @@ OP_SPECS = {
         Api("topos.linalg.qr"),
         shapes=ShapeRange(min_rank=2),
         kernel_declined="no Householder QR kernel yet: the interpreter runs the factorisation on the host",
-        notes=("m >= n only; dependent columns give an inf or NaN gradient",),
+        notes=("m >= n (topos.linalg.qr splits a wide matrix); dependent columns give an inf or NaN gradient",),
         examples=QR_EXAMPLES,
     ),
     "Svd": unary(

@@ -204,10 +204,27 @@ def test_qr_gradient_and_second_derivative_equal_torch(rng):
     np.testing.assert_allclose(run.of(hvp).numpy(), hvpt.numpy(), rtol=RTOL, atol=1e-10)
 
 
-def test_qr_refuses_wide_matrices():
+def test_qr_of_a_wide_matrix_equals_numpy_and_its_gradient_torch(rng):
+    a, cq, cr = rng.normal(size=(2, 3, 5)) + 3 * np.eye(3, 5), rng.normal(size=(2, 3, 3)), rng.normal(size=(2, 3, 5))
+    tape = topos.Tape()
+    x = tape.parameter(a)
+    q, r = topos.linalg.qr(x)
+    g = topos.grad(topos.sum(q * tape.leaf(cq)) + topos.sum(r * tape.leaf(cr)), x)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    expected_q, expected_r = np.linalg.qr(a)
+    np.testing.assert_allclose(run.of(q).numpy(), expected_q, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(run.of(r).numpy(), expected_r, rtol=1e-12, atol=1e-12)
+    xt = torch.tensor(a, requires_grad=True)
+    qt, rt = torch.linalg.qr(xt)
+    (gt,) = torch.autograd.grad((qt * torch.tensor(cq)).sum() + (rt * torch.tensor(cr)).sum(), xt)
+    np.testing.assert_allclose(run.of(g).numpy(), gt.numpy(), rtol=RTOL, atol=1e-10)
+
+
+def test_the_qr_primitive_refuses_wide_matrices():
     tape = topos.Tape()
     with pytest.raises(topos.ShapeError, match="m >= n"):
-        topos.linalg.qr(tape.parameter(np.ones((2, 3))))
+        tape.apply("Qr", [tape.parameter(np.ones((2, 3)))])
 
 
 def test_qr_of_dependent_columns_has_a_non_finite_gradient():

@@ -243,12 +243,13 @@ def eigvalsh(a):
 
 
 def qr(a):
-    """``(q, r)``: the reduced QR factorisation ``a = q r`` of ``a`` [..., m, n] with m >= n
-    (``numpy.linalg.qr``; records one ``Qr``): ``q`` [..., m, n] with orthonormal columns, ``r``
-    [..., n, n] upper triangular, LAPACK's Householder signs.
+    """``(q, r)``: the reduced QR factorisation ``a = q r`` of ``a`` [..., m, n], k = min(m, n)
+    (``numpy.linalg.qr``; records one ``Qr``): ``q`` [..., m, k] with orthonormal columns, ``r``
+    [..., k, n] upper triangular, LAPACK's Householder signs.
 
-    A wide ``a`` (m < n) raises ``ShapeError``; dependent columns (a singular ``r``) give an inf or
-    NaN gradient, no error.
+    A wide ``a`` (m < n) is JAX's split: ``q, r1 = qr(a[..., :m])`` and ``r = [r1 | q^T a[..., m:]]``,
+    the factors LAPACK gives, whose derivative the recorded ops carry. Dependent columns (a
+    singular ``r``) give an inf or NaN gradient, no error.
 
     ```python
     import numpy as np
@@ -262,6 +263,11 @@ def qr(a):
     ```
     """
     a = arguments.recorded(a, "qr")
+    if len(a.shape) >= 2 and a.shape[-2] < a.shape[-1]:
+        q, left = qr(a[..., : a.shape[-2]])
+        rank = len(a.shape)
+        qt = a.tape.apply("Transpose", [q], axes=tuple(range(rank - 2)) + (rank - 1, rank - 2))
+        return q, S.concatenate([left, F.matmul(qt, a[..., a.shape[-2] :])], axis=rank - 1)
     packed = a.tape.apply("Qr", [a])
     m = a.shape[-2]
     return _rows(packed, 0, m), _rows(packed, m, packed.shape[-2])
