@@ -25,7 +25,17 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "py"))
 
-MODULES = ["topos", "topos.model", "topos.model.optim", "topos.compiler", "topos.show", "topos.xla", "topos.datasets", "topos.fft", "topos.linalg"]
+MODULES = [
+    "topos",
+    "topos.model",
+    "topos.model.optim",
+    "topos.compiler",
+    "topos.show",
+    "topos.xla",
+    "topos.datasets",
+    "topos.fft",
+    "topos.linalg",
+]
 NO_DOCSTRING = "*No docstring yet.*"
 
 

@@ -7,8 +7,8 @@
 
 from . import (
     datasets,  # noqa: F401  (topos.datasets.digits(): data read from the package, numpy only)
-    linalg,  # noqa: F401  (topos.linalg: cholesky, triangular_solve... under numpy.linalg's names)
     fft,  # noqa: F401  (topos.fft: numpy.fft's transforms, complex values as real/imaginary pairs)
+    linalg,  # noqa: F401  (topos.linalg: cholesky, triangular_solve... under numpy.linalg's names)
     ops,  # noqa: F401  (registers the primitives first)
     show,
     webgpu,  # noqa: F401  (registers the "webgpu" and "auto" backends; wgpu-py is imported only when used)
