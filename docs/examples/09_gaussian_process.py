@@ -93,7 +93,6 @@ if __name__ == "__main__":
         parameters, state = optimizer.step(parameters, gradients, state)
 
     run = network.forward(parameters, {})
-    show.plot(fit_plot(run.of(mean).numpy(), run.of(ridge).numpy()))
     length, scale, noise = (float(np.exp(parameters.of(p).numpy())) for p in (log_length, log_scale, log_noise))
     print(f"length {length:.3f}  scale {scale:.3f}  noise {noise:.3f}")
     inside = (grid >= x_data[0]) & (grid <= x_data[-1])  # where there are samples
@@ -103,3 +102,5 @@ if __name__ == "__main__":
 
     print(f"largest error against sin x between the samples: GP mean {error(run.of(mean).numpy()):.3f}", end="")
     print(f", ridge cubic {error(run.of(ridge).numpy()):.3f}")
+    # The fit's card after the last line, so that the printed text reads as one block.
+    show.plot(fit_plot(run.of(mean).numpy(), run.of(ridge).numpy()))

@@ -34,7 +34,7 @@ const TRAINING = [
   // The Gaussian process draws its loss, then the samples, its posterior mean and the ridge cubic.
   ["09_gaussian_process.py", 150, [150, 24]],
   // The spectral filter draws its loss, then, after training, its 65 learned gains.
-  ["11_spectral_filter.py", 200, [200, 65]],
+  ["10_spectral_filter.py", 200, [200, 65]],
 ];
 
 describe("the gallery in Run mode", () => {

@@ -251,7 +251,7 @@ def test_the_gallery_filter_learns_a_low_pass_filter_through_rfft_and_irfft():
         def progress(self, step, total):
             pass
 
-    script = Path(__file__).parents[2] / "docs" / "examples" / "11_spectral_filter.py"
+    script = Path(__file__).parents[2] / "docs" / "examples" / "10_spectral_filter.py"
     with show.watch(Quiet()):
         namespace = runpy.run_path(str(script), run_name="__main__")
     gains, passband = namespace["gains"], namespace["PASS"]

@@ -27,7 +27,7 @@ TRAINING = {
     "07_digits_cnn.py": 200,
     "08_pinn.py": 3001,
     "09_gaussian_process.py": 150,
-    "11_spectral_filter.py": 200,
+    "10_spectral_filter.py": 200,
 }
 
 

@@ -83,8 +83,9 @@ if __name__ == "__main__":
         parameters, state = optimizer.step(parameters, gradients, state)
 
     gains = parameters.of(gain).numpy()
-    show.plot(gain_plot(gains))
     print(f"noise before the filter: mean squared error {before:.4f}")
     print(
         f"mean gain at frequencies 1-{PASS}: {gains[1 : PASS + 1].mean():.2f}, above {PASS}: {gains[PASS + 1 :].mean():.2f}"
     )
+    # The gains' card after the last line, so that the printed text reads as one block.
+    show.plot(gain_plot(gains))
