@@ -262,6 +262,32 @@ CASES = [
     ("show.graph", lambda: show.graph(3), ArgumentTypeError, ""),
     ("show.progress", lambda: show.progress(-1), ArgumentError, "show.progress() takes a step of 0 or more"),
     ("show.progress", lambda: show.progress("one"), ArgumentTypeError, "takes a whole number as step"),
+    ("atan2", lambda: topos.atan2("a", "b"), ArgumentTypeError, ""),
+    ("linalg.cholesky", lambda: topos.linalg.cholesky(_matrix()), ShapeError, "needs square matrices"),
+    ("linalg.cho_solve", lambda: topos.linalg.cho_solve(_matrix(), "b"), ArgumentTypeError, "type str"),
+    ("linalg.triangular_solve", lambda: topos.linalg.triangular_solve(_matrix(), "b"), ArgumentTypeError, "type str"),
+    ("linalg.lu", lambda: topos.linalg.lu(_matrix()), ShapeError, "needs square matrices"),
+    ("linalg.solve", lambda: topos.linalg.solve(*_two((2, 3), (2,))), ShapeError, "needs square matrices"),
+    ("linalg.inv", lambda: topos.linalg.inv(_matrix()), ShapeError, "needs square matrices"),
+    ("linalg.det", lambda: topos.linalg.det(_matrix()), ShapeError, "needs square matrices"),
+    ("linalg.slogdet", lambda: topos.linalg.slogdet(_matrix()), ShapeError, "needs square matrices"),
+    ("linalg.eigh", lambda: topos.linalg.eigh(_matrix()), ShapeError, "needs square matrices"),
+    ("linalg.eigvalsh", lambda: topos.linalg.eigvalsh(_matrix()), ShapeError, "needs square matrices"),
+    ("linalg.qr", lambda: topos.linalg.qr(_two((3,), (3,))[0]), ShapeError, "needs matrices"),
+    ("linalg.svd", lambda: topos.linalg.svd(_matrix(), full_matrices=True), ArgumentError, "full_matrices=True"),
+    ("linalg.svdvals", lambda: topos.linalg.svdvals(_two((3,), (3,))[0]), ShapeError, "needs matrices"),
+    ("linalg.lstsq", lambda: topos.linalg.lstsq(_matrix(), "b"), ArgumentTypeError, "type str"),
+    ("fft.fft", lambda: topos.fft.fft(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
+    ("fft.ifft", lambda: topos.fft.ifft(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
+    ("fft.rfft", lambda: topos.fft.rfft(_matrix(), n=0), ArgumentError, "n must be at least 1"),
+    ("fft.rfft", lambda: topos.fft.rfft(_matrix(), axis=5), AxisError, "axis 5 is out of range"),
+    ("fft.irfft", lambda: topos.fft.irfft(_two((4, 2), (4, 2))[0], n=0), ArgumentError, "irfft needs n >= 1"),
+    ("fft.fft2", lambda: topos.fft.fft2(_two((4, 2), (4, 2))[0], axes=(0,)), ArgumentError, "takes two axes"),
+    ("fft.ifft2", lambda: topos.fft.ifft2(_two((4, 2), (4, 2))[0], norm="x"), ArgumentError, "norm must be one of"),
+    ("fft.complex", lambda: topos.fft.complex("a"), ArgumentTypeError, "complex takes a recorded value"),
+    ("fft.real", lambda: topos.fft.real(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
+    ("fft.imag", lambda: topos.fft.imag(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
+    ("fft.abs", lambda: topos.fft.abs(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
 ]
 
 
@@ -306,7 +332,14 @@ def _public_callables():
     import topos.webgpu
     import topos.xla
 
-    namespaces = [("", topos), ("optim.", optim), ("show.", show), ("datasets.", topos.datasets)]
+    namespaces = [
+        ("", topos),
+        ("optim.", optim),
+        ("show.", show),
+        ("datasets.", topos.datasets),
+        ("linalg.", topos.linalg),
+        ("fft.", topos.fft),
+    ]
     names = set()
     for prefix, module in namespaces:
         for name in module.__all__:

@@ -8,6 +8,7 @@ axis is never one of them. Each function moves the transformed axis next to the 
 one ``Fft``, ``Rfft`` or ``Irfft``, scales for ``norm`` and moves the axis back.
 """
 
+from ..errors import ArgumentError, ShapeError
 from ..ops.registry import axis_index
 from . import arguments
 from . import functions as F
@@ -18,7 +19,7 @@ NORMS = (None, "backward", "ortho", "forward")
 
 def _check_norm(norm):
     if norm not in NORMS:
-        raise ValueError(f"norm must be one of 'backward', 'ortho', 'forward', got {norm!r}")
+        raise ArgumentError(f"norm must be one of 'backward', 'ortho', 'forward', got {norm!r}")
 
 
 def _scale(value, n, norm, inverse):
@@ -33,11 +34,22 @@ def _scale(value, n, norm, inverse):
     return value * factor
 
 
+def _pairs(z, what, least_rank=1):
+    """``z`` if it is a recorded complex array (real/imaginary pairs, a trailing axis of 2);
+    ``ShapeError`` otherwise (``all_or_nothing`` gives it the user's line)."""
+    z = arguments.recorded(z, what)
+    if z.ndim < least_rank or z.shape[-1] != 2:
+        raise ShapeError(
+            f"{what} takes complex values as real/imaginary pairs [..., 2], got shape {list(z.shape)}",
+            opcode=what,
+            shapes=[z.shape],
+        )
+    return z
+
+
 def _complex_axis(z, axis, what):
     """The axis of the complex array ``z`` (pairs) that ``axis`` names, and the rank without pairs."""
-    z = arguments.recorded(z, what)
-    if z.ndim < 2 or z.shape[-1] != 2:
-        raise ValueError(f"{what} takes complex values as real/imaginary pairs [..., 2], got shape {z.shape}")
+    z = _pairs(z, what, least_rank=2)
     rank = z.ndim - 1
     return axis_index(axis, z.shape[:-1], what), rank
 
@@ -62,7 +74,7 @@ def _fit(value, axis, n):
     if n is None or n == have:
         return value
     if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
+        raise ArgumentError(f"n must be at least 1, got {n}")
     if n < have:
         index = (slice(None),) * axis + (slice(0, n),)
         return F.getitem(value, index)
@@ -122,7 +134,7 @@ def irfft(z, n=None, axis=-1, norm=None):
     moved, undo = _to_end(z, axis, rank - 1)
     n = 2 * (moved.shape[-2] - 1) if n is None else n
     if n < 1:
-        raise ValueError(f"irfft needs n >= 1, got {n}")
+        raise ArgumentError(f"irfft needs n >= 1, got {n}")
     moved = _fit(moved, rank - 1, n // 2 + 1)
     out = moved.tape.apply("Irfft", [moved], n=n)
     if undo is not None:
@@ -132,7 +144,7 @@ def irfft(z, n=None, axis=-1, norm=None):
 
 def _two_axes(axes, s):
     if len(axes) != 2:
-        raise ValueError(f"fft2 takes two axes, got {axes}")
+        raise ArgumentError(f"fft2 takes two axes, got {axes}")
     sizes = (None, None) if s is None else tuple(s)
     return axes, sizes
 
@@ -158,14 +170,20 @@ def complex(re, im=None):  # noqa: A001  (numpy's name)
 
 def real(z):
     """The real parts of pairs ``[..., 2]``."""
-    return F.getitem(arguments.recorded(z, "real"), (Ellipsis, 0))
+    return F.getitem(_pairs(z, "real"), (Ellipsis, 0))
 
 
 def imag(z):
     """The imaginary parts of pairs ``[..., 2]``."""
-    return F.getitem(arguments.recorded(z, "imag"), (Ellipsis, 1))
+    return F.getitem(_pairs(z, "imag"), (Ellipsis, 1))
 
 
 def abs(z):  # noqa: A001  (numpy's name)
     """The magnitudes of pairs ``[..., 2]``: ``sqrt(re^2 + im^2)`` (its derivative is NaN at 0, as sqrt's)."""
-    return F.sqrt(F.sum(F.square(arguments.recorded(z, "abs")), axis=-1))
+    return F.sqrt(F.sum(F.square(_pairs(z, "abs")), axis=-1))
+
+
+# Each public function records atomically: an error leaves the tape as it was, and names the user's line.
+for _name in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "complex", "real", "imag", "abs"):
+    globals()[_name] = arguments.all_or_nothing(globals()[_name])
+del _name

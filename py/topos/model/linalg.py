@@ -351,3 +351,9 @@ def svdvals(a):
     """The singular values [..., min(m, n)] of ``a`` [..., m, n], descending (``numpy.linalg.svdvals``):
     ``svd(a)``'s ``s``, one ``Svd`` node; its gradient ``u vh`` stays finite at repeated values."""
     return svd(a, compute_uv=False)
+
+
+# Each public function records atomically: an error leaves the tape as it was, and names the user's line.
+for _name in __all__:
+    globals()[_name] = arguments.all_or_nothing(globals()[_name])
+del _name

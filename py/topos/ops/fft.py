@@ -22,7 +22,7 @@ import numpy as np
 
 from ..text import format_shape
 from . import attributes as kinds
-from .registry import Meta, Primitive, bytes_moved, register, require_float
+from .registry import Meta, Primitive, bytes_moved, integer_attr, register, require_float
 
 ELEMENT = {"float32": "f32", "float64": "f64"}
 #: What the kernels reading says of each transform, until a Stockham kernel runs them.
@@ -210,6 +210,13 @@ class Irfft(Primitive):
     arity = 1
     kernel_declined = DECLINED
     attributes = {"n": kinds.positive}
+
+    def normalize(self, metas, attrs):
+        # The output length as an int of at least 1, so that recording and loading a file agree.
+        n = integer_attr(self, metas, attrs.get("n"), "n")
+        if n < 1:
+            self.fail(f"n must be at least 1, got {n}", metas)
+        return {"n": n}
 
     def infer(self, metas, attrs):
         z = require_pairs(self, metas)
