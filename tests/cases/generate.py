@@ -878,6 +878,129 @@ def pooling_cases():
         )
 
 
+def _spd(*shape):
+    """Symmetric positive-definite matrices [..., n, n], well conditioned (a a^T + n I)."""
+    a = normal(*shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def _pairs(z):
+    """numpy complex values as topos's real/imaginary pairs [..., 2]."""
+    return np.stack([z.real, z.imag], axis=-1)
+
+
+def _conditioned(oracle, *arrays):
+    """The rounding scale of a factorisation's results: the largest result times the largest condition
+    number among the matrices (a backward-stable factorisation's forward error grows with it)."""
+    with np.errstate(all="ignore"):
+        results = oracle(*arrays)
+    results = results if isinstance(results, (list, tuple)) else [results]
+    largest = max(float(np.max(np.abs(r), initial=0.0)) for r in results)
+    square = [a for a in arrays if a.shape[-1] == a.shape[-2]] or [arrays[0]]
+    return np.array(largest * max(float(np.max(np.linalg.cond(a))) for a in square))
+
+
+def linalg_cases():
+    """The factorisations through topos.linalg's functions, each against numpy.linalg in float64. Results with a
+    free sign (eigenvectors, Q, U and V) are checked through what does not depend on it: the matrix they
+    rebuild, and the factors' magnitudes. Each bound adds the conditioning of its matrices (``_conditioned``)."""
+
+    def case(name, inputs, record, oracle, n):
+        arrays = [np.asarray(array, dtype=np.float64) for array, _ in inputs]
+        scale = _conditioned(oracle, *arrays)
+        return Case(name, inputs, record, oracle, terms=n**3, magnitudes=lambda *_: scale)
+
+    def rebuilt(vectors, values, right):
+        return (vectors * topos.expand_dims(values, -2)) @ right
+
+    for n in (1, 2, 5):
+        a, b = _spd(2, n, n), normal(2, n, 3)
+        yield case(
+            f"Cholesky of [2, {n}, {n}] and cho_solve",
+            [(a, F), (b, F)],
+            lambda t, a, b: [topos.linalg.cholesky(a), topos.linalg.cho_solve(topos.linalg.cholesky(a), b)],
+            lambda a, b: [np.linalg.cholesky(a), np.linalg.solve(a, b)],
+            n,
+        )
+        m = np.tril(normal(2, n, n)) + 3.0 * np.eye(n)
+        yield case(
+            f"TriangularSolve of [2, {n}, {n}], lower and as an upper transposed",
+            [(m, F), (b, F)],
+            lambda t, m, b: [
+                topos.linalg.triangular_solve(m, b),
+                topos.linalg.triangular_solve(topos.swapaxes(m, -1, -2), b, lower=False, transpose_a=True),
+            ],
+            lambda m, b: [np.linalg.solve(m, b), np.linalg.solve(m, b)],
+            n,
+        )
+        g = normal(2, n, n) + 2.0 * np.eye(n)
+        yield case(
+            f"Lu of [2, {n}, {n}] through solve and inv",
+            [(g, F), (b, F)],
+            lambda t, g, b: [topos.linalg.solve(g, b), topos.linalg.inv(g)],
+            lambda g, b: [np.linalg.solve(g, b), np.linalg.inv(g)],
+            n,
+        )
+        # The determinant apart: its scale (a product of n pivots) would loosen the solve's bound.
+        yield case(
+            f"Lu of [2, {n}, {n}] through det and slogdet",
+            [(g, F)],
+            lambda t, g: [topos.linalg.det(g), topos.linalg.slogdet(g)[1]],
+            lambda g: [np.linalg.det(g), np.linalg.slogdet(g)[1]],
+            n,
+        )
+        yield case(
+            f"Eigh of [2, {n}, {n}]: the eigenvalues and the matrix its vectors rebuild",
+            [(a, F)],
+            lambda t, a: [
+                topos.linalg.eigh(a)[0],
+                rebuilt(
+                    topos.linalg.eigh(a)[1], topos.linalg.eigh(a)[0], topos.swapaxes(topos.linalg.eigh(a)[1], -1, -2)
+                ),
+            ],
+            lambda a: [np.linalg.eigvalsh(a), a],
+            n,
+        )
+        tall = normal(2, n + 2, n)
+        yield case(
+            f"Qr of [2, {n + 2}, {n}]: |r| and q r",
+            [(tall, F)],
+            lambda t, a: [topos.abs(topos.linalg.qr(a)[1]), topos.linalg.qr(a)[0] @ topos.linalg.qr(a)[1]],
+            lambda a: [np.abs(np.linalg.qr(a)[1]), a],
+            n + 2,
+        )
+        yield case(
+            f"Svd of [2, {n + 2}, {n}]: the singular values and u diag(s) vh",
+            [(tall, F)],
+            lambda t, a: [topos.linalg.svdvals(a), rebuilt(*topos.linalg.svd(a)[:2], topos.linalg.svd(a)[2])],
+            lambda a: [np.linalg.svd(a, compute_uv=False), a],
+            n + 2,
+        )
+
+
+def fft_cases():
+    """The transforms against numpy.fft, complex values as real/imaginary pairs."""
+    for n in (1, 2, 8, 13):
+        z = _pairs(normal(3, n) + 1j * normal(3, n))
+        x = normal(3, n)
+        yield Case(
+            f"Fft and its inverse of [3, {n}] pairs",
+            [(z, F)],
+            lambda t, z: [topos.fft.fft(z), topos.fft.ifft(z)],
+            lambda z: [_pairs(np.fft.fft(z[..., 0] + 1j * z[..., 1])), _pairs(np.fft.ifft(z[..., 0] + 1j * z[..., 1]))],
+            terms=n,
+            magnitudes=lambda z, n=n: np.full(z.shape, np.sum(z, axis=(-2, -1)).max()),
+        )
+        yield Case(
+            f"Rfft of [3, {n}] and Irfft back",
+            [(x, F)],
+            lambda t, x, n=n: [topos.fft.rfft(x), topos.fft.irfft(topos.fft.rfft(x), n)],
+            lambda x, n=n: [_pairs(np.fft.rfft(x)), np.fft.irfft(np.fft.rfft(x), n)],
+            terms=n,
+            magnitudes=lambda x, n=n: np.full(x.shape, np.sum(x, -1).max()),
+        )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -896,6 +1019,8 @@ def all_cases():
         convolution_cases,
         random_cases,
         pooling_cases,
+        linalg_cases,
+        fft_cases,
     ):
         yield from group()
 
