@@ -56,15 +56,10 @@ def build(tape):
 
 
 def fit_plot(mean, ridge):
-    return (
-        Plot()
-        .layer(Line.xy(x_data, y_data).label("samples"))
-        .layer(Line.xy(grid, mean).label("GP mean"))
-        .layer(Line.xy(grid, ridge).label("ridge cubic"))
-        .title("the fit")
-        .x_label("x")
-        .y_label("y")
-    )
+    plot = Plot().layer(Line.xy(x_data, y_data).label("samples"))
+    if mean is not None:  # the fits, once trained
+        plot = plot.layer(Line.xy(grid, mean).label("GP mean")).layer(Line.xy(grid, ridge).label("ridge cubic"))
+    return plot.title("the fit").x_label("x").y_label("y")
 
 
 def loss_plot(losses):
@@ -81,6 +76,8 @@ if __name__ == "__main__":
     optimizer = optim.Adam(lr=0.05)
     state = optimizer.init(parameters)
     losses = []
+    # Both cards first (the fit shows the samples until the training ends), then the printed lines.
+    fit = show.plot(fit_plot(None, None))
     curve = show.plot(loss_plot(losses))
     for step in range(STEPS):
         run = network.forward(parameters, {})
@@ -102,5 +99,4 @@ if __name__ == "__main__":
 
     print(f"largest error against sin x between the samples: GP mean {error(run.of(mean).numpy()):.3f}", end="")
     print(f", ridge cubic {error(run.of(ridge).numpy()):.3f}")
-    # The fit's card after the last line, so that the printed text reads as one block.
-    show.plot(fit_plot(run.of(mean).numpy(), run.of(ridge).numpy()))
+    fit.update(fit_plot(run.of(mean).numpy(), run.of(ridge).numpy()))

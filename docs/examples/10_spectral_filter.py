@@ -71,6 +71,8 @@ if __name__ == "__main__":
     before = np.mean((noisy - clean) ** 2)
 
     losses = []
+    # Both cards first (the gains as they start, until the training ends), then the printed lines.
+    filter_card = show.plot(gain_plot(parameters.of(gain).numpy()))
     curve = show.plot(loss_plot(losses))
     for step in range(STEPS):
         run = network.forward(parameters, {})
@@ -87,5 +89,4 @@ if __name__ == "__main__":
     print(
         f"mean gain at frequencies 1-{PASS}: {gains[1 : PASS + 1].mean():.2f}, above {PASS}: {gains[PASS + 1 :].mean():.2f}"
     )
-    # The gains' card after the last line, so that the printed text reads as one block.
-    show.plot(gain_plot(gains))
+    filter_card.update(gain_plot(gains))

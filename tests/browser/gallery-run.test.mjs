@@ -31,10 +31,11 @@ const TRAINING = [
   ["06_char_transformer.py", 300],
   // The PINN draws two cards: the learned and exact solution (100 points each), then its loss.
   ["08_pinn.py", 3001, [100, 3001]],
-  // The Gaussian process draws its loss, then the samples, its posterior mean and the ridge cubic.
-  ["09_gaussian_process.py", 150, [150, 24]],
-  // The spectral filter draws its loss, then, after training, its 65 learned gains.
-  ["10_spectral_filter.py", 200, [200, 65]],
+  // The Gaussian process draws the fit (the samples, then its posterior mean and the ridge cubic on
+  // 61 points once trained), then its loss.
+  ["09_gaussian_process.py", 150, [61, 150]],
+  // The spectral filter draws its 65 gains (learned once trained), then its loss.
+  ["10_spectral_filter.py", 200, [65, 200]],
 ];
 
 describe("the gallery in Run mode", () => {
