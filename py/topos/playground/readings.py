@@ -131,11 +131,20 @@ class Readings:
         except MemoryError:
             raise
         except Exception as error:  # noqa: BLE001  (no training step: the forward module still shows)
-            reading["step"] = {"error": f"{type(error).__name__}: {error}"}
+            reading["step"] = {"error": reading_error(error)}
         return reading
 
     def read_kernels(self):
         return text_reading(self.kernels().describe_rows())
+
+
+def reading_error(error):
+    """A reading's error as its pane shows it. A reading is made by topos after the script has run, so
+    the caller an argument error finds outside topos is never a line of the script (in the page there
+    is none; natively, whatever called the playground): its message goes without that line. Errors
+    that name a recorded node's line (``ShapeError`` from a node) keep it."""
+    message = getattr(error, "message", None)
+    return f"{type(error).__name__}: {message if isinstance(message, str) else error}"
 
 
 def compute_reading(readings, name, cache=None):
@@ -155,7 +164,7 @@ def compute_reading(readings, name, cache=None):
     except MemoryError:
         raise
     except Exception as error:  # noqa: BLE001  (a reading that raises shows its error; the others still show)
-        reading = {"error": f"{type(error).__name__}: {error}"}
+        reading = {"error": reading_error(error)}
     known[name] = reading
     return reading, round((time.perf_counter() - started) * 1000, 2)
 
