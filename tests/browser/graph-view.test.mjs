@@ -286,7 +286,7 @@ describe("the graph view", () => {
     await pasteCode(page, blocks);
     await page.waitForFunction((shown) => Number(document.body.dataset.readingsShown) > shown, shown, { timeout: 60_000 });
     await drawn(page);
-    assert.equal((await view(page)).scale, 0.3);
+    assert.equal((await view(page)).scale, 0.2);
     const { canvas, groups } = await topGroups(page);
     assert.equal(groups.length, 60);
     const first = groups.reduce((best, group) => (group.box.top < best.box.top ? group : best));

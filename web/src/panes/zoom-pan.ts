@@ -25,10 +25,11 @@ const GESTURE_REST_MS = 120;
 const FAR_SCALE = 0.42;
 const MAX_SCALE = 4;
 /**
- * The opening view zooms out no further than this to show a graph's groups whole: their names are then
- * drawn 32 units tall to read 9.5 px, about as tall as a box. A graph of hundreds of groups opens on its top.
+ * The opening view zooms out no further than this to show a graph's groups whole (their names are drawn
+ * 9.5 px tall on screen at any scale, graph-view.css): the Gaussian process's row of calls side by side
+ * needs less than 0.3. A graph of hundreds of groups opens on its top.
  */
-const MIN_OPEN_SCALE = 0.3;
+const MIN_OPEN_SCALE = 0.2;
 /** A fit never enlarges a small graph beyond its natural size. */
 const MAX_FIT_SCALE = 1;
 const MARGIN = 12;
