@@ -23,11 +23,10 @@ Not part of the default test run.
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 import scipy.linalg
+from interleaved import interleaved  # tests/bench, this script's folder, is on sys.path
 
 from topos.ops import lookup
 
@@ -67,13 +66,7 @@ def bench(n, batch, repeats):
     }
     rows = []
     for name, (ours, theirs) in contenders.items():
-        times = {"topos": [], "lapack": []}
-        for _ in range(repeats):
-            for label, call in (("topos", ours), ("lapack", theirs)):
-                start = time.perf_counter()
-                call()
-                times[label].append(time.perf_counter() - start)
-        topos_us, lapack_us = (statistics.median(times[k]) * 1e6 for k in ("topos", "lapack"))
+        topos_us, lapack_us = (seconds * 1e6 for seconds in interleaved([ours, theirs], repeats))
         rows.append(f"{name:<16} {n:>4}  {topos_us:>10.1f}  {lapack_us:>10.1f}  {topos_us / lapack_us:.2f}")
     return rows
 

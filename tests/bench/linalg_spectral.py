@@ -20,10 +20,9 @@ the default test run.
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
+from interleaved import interleaved  # tests/bench, this script's folder, is on sys.path
 
 from topos.ops import lookup
 
@@ -52,13 +51,7 @@ def bench(n, batch, repeats):
     }
     rows = []
     for name, (ours, theirs) in contenders.items():
-        times = {"topos": [], "numpy": []}
-        for _ in range(repeats):
-            for label, call in (("topos", ours), ("numpy", theirs)):
-                start = time.perf_counter()
-                call()
-                times[label].append(time.perf_counter() - start)
-        topos_us, numpy_us = (statistics.median(times[k]) * 1e6 for k in ("topos", "numpy"))
+        topos_us, numpy_us = (seconds * 1e6 for seconds in interleaved([ours, theirs], repeats))
         rows.append(f"{name:<6} {n:>4}  {topos_us:>10.1f}  {numpy_us:>10.1f}  {topos_us / numpy_us:.2f}")
     return rows
 
