@@ -97,13 +97,7 @@ class Eigh(Primitive):
             f"stablehlo.concatenate {values}, {vectors}, dim = {rank - 2} : "
             f"({ctx.tensor_type(batch + (1, n), dtype)}, {ctx.type(source)}) -> {ctx.type(node)}"
         )
-        # NaN for a matrix holding NaN or an infinity, and where LAPACK reports failure (info != 0), as JAX.
-        finite = ctx.emit(f"stablehlo.is_finite {a} : ({ctx.type(source)}) -> {ctx.tensor_type(shape, 'bool')}")
-        whole = ctx.reduce_value(finite, shape, "bool", (rank - 2, rank - 1), "stablehlo.and", True)
-        converged = ctx.compare("EQ", f"{name}#2", ctx.splat(0, batch, "int32"), batch, "int32")
-        good = ctx.emit(f"stablehlo.and {whole}, {converged} : {ctx.tensor_type(batch, 'bool')}")
-        spread = ctx.broadcast_in_dim(good, batch, node.shape, "bool", tuple(range(len(batch))))
-        return ctx.select(spread, packed, ctx.splat(float("nan"), node.shape, dtype), node.shape, dtype)
+        return nan_where_lapack_failed(ctx, node, a, source, f"{name}#2", packed)
 
     def cost(self, operands, meta, attrs):
         # LAPACK's syevd with vectors: about 9 n^3 flops a matrix (Golub and Van Loan, 8.3: the
@@ -302,12 +296,7 @@ class Svd(Primitive):
             f"stablehlo.concatenate {u_t}, {s_col}, {vh}, dim = {rank - 1} : ({ctx.tensor_type(batch + (k, m), dtype)}, "
             f"{ctx.tensor_type(batch + (k, 1), dtype)}, {ctx.tensor_type(vh_shape, dtype)}) -> {ctx.type(node)}"
         )
-        finite = ctx.emit(f"stablehlo.is_finite {a} : ({ctx.type(source)}) -> {ctx.tensor_type(shape, 'bool')}")
-        whole = ctx.reduce_value(finite, shape, "bool", (rank - 2, rank - 1), "stablehlo.and", True)
-        converged = ctx.compare("EQ", f"{name}#4", ctx.splat(0, batch, "int32"), batch, "int32")
-        good = ctx.emit(f"stablehlo.and {whole}, {converged} : {ctx.tensor_type(batch, 'bool')}")
-        spread = ctx.broadcast_in_dim(good, batch, node.shape, "bool", tuple(range(len(batch))))
-        return ctx.select(spread, packed, ctx.splat(float("nan"), node.shape, dtype), node.shape, dtype)
+        return nan_where_lapack_failed(ctx, node, a, source, f"{name}#4", packed)
 
     def cost(self, operands, meta, attrs):
         # LAPACK's gesdd with the reduced vectors: about 4 m n k + 22 k^3 flops (Golub and Van Loan, 8.6, R-SVD).
@@ -356,6 +345,19 @@ def column_signs(v):
 def fix_signs(v):
     """``v`` with each column's sign chosen so that its largest-magnitude component (the first of equals) is positive."""
     return v * column_signs(v)
+
+
+def nan_where_lapack_failed(ctx, node, a, source, info, packed):
+    """``packed`` where the matrix ``a`` (of node ``source``) is finite and LAPACK's ``info`` is 0; NaN
+    for a matrix holding NaN or an infinity, or one LAPACK reports a failure for, as JAX."""
+    shape, dtype = source.shape, node.dtype
+    rank, batch = len(shape), tuple(shape[:-2])
+    finite = ctx.emit(f"stablehlo.is_finite {a} : ({ctx.type(source)}) -> {ctx.tensor_type(shape, 'bool')}")
+    whole = ctx.reduce_value(finite, shape, "bool", (rank - 2, rank - 1), "stablehlo.and", True)
+    converged = ctx.compare("EQ", info, ctx.splat(0, batch, "int32"), batch, "int32")
+    good = ctx.emit(f"stablehlo.and {whole}, {converged} : {ctx.tensor_type(batch, 'bool')}")
+    spread = ctx.broadcast_in_dim(good, batch, node.shape, "bool", tuple(range(len(batch))))
+    return ctx.select(spread, packed, ctx.splat(float("nan"), node.shape, dtype), node.shape, dtype)
 
 
 def stablehlo_fix_signs(ctx, v, shape, dtype):
