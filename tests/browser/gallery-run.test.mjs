@@ -4,6 +4,7 @@
 // printed digit or so) and draws its loss on one plot card with a point a step. The
 // transformer says where it trained: headless Chromium's adapter is SwiftShader, a
 // software fallback, so "auto" leaves the training to numpy, as the docs show it.
+// The PCA, which does not train, runs once: its cards and printed lines are the docs', in order.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -65,6 +66,41 @@ describe("the gallery in Run mode", () => {
       if (file === "06_char_transformer.py") assert.match(printed, /^training on numpy, float64$/m);
     });
   }
+
+  // The PCA has no training loop: it runs once, draws the spectrum the docs show (30 variances,
+  // largest first, a log y axis) and prints the explained share, the eigh/svd agreement and where
+  // three digits sit on the first two components. The page's output, card by card and in order
+  // (the print blocks included, and an error's card should the script raise), is the docs' output.
+  test("11_digits_pca.py runs in the page, draws the cards and prints what the docs show", async () => {
+    const file = "11_digits_pca.py";
+    const part = built.get(file);
+    await page.evaluate((code) => window.playground.setCode(code), part.code);
+    await page.click("#run");
+    await page.waitForFunction(() => ["finished", "failed"].includes(document.body.dataset.run), null, { timeout: RUN_TIMEOUT });
+    const printed = await page.$eval("[data-run-output]", (element) => element.textContent);
+    assert.equal(await page.evaluate(() => document.body.dataset.run), "finished", printed.slice(-2000));
+    // What the docs build recorded: each item's kind, and a plot's points as the page counts them (its longest line).
+    const docsCards = part.output.map((item) => ({
+      kind: item.kind,
+      points: item.kind === "plot" ? Math.max(...item.layers.map((layer) => layer.x.length)) : null,
+      title: item.kind === "plot" ? item.title : null,
+    }));
+    const pageCards = await page.$$eval("[data-run-output] > .card", (found) =>
+      found.map((card) => {
+        const kind = [...card.classList].find((name) => name.startsWith("card-")).slice("card-".length);
+        return {
+          kind,
+          points: kind === "plot" ? Number(card.dataset.points) : null,
+          title: kind === "plot" ? (card.querySelector(".u-title")?.textContent ?? null) : null,
+        };
+      }),
+    );
+    assert.deepEqual(pageCards, docsCards, `${file}: the page's cards (kind, points, title) are not the docs'`);
+    const docsPrinted = part.output.filter((item) => item.kind === "print").map((item) => item.text).join("");
+    const pagePrinted = await page.$$eval("[data-run-output] > .card-print", (found) => found.map((block) => block.textContent).join(""));
+    const problem = agreement.firstDisagreement(docsPrinted.trimEnd(), pagePrinted.trimEnd());
+    assert.equal(problem, null, `${file}: ${problem}`);
+  });
 
   test("nothing left the origin and no script error happened", () => {
     assert.deepEqual(browser.foreign, []);
