@@ -8,6 +8,7 @@ module of its own under ``topos.compiler.wgsl``.
 
 from ..ops.convolution import columns_last, padded_extents, placement
 from .wgsl import convolution as convolution_build
+from .wgsl import fft as fourier_build
 from .wgsl import launch as build
 from .wgsl import random as random_build
 from .wgsl import scans, scatter, windows
@@ -256,3 +257,19 @@ class LaunchHelpers:
         out = self.output(node)
         self.launch(scans.index_to_float(self.dense(indices, node), out.buffer), node.index)
         return out
+
+    # The Fourier transforms (kernels/fft.wgsl) ---------------------------------------------
+    #: The longest transform the FFT kernels take (one workgroup holds it in its memory).
+    MAX_FFT_LENGTH = fourier_build.LARGEST
+
+    def fourier(self, node, view, n, inverse=False):
+        """``Fft``, ``Rfft`` or ``Irfft`` of ``n`` points (``inverse``: the inverse DFT, over n) along the
+        node's transformed axis, one workgroup a transform: Stockham for a power of two, else the direct sum."""
+        out = self.output(node)
+        source = self.with_buffer(view, node)
+        self.launch(fourier_build.transform(node.opcode, source, n, inverse, out.buffer, node.shape), node.index)
+        return out
+
+    def fourier_declines(self, n):
+        """Why the FFT kernels cannot run a transform of ``n`` points (a sentence), or None."""
+        return fourier_build.declines(n)

@@ -12,8 +12,14 @@ Each transform is linear, so its derivative is its adjoint, written with the tra
 themselves (and ``Pad``/``Slice``), as JAX's ``_fft_transpose_rule`` does; derivatives of
 any order are then graph nodes. StableHLO has ``stablehlo.fft`` over complex tensors:
 the lowering packs the pairs with ``stablehlo.complex`` and unpacks the result with
-``stablehlo.real``/``stablehlo.imag``. WebGPU declines the transforms (no Stockham
-kernel yet): the interpreter runs them on the host.
+``stablehlo.real``/``stablehlo.imag``.
+
+On WebGPU each runs in ``kernels/fft.wgsl`` (launches in ``topos.compiler.wgsl.fft``), float32,
+one workgroup a transform: a Stockham radix-2 transform where n is a power of two, the direct
+O(n^2) sum for any other n, up to 1024 points (a workgroup's 16 KiB hold two arrays of n
+complex values); a longer transform is declined with that reason and the interpreter runs it.
+The kernel computes its twiddles from an exact integer reduction of the angle to a quarter
+turn, so their error does not grow with n (the kernel's header says how).
 """
 
 import math
@@ -25,8 +31,6 @@ from . import attributes as kinds
 from .registry import Meta, Primitive, bytes_moved, integer_attr, register, require_float
 
 ELEMENT = {"float32": "f32", "float64": "f64"}
-#: What the kernels reading says of each transform, until a Stockham kernel runs them.
-DECLINED = "no Stockham FFT kernel yet: the interpreter runs the transform on the host"
 
 
 def complex_type(shape, dtype):
@@ -111,7 +115,7 @@ class Fft(Primitive):
 
     name = "Fft"
     arity = 1
-    kernel_declined = DECLINED
+    kernel = "fft"
     attributes = {"inverse": kinds.flag}
 
     def normalize(self, metas, attrs):
@@ -143,6 +147,12 @@ class Fft(Primitive):
         )
         return unpack(ctx, done, shape, dtype)
 
+    def wgsl_launch(self, k, node, views):
+        return k.fourier(node, views[0], node.shape[-2], node.attrs["inverse"])
+
+    def wgsl_declines(self, k, node):
+        return k.fourier_declines(node.shape[-2])
+
     def cost(self, operands, meta, attrs):
         n = meta.shape[-2]
         return round(transform_flops(meta.size // (2 * n), n)), bytes_moved(operands, meta)
@@ -157,7 +167,7 @@ class Rfft(Primitive):
 
     name = "Rfft"
     arity = 1
-    kernel_declined = DECLINED
+    kernel = "fft"
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -192,6 +202,12 @@ class Rfft(Primitive):
         )
         return unpack(ctx, done, shape, dtype)
 
+    def wgsl_launch(self, k, node, views):
+        return k.fourier(node, views[0], k.operand_node(node, 0).shape[-1])
+
+    def wgsl_declines(self, k, node):
+        return k.fourier_declines(k.operand_node(node, 0).shape[-1])
+
     def cost(self, operands, meta, attrs):
         # Half a complex transform of the same length (the usual packing of a real one).
         n = operands[0].shape[-1]
@@ -208,7 +224,7 @@ class Irfft(Primitive):
 
     name = "Irfft"
     arity = 1
-    kernel_declined = DECLINED
+    kernel = "fft"
     attributes = {"n": kinds.positive}
 
     def normalize(self, metas, attrs):
@@ -254,6 +270,12 @@ class Irfft(Primitive):
             f"stablehlo.fft {packed}, type = IRFFT, length = [{node.attrs['n']}] : "
             f"({complex_type(shape, dtype)}) -> {ctx.type(node)}"
         )
+
+    def wgsl_launch(self, k, node, views):
+        return k.fourier(node, views[0], node.attrs["n"], inverse=True)
+
+    def wgsl_declines(self, k, node):
+        return k.fourier_declines(node.attrs["n"])
 
     def cost(self, operands, meta, attrs):
         n = attrs["n"]
