@@ -196,6 +196,56 @@ describe("the playground on a phone", () => {
     if (process.env.PHONE_SCREENSHOT) await page.screenshot({ path: process.env.PHONE_SCREENSHOT });
     await page.tap("#show-live-output");
   });
+
+  test("a pinned plot hides the printed lines scrolling under it across the pane's whole width, scrolled sideways too", async () => {
+    // Lines wider than the pane, under a live plot: the pane scrolls them sideways, and the plot card
+    // is only as wide as the pane's content box.
+    const script = `from topos import show
+from topos.show import Line, Plot
+
+curve = show.plot(Plot().title("loss"))
+if __name__ == "__main__":
+    losses = []
+    for step in range(80):
+        losses.append(1.0 / (step + 1))
+        curve.update(Plot().layer(Line.y(losses).label("loss")).title("loss"))
+        print(f"step {step:3d} " + "#" * 120)
+`;
+    await page.evaluate((code) => window.playground.setCode(code), script);
+    await page.tap("#run");
+    await page.waitForFunction(() => document.body.dataset.run === "finished", null, { timeout: 60_000 });
+    for (const side of ["start", "end"]) {
+      // The text scrolled under the card (the end of the output), and to either end sideways.
+      await page.$eval("#run-output", (pane, side) => pane.scrollTo(side === "end" ? pane.scrollWidth : 0, pane.scrollHeight), side);
+      await page.waitForTimeout(200);
+      const { pane, card } = await page.evaluate(() => ({
+        pane: document.querySelector("#run-output").getBoundingClientRect().toJSON(),
+        card: document.querySelector("#run-output .card-plot.pinned").getBoundingClientRect().toJSON(),
+      }));
+      // The strips of the pane beside the card (its top and bottom 2 px aside: the line under it).
+      const strips = [
+        { x: pane.left, width: Math.max(0, card.left) - pane.left },
+        { x: Math.max(card.right, pane.left), width: pane.right - Math.max(card.right, pane.left) },
+      ].filter((strip) => strip.width >= 1);
+      assert.ok(strips.length > 0, `the card leaves no strip of the pane beside it: ${JSON.stringify({ pane, card })}`);
+      for (const strip of strips) {
+        const clip = { x: strip.x, y: card.top + 2, width: strip.width, height: card.height - 4 };
+        const png = (await page.screenshot({ clip })).toString("base64");
+        const colours = await page.evaluate(async (png) => {
+          const bitmap = await createImageBitmap(await (await fetch(`data:image/png;base64,${png}`)).blob());
+          const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
+          const context = canvas.getContext("2d");
+          context.drawImage(bitmap, 0, 0);
+          const data = context.getImageData(0, 0, bitmap.width, bitmap.height).data;
+          const seen = new Set();
+          for (let i = 0; i < data.length; i += 4) seen.add(`${data[i]},${data[i + 1]},${data[i + 2]}`);
+          return [...seen];
+        }, png);
+        assert.equal(colours.length, 1, `scrolled to the ${side}, text shows beside the pinned plot at x ${strip.x}..${strip.x + strip.width}: colours ${colours.slice(0, 5)}`);
+      }
+    }
+    await page.tap("#show-live-output");
+  });
 });
 
 describe("the embed and the docs on a phone", () => {

@@ -207,6 +207,10 @@ export class RunOutputPane {
     if (this.observed === scroller || scroller === this.element) return;
     this.observed = scroller;
     new ResizeObserver(() => this.refit()).observe(scroller);
+    // How far the text is scrolled sideways: a pinned card's background reaches that much further
+    // right (output-pane.css), so that a long line scrolled under it does not show beside it.
+    const sideways = () => this.element.style.setProperty("--scrolled-sideways", `${scroller.scrollLeft}px`);
+    scroller.addEventListener("scroll", sideways, { passive: true });
   }
 
   /** The container's height; for one that grows with its content up to a maximum (the embed's), that maximum. */
