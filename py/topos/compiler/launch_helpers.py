@@ -8,6 +8,7 @@ module of its own under ``topos.compiler.wgsl``.
 
 from ..ops.convolution import columns_last, padded_extents, placement
 from .wgsl import convolution as convolution_build
+from .wgsl import eigh as eigh_build
 from .wgsl import fft as fourier_build
 from .wgsl import launch as build
 from .wgsl import random as random_build
@@ -273,3 +274,19 @@ class LaunchHelpers:
     def fourier_declines(self, n):
         """Why the FFT kernels cannot run a transform of ``n`` points (a sentence), or None."""
         return fourier_build.declines(n)
+
+    # The Jacobi eigensolver (kernels/eigh.wgsl) ---------------------------------------------
+    def eigh(self, node, view):
+        """``Eigh`` of the [..., n, n] view ``view``: one workgroup a matrix, working in a scratch buffer
+        (A and V), writing the node's packed value (``topos.compiler.wgsl.eigh``)."""
+        out = self.output(node)
+        source = self.with_buffer(view, node)
+        work = self.scratch(eigh_build.work_shape(source.shape))
+        self.launch(eigh_build.eigh(source, out.buffer, work.buffer), node.index)
+        return out
+
+    def eigh_declines(self, node):
+        """Why the Jacobi kernel cannot run ``node`` (a sentence), or None."""
+        from .kernels import MAX_ELEMENTS  # the selector's module imports this one
+
+        return eigh_build.declines(self.operand_node(node, 0).shape, MAX_ELEMENTS)

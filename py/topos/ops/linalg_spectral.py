@@ -19,8 +19,10 @@ first, as JAX's ``symmetrize_input`` does, so its gradient is symmetric too.
 
 StableHLO has no eigendecomposition: the lowering is the custom call XLA's CPU client runs
 (``lapack_dsyevd_ffi``, ``lapack_ssyevd_ffi``, as JAX lowers ``jnp.linalg.eigh`` with jaxlib
-0.10), then the same sign rule written in StableHLO. WebGPU declines it (``kernel = None``):
-no Jacobi kernel yet, and the interpreter runs the node.
+0.10), then the same sign rule written in StableHLO. On WebGPU a float32 ``Eigh`` of matrices up to
+64 x 64 runs in ``kernels/eigh.wgsl`` (Jacobi's method, one workgroup a matrix, the same sign rule;
+launches in ``topos.compiler.wgsl.eigh``, which says why 64); a larger one is declined with that
+reason and the interpreter runs the node.
 """
 
 import numpy as np
@@ -34,7 +36,7 @@ class Eigh(Primitive):
 
     name = "Eigh"
     arity = 1
-    kernel_declined = "no Jacobi eigensolver kernel yet: the host runs the eigendecomposition"
+    kernel = "eigh"
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -98,6 +100,13 @@ class Eigh(Primitive):
             f"({ctx.tensor_type(batch + (1, n), dtype)}, {ctx.type(source)}) -> {ctx.type(node)}"
         )
         return nan_where_lapack_failed(ctx, node, a, source, f"{name}#2", packed)
+
+    def wgsl_launch(self, k, node, views):
+        return k.eigh(node, views[0])
+
+    def wgsl_declines(self, k, node):
+        # Past 64 x 64 the kernel's sweeps would outrun lavapipe's loop limit (topos.compiler.wgsl.eigh).
+        return k.eigh_declines(node)
 
     def cost(self, operands, meta, attrs):
         # LAPACK's syevd with vectors: about 9 n^3 flops a matrix (Golub and Van Loan, 8.3: the
