@@ -977,6 +977,22 @@ def linalg_cases():
             n + 2,
         )
 
+    # Eigh at the largest size its WebGPU kernel takes (topos.compiler.wgsl.eigh.MAX_SIZE), recorded once; drawn
+    # from a generator of its own, so that the cases after it keep their draws.
+    def eigh_rebuilt(t, a):
+        values, vectors = topos.linalg.eigh(a)
+        return [values, rebuilt(vectors, values, topos.swapaxes(vectors, -1, -2))]
+
+    g = np.random.default_rng(64).normal(size=(2, 64, 64))
+    a = g @ np.swapaxes(g, -1, -2) + 64 * np.eye(64)
+    yield case(
+        "Eigh of [2, 64, 64] (the kernel's largest): the eigenvalues and the matrix its vectors rebuild",
+        [(a, F)],
+        eigh_rebuilt,
+        lambda a: [np.linalg.eigvalsh(a), a],
+        64,
+    )
+
 
 def fft_cases():
     """The transforms against numpy.fft, complex values as real/imaginary pairs."""
