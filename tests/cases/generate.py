@@ -977,6 +977,66 @@ def linalg_cases():
             n + 2,
         )
 
+    # Cholesky and TriangularSolve at the largest sizes their WebGPU kernels take (topos.compiler.wgsl.linalg:
+    # MAX_CHOLESKY, MAX_SOLVE), each matrix built in the graph from a few columns and a one-hot identity, so
+    # that the file stays small; a generator of their own keeps the later cases' draws. Each result is a chain
+    # of dot products of n terms amplified by the matrix's condition: terms n, magnitude kappa times the result.
+    draw = np.random.default_rng(256)
+    n, m = 256, 512
+
+    def cholesky_largest(t, x, b, rows):
+        eye = topos.one_hot(rows, n)
+        factor = topos.linalg.cholesky(x @ topos.swapaxes(x, -1, -2) + eye * float(n))
+        return [topos.sum(factor * eye, -1), topos.linalg.cho_solve(factor, b) * float(n)]
+
+    def cholesky_exact(x, b, rows):
+        a = x @ x.T + n * np.eye(n)
+        return [np.diagonal(np.linalg.cholesky(a)), np.linalg.solve(a, b) * n]
+
+    def solve_largest(t, u, v, b, rows):
+        matrix = topos.one_hot(rows, m) * 3.0 + u @ topos.swapaxes(v, -1, -2) / float(m)
+        return [
+            topos.linalg.triangular_solve(matrix, b),
+            topos.linalg.triangular_solve(matrix, b, lower=False, transpose_a=True),
+        ]
+
+    def solve_exact(u, v, b, rows):
+        t = 3 * np.eye(m) + u @ v.T / m
+        return [np.linalg.solve(np.tril(t), b), np.linalg.solve(np.triu(t).T, b)]
+
+    def conditioned(exact, matrices, inputs):
+        """The scale kappa times the largest result, of the inputs as float32 holds them (``magnitudes``
+        gets their absolute values, which would make other matrices)."""
+        arrays = [np.asarray(array, dtype=dtype).astype(np.float64) for array, dtype in inputs]
+        largest = max(np.abs(r).max() for r in exact(*arrays))
+        scale = largest * max(np.linalg.cond(a) for a in matrices(*arrays))
+        return lambda *_: np.array(scale)
+
+    inputs = [(draw.normal(size=(n, 4)), F), (draw.normal(size=(n, 2)), F), (np.arange(n), I)]
+    yield Case(
+        f"Cholesky of [{n}, {n}] (the kernel's largest): its diagonal and cho_solve",
+        inputs,
+        cholesky_largest,
+        cholesky_exact,
+        terms=n,
+        magnitudes=conditioned(cholesky_exact, lambda x, b, rows: [x @ x.T + n * np.eye(n)], inputs),
+    )
+    inputs = [(draw.normal(size=(m, 1)), F), (draw.normal(size=(m, 1)), F), (draw.normal(size=(m, 2)), F)]
+    inputs.append((np.arange(m), I))
+
+    def triangles(u, v, b, rows):
+        t = 3 * np.eye(m) + u @ v.T / m
+        return [np.tril(t), np.triu(t)]
+
+    yield Case(
+        f"TriangularSolve of [{m}, {m}] (the kernel's largest), lower and as an upper transposed",
+        inputs,
+        solve_largest,
+        solve_exact,
+        terms=m,
+        magnitudes=conditioned(solve_exact, triangles, inputs),
+    )
+
     # Eigh at the largest size its WebGPU kernel takes (topos.compiler.wgsl.eigh.MAX_SIZE), recorded once; drawn
     # from a generator of its own, so that the cases after it keep their draws.
     def eigh_rebuilt(t, a):
@@ -995,12 +1055,14 @@ def linalg_cases():
 
 
 def fft_cases():
-    """The transforms against numpy.fft, complex values as real/imaginary pairs."""
-    for n in (1, 2, 8, 13):
-        z = _pairs(normal(3, n) + 1j * normal(3, n))
-        x = normal(3, n)
+    """The transforms against numpy.fft, complex values as real/imaginary pairs; n = 1024, one
+    transform, is the longest the WebGPU kernels take (kernels/fft.wgsl's Stockham entries)."""
+    for n in (1, 2, 8, 13, 1024):
+        rows = 3 if n < 1024 else 1
+        z = _pairs(normal(rows, n) + 1j * normal(rows, n))
+        x = normal(rows, n)
         yield Case(
-            f"Fft and its inverse of [3, {n}] pairs",
+            f"Fft and its inverse of [{rows}, {n}] pairs",
             [(z, F)],
             lambda t, z: [topos.fft.fft(z), topos.fft.ifft(z)],
             lambda z: [_pairs(np.fft.fft(z[..., 0] + 1j * z[..., 1])), _pairs(np.fft.ifft(z[..., 0] + 1j * z[..., 1]))],
@@ -1008,7 +1070,7 @@ def fft_cases():
             magnitudes=lambda z, n=n: np.full(z.shape, np.sum(z, axis=(-2, -1)).max()),
         )
         yield Case(
-            f"Rfft of [3, {n}] and Irfft back",
+            f"Rfft of [{rows}, {n}] and Irfft back",
             [(x, F)],
             lambda t, x, n=n: [topos.fft.rfft(x), topos.fft.irfft(topos.fft.rfft(x), n)],
             lambda x, n=n: [_pairs(np.fft.rfft(x)), np.fft.irfft(np.fft.rfft(x), n)],
