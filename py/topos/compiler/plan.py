@@ -142,11 +142,16 @@ class Plan(Schedule):
             self._costs = plan_costs(self)
         return self._costs
 
-    def emit_stablehlo(self):
-        """The plan as StableHLO MLIR text; results are the readables, then the gradients."""
+    def emit_stablehlo(self, portable=False):
+        """The plan as StableHLO MLIR text; results are the readables, then the gradients.
+
+        The default is for XLA on a CPU, where Cholesky, TriangularSolve, Eigh, Qr and Svd lower
+        to ``stablehlo.cholesky``, ``stablehlo.triangular_solve`` and XLA CPU's LAPACK custom calls;
+        ``portable=True`` writes them as ``stablehlo.while`` loops any StableHLO consumer (IREE,
+        XLA on a GPU) runs (``topos.compiler.stablehlo``'s docstring)."""
         from .stablehlo import emit_plan
 
-        return emit_plan(self)
+        return emit_plan(self, portable)
 
     def run(self, parameters, feeds=None, backend="numpy"):
         """Evaluate the plan, freeing each value after its last reader; returns a ``PlanRun``."""

@@ -16,6 +16,15 @@ context owns naming and types; the op owns what to say:
 An op whose ``stablehlo`` raises ``NotImplementedError`` (or returns nothing)
 becomes a ``LoweringError`` naming the node and its opcode.
 
+``ctx.portable`` says which consumer the text is for. StableHLO has no eigendecomposition,
+QR or SVD, and IREE (or XLA on a GPU) runs neither ``stablehlo.cholesky`` nor
+``stablehlo.triangular_solve`` nor XLA CPU's LAPACK custom calls. The default
+(``portable=False``) is XLA on a CPU: those ops lower to the LAPACK calls and the two
+StableHLO ops, XLA's fastest form there. ``plan.emit_stablehlo(portable=True)`` asks every
+op for a form any StableHLO consumer runs: ``stablehlo.while`` loops of ``dynamic_slice``,
+``dot_general`` and ``select`` (``topos/ops/cholesky_lowering.py``, ``qr_lowering.py``,
+``spectral_lowering.py``), written with ``ctx.while_loop``. Only those op blocks read the flag.
+
 The forms are the ones XLA's parser accepts (see DESIGN.md): a public ``@main``,
 explicit broadcasts, ``array<i64: ...>`` or ``[...]`` dimension lists, reductions
 and scatters with regions.
@@ -99,8 +108,9 @@ def _nested(array, dtype):
 class Lowering:
     """The ``ctx`` of ``Primitive.stablehlo(ctx, node)``: names, types and common forms."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, portable=False):
         self.plan = plan
+        self.portable = portable
         self.names = {}
         self.arguments = []
         self.lines = []
@@ -236,6 +246,36 @@ class Lowering:
             f"({tensor_type(shape, dtype)}, {scalar}) -> {tensor_type(reduced, dtype)}"
         )
 
+    def fresh_name(self, suffix):
+        """A name no other line of the node uses, for a region's arguments: ``%v3_7_s``."""
+        self._temporaries += 1
+        return f"%v{self.node.index}_{self._temporaries}_{suffix}"
+
+    def while_loop(self, initial, types, condition, body):
+        """A ``stablehlo.while`` over the state ``initial`` (names, of MLIR ``types``); returns the
+        names of its results. ``condition(state)`` and ``body(state)`` get the state's block
+        arguments and write their lines through this context (into the loop's regions): the first
+        returns the ``tensor<i1>`` that continues the loop, the second the next state's names."""
+        tag = self.fresh_name("s")
+        state = [f"{tag}{position}" for position in range(len(initial))]
+        regions = []
+        for build in (condition, body):
+            saved, self.lines = self.lines, []
+            results = build(state)
+            results = [results] if isinstance(results, str) else list(results)
+            written, self.lines = self.lines, saved
+            result_types = ["tensor<i1>"] if build is condition else list(types)
+            lines = [f"      {name} = {text}".replace("\n", "\n  ") for name, text, _ in written]
+            lines.append(f"      stablehlo.return {', '.join(results)} : {', '.join(result_types)}")
+            regions.append("\n".join(lines))
+        bound = ", ".join(f"{name} = {value}" for name, value in zip(state, initial))
+        name = self.emit(
+            f"stablehlo.while({bound}) : {', '.join(types)}\n"
+            f"    cond {{\n{regions[0]}\n    }} do {{\n{regions[1]}\n    }}"
+        )
+        self.lines[-1][0] = f"{name}:{len(initial)}"
+        return [f"{name}#{position}" for position in range(len(initial))]
+
     # The pass ----------------------------------------------------------------------------
     def lower(self, node):
         """Lower one node through its primitive's ``stablehlo`` rule (the emitter's loop calls this)."""
@@ -262,22 +302,23 @@ def _lowering_error(node, reason):
     )
 
 
-def emit_plan(plan):
-    return "\n".join(line for line, _ in emit_plan_rows(plan))
+def emit_plan(plan, portable=False):
+    return "\n".join(line for line, _ in emit_plan_rows(plan, portable))
 
 
-def lower_plan(plan):
-    """A ``Lowering`` holding every scheduled node's lines (the body of ``emit_plan``)."""
-    ctx = Lowering(plan)
+def lower_plan(plan, portable=False):
+    """A ``Lowering`` holding every scheduled node's lines (the body of ``emit_plan``);
+    ``portable`` asks for the forms any StableHLO consumer runs (the module's docstring)."""
+    ctx = Lowering(plan, portable)
     for index in plan.schedule:
         ctx.lower(plan.nodes[index])
     return ctx
 
 
-def emit_plan_rows(plan):
-    """The lines of ``emit_plan(plan)``, each with the nodes it is about: every line a node's
+def emit_plan_rows(plan, portable=False):
+    """The lines of ``emit_plan(plan, portable)``, each with the nodes it is about: every line a node's
     lowering wrote names that node, ``(line, (index,))``; the module's frame, ``(line, ())``."""
-    ctx = lower_plan(plan)
+    ctx = lower_plan(plan, portable)
     results = [(ctx.names[i], ctx.type(plan.nodes[i])) for i in plan.outputs]
     return module_rows(ctx, results)
 

@@ -27,7 +27,9 @@ reason and the interpreter runs the node.
 
 import numpy as np
 
+from .qr_lowering import qr_portable
 from .registry import Meta, Primitive, bytes_moved, register, require_float
+from .spectral_lowering import eigh_portable, svd_portable
 
 
 @register
@@ -80,6 +82,26 @@ class Eigh(Primitive):
         shape, dtype = source.shape, source.dtype
         rank, n = len(shape), shape[-1]
         batch = shape[:-2]
+        if ctx.portable:  # cyclic Jacobi in a stablehlo.while (spectral_lowering), for consumers without LAPACK
+            if n == 0:
+                return ctx.splat(0.0, node.shape, dtype)
+            found, found_values = eigh_portable(ctx, a, shape, dtype)
+            info = ctx.splat(0, batch, "int32")
+        else:
+            found, found_values, info = self.lapack_call(ctx, a, source)
+        vectors, _ = stablehlo_fix_signs(ctx, found, shape, dtype)
+        values = ctx.reshape(found_values, batch + (n,), batch + (1, n), dtype)
+        packed = ctx.emit(
+            f"stablehlo.concatenate {values}, {vectors}, dim = {rank - 2} : "
+            f"({ctx.tensor_type(batch + (1, n), dtype)}, {ctx.type(source)}) -> {ctx.type(node)}"
+        )
+        return nan_where_lapack_failed(ctx, node, a, source, info, packed)
+
+    @staticmethod
+    def lapack_call(ctx, a, source):
+        """XLA CPU's ``syevd``: the names of the vectors, the ascending values and LAPACK's info."""
+        shape, dtype = source.shape, source.dtype
+        rank, n, batch = len(shape), shape[-1], shape[:-2]
         matrix = (rank - 2, rank - 1) + tuple(range(rank - 3, -1, -1))
         values_layout = (rank - 2,) + tuple(range(rank - 3, -1, -1))
         info_layout = tuple(range(rank - 3, -1, -1))
@@ -93,13 +115,7 @@ class Eigh(Primitive):
             f"{ctx.tensor_type(batch, 'int32')})"
         )
         ctx.lines[-1][0] = f"{name}:3"
-        vectors, _ = stablehlo_fix_signs(ctx, f"{name}#0", shape, dtype)
-        values = ctx.reshape(f"{name}#1", batch + (n,), batch + (1, n), dtype)
-        packed = ctx.emit(
-            f"stablehlo.concatenate {values}, {vectors}, dim = {rank - 2} : "
-            f"({ctx.tensor_type(batch + (1, n), dtype)}, {ctx.type(source)}) -> {ctx.type(node)}"
-        )
-        return nan_where_lapack_failed(ctx, node, a, source, f"{name}#2", packed)
+        return f"{name}#0", f"{name}#1", f"{name}#2"
 
     def wgsl_launch(self, k, node, views):
         return k.eigh(node, views[0])
@@ -162,6 +178,8 @@ class Qr(Primitive):
         return [e.apply("TriangularSolve", [r, b], **solve)]
 
     def stablehlo(self, ctx, node):
+        if ctx.portable:  # the same reflectors in stablehlo.while loops, for consumers without LAPACK
+            return qr_portable(ctx, node)
         # LAPACK's geqrf (R above the diagonal, the reflectors below) then orgqr (Q from them), as JAX.
         (a,) = ctx.operands(node)
         source = ctx.operand_node(node, 0)
@@ -268,9 +286,44 @@ class Svd(Primitive):
         return [grad]
 
     def stablehlo(self, ctx, node):
-        # LAPACK's gesdd (mode 'S': the reduced factors), as JAX lowers jnp.linalg.svd on CPU.
         (a,) = ctx.operands(node)
         source = ctx.operand_node(node, 0)
+        shape, dtype = source.shape, source.dtype
+        rank, (m, n) = len(shape), shape[-2:]
+        batch, k = shape[:-2], min(m, n)
+        u_shape, s_shape, vh_shape = batch + (m, k), batch + (k,), batch + (k, n)
+        if ctx.portable:  # one-sided Jacobi in a stablehlo.while (spectral_lowering), for consumers without LAPACK
+            if k == 0:
+                return ctx.splat(0.0, node.shape, dtype)
+            found_u, found_s, found_vh = svd_portable(ctx, a, shape, dtype)
+            info = ctx.splat(0, batch, "int32")
+        else:
+            found_u, found_s, found_vh, info = self.lapack_call(ctx, a, source)
+        u, sign = stablehlo_fix_signs(ctx, found_u, u_shape, dtype)
+        # The sign of column i of u, for row i of vh: u's signs are the same down each column.
+        box = ", ".join(f"0:{extent}:1" for extent in batch + (1, k))
+        row = ctx.emit(
+            f"stablehlo.slice {sign} [{box}] : ({ctx.tensor_type(u_shape, dtype)}) -> {ctx.tensor_type(batch + (1, k), dtype)}"
+        )
+        row = ctx.reshape(row, batch + (1, k), s_shape, dtype)
+        spread = ctx.broadcast_in_dim(row, s_shape, vh_shape, dtype, tuple(range(rank - 1)))
+        vh = ctx.emit(f"stablehlo.multiply {found_vh}, {spread} : {ctx.tensor_type(vh_shape, dtype)}")
+        axes = tuple(range(rank - 2)) + (rank - 1, rank - 2)
+        u_t = ctx.emit(
+            f"stablehlo.transpose {u}, dims = [{', '.join(map(str, axes))}] : "
+            f"({ctx.tensor_type(u_shape, dtype)}) -> {ctx.tensor_type(batch + (k, m), dtype)}"
+        )
+        s_col = ctx.reshape(found_s, s_shape, batch + (k, 1), dtype)
+        packed = ctx.emit(
+            f"stablehlo.concatenate {u_t}, {s_col}, {vh}, dim = {rank - 1} : ({ctx.tensor_type(batch + (k, m), dtype)}, "
+            f"{ctx.tensor_type(batch + (k, 1), dtype)}, {ctx.tensor_type(vh_shape, dtype)}) -> {ctx.type(node)}"
+        )
+        return nan_where_lapack_failed(ctx, node, a, source, info, packed)
+
+    @staticmethod
+    def lapack_call(ctx, a, source):
+        """XLA CPU's ``gesdd`` (mode 'S': the reduced factors), as JAX lowers jnp.linalg.svd on CPU:
+        the names of u, the descending s, vh and LAPACK's info."""
         shape, dtype = source.shape, source.dtype
         rank, (m, n) = len(shape), shape[-2:]
         batch, k = shape[:-2], min(m, n)
@@ -286,26 +339,7 @@ class Svd(Primitive):
             f"{ctx.tensor_type(batch, 'int32')})"
         )
         ctx.lines[-1][0] = f"{name}:5"
-        u, sign = stablehlo_fix_signs(ctx, f"{name}#2", u_shape, dtype)
-        # The sign of column i of u, for row i of vh: u's signs are the same down each column.
-        box = ", ".join(f"0:{extent}:1" for extent in batch + (1, k))
-        row = ctx.emit(
-            f"stablehlo.slice {sign} [{box}] : ({ctx.tensor_type(u_shape, dtype)}) -> {ctx.tensor_type(batch + (1, k), dtype)}"
-        )
-        row = ctx.reshape(row, batch + (1, k), s_shape, dtype)
-        spread = ctx.broadcast_in_dim(row, s_shape, vh_shape, dtype, tuple(range(rank - 1)))
-        vh = ctx.emit(f"stablehlo.multiply {name}#3, {spread} : {ctx.tensor_type(vh_shape, dtype)}")
-        axes = tuple(range(rank - 2)) + (rank - 1, rank - 2)
-        u_t = ctx.emit(
-            f"stablehlo.transpose {u}, dims = [{', '.join(map(str, axes))}] : "
-            f"({ctx.tensor_type(u_shape, dtype)}) -> {ctx.tensor_type(batch + (k, m), dtype)}"
-        )
-        s_col = ctx.reshape(f"{name}#1", s_shape, batch + (k, 1), dtype)
-        packed = ctx.emit(
-            f"stablehlo.concatenate {u_t}, {s_col}, {vh}, dim = {rank - 1} : ({ctx.tensor_type(batch + (k, m), dtype)}, "
-            f"{ctx.tensor_type(batch + (k, 1), dtype)}, {ctx.tensor_type(vh_shape, dtype)}) -> {ctx.type(node)}"
-        )
-        return nan_where_lapack_failed(ctx, node, a, source, f"{name}#4", packed)
+        return f"{name}#2", f"{name}#1", f"{name}#3", f"{name}#4"
 
     def cost(self, operands, meta, attrs):
         # LAPACK's gesdd with the reduced vectors: about 4 m n k + 22 k^3 flops (Golub and Van Loan, 8.6, R-SVD).
