@@ -11,6 +11,7 @@ from .wgsl import convolution as convolution_build
 from .wgsl import eigh as eigh_build
 from .wgsl import fft as fourier_build
 from .wgsl import launch as build
+from .wgsl import linalg as linalg_build
 from .wgsl import random as random_build
 from .wgsl import scans, scatter, windows
 from .wgsl.program import ViewStep
@@ -290,3 +291,22 @@ class LaunchHelpers:
         from .kernels import MAX_ELEMENTS  # the selector's module imports this one
 
         return eigh_build.declines(self.operand_node(node, 0).shape, MAX_ELEMENTS)
+
+    # The factorisations (kernels/linalg.wgsl) -----------------------------------------------
+    #: The largest n x n each factorisation kernel takes (lavapipe's loop budget: topos.compiler.wgsl.linalg).
+    MAX_CHOLESKY = linalg_build.MAX_CHOLESKY
+    MAX_SOLVE = linalg_build.MAX_SOLVE
+
+    def cholesky(self, node, view):
+        """The lower Cholesky factor of each [n, n] matrix of ``view``, one workgroup a matrix."""
+        out = self.output(node)
+        self.launch(linalg_build.cholesky(self.with_buffer(view, node), out.buffer), node.index)
+        return out
+
+    def triangular_solve(self, node, a, b):
+        """``TriangularSolve`` of views ``a`` [..., n, n] and ``b`` with the node's flags, one invocation a
+        right-hand side."""
+        out = self.output(node)
+        a, b = (self.with_buffer(view, node) for view in (a, b))
+        self.launch(linalg_build.triangular_solve(a, b, node.attrs, out.buffer), node.index)
+        return out

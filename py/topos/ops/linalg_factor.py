@@ -1,21 +1,22 @@
 """Factorisations over the last two axes, batched over the rest: ``Cholesky`` and ``TriangularSolve``.
 
 Their derivative rules are JAX's (jax/_src/lax/linalg.py), written with the emitter so that a
-derivative is made of the same primitives and differentiates again. None has a WGSL kernel
-yet: the kernels reading shows each as a host step with ``DECLINED``, and the interpreter runs it.
+derivative is made of the same primitives and differentiates again. On WebGPU, Cholesky and
+TriangularSolve run in ``kernels/linalg.wgsl`` (launches in ``topos.compiler.wgsl.linalg``) up to the
+sizes lavapipe's loop budget allows, where ``wgsl_declines`` gives the reason; Lu has no kernel yet:
+the kernels reading shows it as a host step with ``DECLINED``, and the interpreter runs it.
 """
 
 import numpy as np
 
 from . import attributes as kinds
-from .cholesky_lowering import cholesky_portable, triangular_solve_portable
 from .lu_lowering import lu_stablehlo
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 
 #: The columns of one panel of ``Lu``'s blocked forward (LAPACK's getrf blocks by 32 to 64 too).
 BLOCK = 32
 
-#: Why WebGPU runs no kernel for these (the kernels reading prints it on the host step).
+#: Why WebGPU runs no kernel for Lu (the kernels reading prints it on the host step).
 DECLINED = "no WGSL kernel yet: a factorisation's substitutions are sequential over the rows; the host runs it"
 
 
@@ -53,7 +54,7 @@ class Cholesky(Primitive):
     """
 
     name = "Cholesky"
-    kernel_declined = DECLINED
+    kernel = "linalg"
     arity = 1
     attributes = {}
 
@@ -94,8 +95,6 @@ class Cholesky(Primitive):
         flipped = ctx.emit(f"stablehlo.transpose {a}, dims = [{axes}] : ({kind}) -> {kind}")
         total = ctx.elementwise("stablehlo.add", node, [a, flipped])
         sym = ctx.elementwise("stablehlo.multiply", node, [total, ctx.splat(0.5, node.shape, node.dtype)])
-        if ctx.portable:  # a while of columns, for consumers without stablehlo.cholesky (IREE)
-            return cholesky_portable(ctx, sym, node.shape, node.dtype)
         factor = ctx.emit(f'"stablehlo.cholesky"({sym}) {{lower = true}} : ({kind}) -> {kind}')
         return triangle_select(ctx, factor, node.shape, node.dtype, lower=True)
 
@@ -104,6 +103,17 @@ class Cholesky(Primitive):
         n = meta.shape[-1]
         batch = meta.size // (n * n) if n else 0
         return batch * (n**3 // 3 + 2 * n * n), bytes_moved(operands, meta)
+
+    def wgsl_launch(self, k, node, views):
+        return k.cholesky(node, views[0])
+
+    def wgsl_declines(self, k, node):
+        # One workgroup a matrix whose busiest lane walks about n^3 / 1536 loop iterations: past
+        # k.MAX_CHOLESKY (256) lavapipe's loop budget would end the kernel early.
+        n = node.shape[-1]
+        if n > k.MAX_CHOLESKY:
+            return f"a {n} x {n} matrix is larger than the Cholesky kernel's {k.MAX_CHOLESKY} x {k.MAX_CHOLESKY}: its loops would pass lavapipe's iteration limit"
+        return None
 
 
 def solve_attrs(**given):
@@ -122,7 +132,7 @@ class TriangularSolve(Primitive):
     """
 
     name = "TriangularSolve"
-    kernel_declined = DECLINED
+    kernel = "linalg"
     arity = 2
     attributes = {"left_side": kinds.flag, "lower": kinds.flag, "transpose_a": kinds.flag, "unit_diagonal": kinds.flag}
 
@@ -173,8 +183,6 @@ class TriangularSolve(Primitive):
         return [e.mul(grad_a, e.like(a, mask if attrs["lower"] else mask.T)), grad_b]
 
     def stablehlo(self, ctx, node):
-        if ctx.portable:  # a while of rows, for consumers without stablehlo.triangular_solve (IREE)
-            return triangular_solve_portable(ctx, node)
         a, b = ctx.operands(node)
         a_type = ctx.type(ctx.operand_node(node, 0))
         flags = ", ".join(
@@ -190,6 +198,17 @@ class TriangularSolve(Primitive):
         # n^2 multiply-adds a right-hand side (n(n+1)/2 products and as many sums).
         n = operands[0].shape[-1]
         return meta.size * n, bytes_moved(operands, meta)
+
+    def wgsl_launch(self, k, node, views):
+        return k.triangular_solve(node, views[0], views[1])
+
+    def wgsl_declines(self, k, node):
+        # One invocation a right-hand side walks n^2 / 16 loop iterations: past k.MAX_SOLVE (512)
+        # lavapipe's loop budget would end the kernel early.
+        n = k.operand_node(node, 0).shape[-1]
+        if n > k.MAX_SOLVE:
+            return f"a {n} x {n} matrix is larger than the triangular-solve kernel's {k.MAX_SOLVE} x {k.MAX_SOLVE}: its loops would pass lavapipe's iteration limit"
+        return None
 
 
 def swap_rows(x, every, k, p):
