@@ -5,10 +5,11 @@ numpy.fft in float64 of the same float32 inputs, within a bound derived from the
 measured (u = 2^-24):
 
 - twiddles: the kernel reduces t / n exactly to a quarter turn and an angle |a| <= pi / 4, then
-  evaluates Taylor polynomials by Horner's rule. a carries four roundings (pi / 2, the division, the
-  product): under pi u in cos and sin; Horner's rule on |a| <= pi / 4 is within gamma_11 cosh(pi / 4)
-  < 15 u of each polynomial (Higham 5.3), its coefficients' rounding within cosh(pi / 4) u, the
-  truncation under 0.04 u. Each part is within 20 u, the complex twiddle within MU = 32 u
+  evaluates Taylor polynomials by Horner's rule. a carries the roundings of pi / 2 and of the product
+  (u / 2 each) and of the division (WGSL allows 2.5 ulp, 5 u): within 6 u |a| <= 4.8 u, and so are cos
+  and sin; Horner's rule on |a| <= pi / 4 is within gamma_11 cosh(pi / 4) < 15 u of each polynomial
+  (Higham 5.3), its coefficients' rounding within cosh(pi / 4) u / 2, the truncation under 0.04 u.
+  Each part is within 21 u, the complex twiddle within sqrt(2) 21 u < MU = 32 u
   (test_the_twiddles_are_within_their_bound reads them back through the direct sum of an impulse);
 - a power of two n (Stockham, radix 2): ||y^ - y||_2 <= log2(n) eta / (1 - log2(n) eta) ||y||_2 with
   eta = MU + gamma_4 (sqrt(2) + MU) (Higham, Theorem 24.2: the FFT's error grows as log2(n) u ||x||),
