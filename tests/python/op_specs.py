@@ -7,9 +7,10 @@ and its spellings elsewhere (torch, numpy, the recording function an operator ca
 it decides ties, and the wide range that reaches float32's edges. The six per-op suites
 (test_gradcheck, test_stablehlo, test_torch_ops, test_kernels, test_nonfinite,
 test_random_programs) and tests/cases/generate.py take every elementwise op of one or two
-operands from its row (``derived_rows``), keeping local cases only for what a row cannot say
-(shapes and attributes, index operands, a method's spelling, values at chosen places), each
-with its reason; the cases they draw themselves are checked against it with
+operands from its row (``derived_rows``) and every other op's calls from its row's
+``examples``, keeping local cases only for what a row cannot say (hypothesis's drawn shapes and
+attributes, a method's spelling, Python numbers, the engine's own derivatives on their own
+draws, inputs one suite places by hand), each with its reason; the cases they draw themselves are checked against it with
 ``check_operands``; test_random_programs asks ``admits`` whether a value recorded so far may
 feed an op; test_op_checklist checks that every registered primitive has a row. So "Log needs
 a positive input" is written here, once, and a new elementwise op is one row.
@@ -27,15 +28,16 @@ calls take the same operands and the same keyword attributes::
 
 ``topos`` records it (``tape`` is there for ``tape.apply`` and ``tape.leaf``), ``torch`` and
 ``numpy`` compute the same (``numpy`` may be None where numpy has no one spelling). A shape
-is a tuple, or ``Index(high, shape)`` for int32 indices below ``high``; operands are drawn
+is a tuple, ``Index(high, shape)`` for int32 indices below ``high``, or ``Key(words)`` for a
+uint32 random key (the random rows' oracle is jax.random's bits); operands are drawn
 from the row's domains (``scale`` widens a real draw), or ``values`` gives them at chosen
 places (ties, huge logits). The example's name is its test id in every suite that runs it
-(``example_rows``), so one example added to a row runs in each: test_torch_ops (forward and
-backward against ``torch``, and ``numpy`` against ``torch``), test_stablehlo (XLA against the
-interpreter), test_gradcheck (central differences; not at ties nor of index operands alone),
+(``example_rows``; test_stablehlo numbers a row's examples after its key), so one example
+added to a row runs in each: test_torch_ops (forward and backward against ``torch``, and
+``numpy`` against ``torch``), test_stablehlo (XLA against the interpreter), test_gradcheck (central differences; not at ties nor of index operands alone),
 test_random_programs (as a step, where ``numpy`` is given), and, for a row with a kernel (no
 ``kernel_declined``), test_kernels (WebGPU against ``numpy``) and test_nonfinite (on NaN,
-infinities and the like). Composites (softmax, layer_norm, attention...), which are no
+infinities and the like; not with index or key operands, nor where its table says why). Composites (softmax, layer_norm, attention...), which are no
 primitive, have rows of the same form in ``COMPOSITES``, keyed by their public name.
 """
 
@@ -159,6 +161,17 @@ class Index:
 
     high: int
     shape: tuple
+
+
+@dataclass(frozen=True)
+class Key:
+    """A random key operand, uint32 [2], of the two ``words`` (as ``topos.random_key`` gives one)."""
+
+    words: tuple
+
+    @property
+    def shape(self):
+        return (2,)
 
 
 @dataclass(frozen=True)
@@ -649,6 +662,478 @@ IRFFT_EXAMPLES = (
     _fourier("irfft_axis0_odd", [(4, 3, 2)], "irfft", "irfft", True, False, axis=0, n=7),
 )
 
+
+# Where, the products, the scans, the convolutions, the windows and the random draws ---------------
+
+# Where's condition as a leaf the topos call makes (torch and numpy read the same mask), or as an
+# operand at chosen values: nonzero (-2, 0.5) is true, 0 false.
+WHERE_MASK = np.array([1.0, 0.0, 0.0, 1.0])
+WHERE_CONDITION = np.array([[0.0, 1.0, -2.0, 0.0], [3.0, 0.0, 0.5, 1.0], [0.0, 0.0, 1.0, 1.0]])
+WHERE_EXAMPLES = (
+    Example(
+        "where",
+        [(3, 4), (4,)],
+        {},
+        topos=lambda tape, a, b: topos_function("where")(tape.leaf(WHERE_MASK), a, b),
+        torch=lambda a, b: torch.where(torch.tensor(WHERE_MASK != 0), a, b),
+        numpy=lambda a, b: np.where(WHERE_MASK != 0, a, b),
+    ),
+    Example(
+        "where_condition_operand",
+        [(3, 4), (3, 4), (3, 4)],
+        {},
+        topos=lambda tape, c, a, b: tape.apply("Where", [c, a, b]),
+        torch=lambda c, a, b: torch.where(c != 0, a, b),
+        numpy=lambda c, a, b: np.where(c != 0, a, b),
+        values=(WHERE_CONDITION, None, None),
+    ),
+)
+
+
+def _product(name, shapes, method=True):
+    """``a @ b`` (or ``topos.matmul``) by numpy's rules: broadcast batches, 1-D operands on either side."""
+    return Example(
+        name,
+        shapes,
+        {},
+        topos=(lambda tape, a, b: a @ b) if method else (lambda tape, a, b: topos_function("matmul")(a, b)),
+        torch=lambda a, b: torch.matmul(a, b),
+        numpy=np.matmul,
+    )
+
+
+MATMUL_EXAMPLES = (
+    _product("matmul", [(2, 3), (3, 4)]),
+    _product("matmul_batched", [(2, 3, 4), (2, 4, 5)]),
+    _product("matmul_batch_broadcast", [(2, 1, 3, 4), (5, 4, 2)]),
+    _product("matmul_vector_matrix", [(3,), (2, 3, 4)]),
+    _product("matmul_matrix_vector", [(2, 3, 4), (4,)]),
+    _product("matmul_vector_vector", [(5,), (5,)], method=False),
+)
+
+
+def _torch_cumsum(x, axis=-1, reverse=False):
+    return torch.flip(torch.cumsum(torch.flip(x, [axis]), axis), [axis]) if reverse else torch.cumsum(x, axis)
+
+
+def _np_cumsum(x, axis=-1, reverse=False):
+    return np.flip(np.cumsum(np.flip(x, axis), axis), axis) if reverse else np.cumsum(x, axis)
+
+
+CUMSUM_EXAMPLES = tuple(
+    Example(
+        name,
+        [shape],
+        attrs,
+        topos=lambda tape, x, **a: topos_function("cumsum")(x, **a),
+        torch=_torch_cumsum,
+        numpy=_np_cumsum,
+    )
+    for name, shape, attrs in (
+        ("cumsum", (3, 5), {}),
+        ("cumsum_axis0", (4, 2, 3), dict(axis=0)),
+        ("cumsum_reverse", (2, 5, 3), dict(axis=1, reverse=True)),
+    )
+)
+
+
+def _ties_3d():
+    """[3, 4, 5] with ties along the last axis (elements 0 and 2 of [1, :]) and the middle one ([:, 3] = [:, 1])."""
+    data = np.random.default_rng(5).uniform(-1.5, 1.5, (3, 4, 5))
+    data[1, :, 2] = data[1, :, 0]
+    data[:, 3, :] = data[:, 1, :]
+    return data
+
+
+TIES_3D = _ties_3d()
+
+
+def _last(axis, rank):
+    """The permutation that moves ``axis`` last."""
+    return tuple(a for a in range(rank) if a != axis % rank) + (axis % rank,)
+
+
+def _picked(name, function, axis, values=None, shape=(4, 3)):
+    """``topos.argmax`` or ``argmin`` along ``axis``: its int32 indices read as a one-hot times the
+    scores with that axis last, so a float value (and a gradient to x) comes of them. Ties go to the
+    first index in topos, torch and numpy alike."""
+    return Example(
+        name,
+        [shape],
+        dict(axis=axis),
+        topos=lambda tape, x, axis: (
+            topos_function("one_hot")(topos_function(function)(x, axis), x.shape[axis])
+            * x.transpose(*_last(axis, len(x.shape)))
+        ),
+        torch=lambda x, axis: (
+            torch.nn.functional.one_hot(getattr(torch, function)(x, axis), x.shape[axis]).to(x.dtype)
+            * x.permute(*_last(axis, x.dim()))
+        ),
+        numpy=lambda x, axis: (
+            np.eye(x.shape[axis])[getattr(np, function)(x, axis)] * np.transpose(x, _last(axis, x.ndim))
+        ),
+        values=None if values is None else (values,),
+    )
+
+
+ARGMAX_EXAMPLES = (
+    Example(
+        "argmax_ties",
+        [(3, 4)],
+        {},
+        topos=lambda tape, x: (
+            topos_function("one_hot")(topos_function("argmax")(x, 1, keepdims=True), 4)
+            * topos_function("expand_dims")(x, 1)
+        ),
+        torch=lambda x: torch.nn.functional.one_hot(torch.argmax(x, 1, keepdim=True), 4).to(x.dtype) * x.unsqueeze(1),
+        numpy=lambda x: np.eye(4)[np.argmax(x, 1)[:, None]] * x[:, None],
+        values=(WITH_TIES,),
+    ),
+    *(_picked(f"argmax_ties_axis{axis}", "argmax", axis, TIES_3D, (3, 4, 5)) for axis in (0, 2)),
+)
+ARGMIN_EXAMPLES = (
+    _picked("argmin_axis0", "argmin", 0),
+    *(_picked(f"argmin_ties_axis{axis}", "argmin", axis, TIES_3D, (3, 4, 5)) for axis in (1, 2)),
+)
+
+
+def _top_k(name, shape, k, values=None):
+    """``topos.top_k``'s values, or at ties its indices (the lower index first, as a stable sort's)
+    read as a one-hot times the scores."""
+    if values is None:
+        return Example(
+            name,
+            [shape],
+            dict(k=k),
+            topos=lambda tape, x, k: topos_function("top_k")(x, k)[0],
+            torch=lambda x, k: torch.topk(x, k).values,
+            numpy=lambda x, k: -np.sort(-x, -1)[..., :k],
+        )
+    n = shape[-1]
+    return Example(
+        name,
+        [shape],
+        dict(k=k),
+        topos=lambda tape, x, k: (
+            topos_function("one_hot")(topos_function("top_k")(x, k)[1], n) * topos_function("expand_dims")(x, -2)
+        ),
+        torch=lambda x, k: (
+            torch.nn.functional.one_hot(torch.sort(x, dim=-1, descending=True, stable=True).indices[..., :k], n).to(
+                x.dtype
+            )
+            * x.unsqueeze(-2)
+        ),
+        numpy=lambda x, k: np.eye(n)[np.argsort(-x, -1, kind="stable")[..., :k]] * x[..., None, :],
+        values=(values,),
+    )
+
+
+TOP_K_EXAMPLES = (
+    _top_k("top_k", (3, 6), 3),
+    _top_k("top_k_all", (2, 2, 4), 4),
+    _top_k("top_k_ties_indices", (3, 4, 5), 3, TIES_3D),
+    _top_k("top_k_ties_indices_all", (3, 4, 5), 5, TIES_3D),
+)
+INDEX_TO_FLOAT_EXAMPLES = (
+    Example(
+        "equal_indices",
+        [(2, 3), Index(3, (2, 3)), Index(3, (2, 3))],
+        {},
+        topos=lambda tape, x, a, b: topos_function("equal")(a, b) * x + topos_function("not_equal")(a, b),
+        torch=lambda x, a, b: (a == b).to(x.dtype) * x + (a != b).to(x.dtype),
+        numpy=lambda x, a, b: (a == b) * x + (a != b),
+    ),
+)
+
+
+def _convolution_attrs(spatial, **given):
+    """Every attribute of the Convolution primitive, its defaults unless ``given``."""
+    attrs = dict(strides=(1,) * spatial, padding=((0, 0),) * spatial, lhs_dilation=(1,) * spatial)
+    attrs.update(rhs_dilation=(1,) * spatial, batch_groups=1, feature_groups=1)
+    attrs.update(given)
+    return attrs
+
+
+def _np_convolution(x, w, **attrs):
+    """The interpreter's own forward: the numpy spelling of a primitive torch spells another way."""
+    return importlib.import_module("topos.ops").lookup("Convolution").forward([x, w], attrs)
+
+
+def _torch_convolution(x, w, strides, padding, lhs_dilation, rhs_dilation, batch_groups, feature_groups):
+    """XLA's convolution in torch: zeros between the input's elements (lhs dilation), then (low,
+    high) padding, a negative side cropping; batch groups as one convolution a contiguous group."""
+    spatial = x.dim() - 2
+    x = _strided_pad(x, (0,) * x.dim(), (0,) * x.dim(), (0, 0) + tuple(d - 1 for d in lhs_dilation))
+    x = torch.nn.functional.pad(x, [max(side, 0) for pair in reversed(padding) for side in pair])
+    x = x[(slice(None),) * 2 + tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(x.shape[2:], padding))]
+    conv = [torch.nn.functional.conv1d, torch.nn.functional.conv2d][spatial - 1]
+    groups = x.reshape(batch_groups, -1, *x.shape[1:])
+    kernels = w.chunk(batch_groups, 0)
+    return torch.cat(
+        [conv(g, k, stride=strides, dilation=rhs_dilation, groups=feature_groups) for g, k in zip(groups, kernels)], 1
+    )
+
+
+def _np_conv(x, w, stride, padding, dilation, groups):
+    """``topos.conv``'s arguments (ints, one a spatial axis) as the primitive's attributes."""
+    spatial = x.ndim - 2
+
+    def each(v):
+        return tuple(v) if isinstance(v, tuple) else (v,) * spatial
+
+    pads = tuple((p, p) for p in each(padding))
+    attrs = _convolution_attrs(spatial, strides=each(stride), padding=pads, rhs_dilation=each(dilation))
+    return _np_convolution(x, w, **dict(attrs, feature_groups=groups))
+
+
+def _conv(name, shapes, torch_name, **attrs):
+    return Example(
+        name,
+        shapes,
+        attrs,
+        topos=lambda tape, x, w, **a: topos_function(torch_name)(x, w, **a),
+        torch=lambda x, w, **a: getattr(torch.nn.functional, torch_name)(x, w, **a),
+        numpy=_np_conv,
+    )
+
+
+def _applied(name, opcode, shapes, torch, numpy, values=None, **attrs):
+    """The primitive recorded with ``tape.apply``: attributes no public function spells."""
+    return Example(
+        name,
+        shapes,
+        attrs,
+        topos=lambda tape, *xs, **a: tape.apply(opcode, list(xs), **a),
+        torch=torch,
+        numpy=numpy,
+        values=values,
+    )
+
+
+CONVOLUTION_EXAMPLES = (
+    _conv("conv2d", [(2, 4, 7, 6), (6, 2, 3, 3)], "conv2d", stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
+    _conv("conv1d_depthwise", [(2, 3, 9), (3, 1, 3)], "conv1d", stride=2, padding=0, dilation=1, groups=3),
+    # Both dilations, and a negative padding that crops (the backward's own convolutions have them).
+    _applied(
+        "convolution_dilated",
+        "Convolution",
+        [(2, 3, 6, 5), (4, 3, 3, 2)],
+        _torch_convolution,
+        _np_convolution,
+        **_convolution_attrs(2, strides=(2, 1), padding=((1, 0), (-1, 2)), lhs_dilation=(1, 2), rhs_dilation=(2, 1)),
+    ),
+    # Batch groups in the forward, so that the backward has feature groups, and the other way round.
+    _applied(
+        "convolution_batch_groups",
+        "Convolution",
+        [(4, 2, 5, 5), (4, 2, 2, 2)],
+        _torch_convolution,
+        _np_convolution,
+        **_convolution_attrs(2, strides=(2, 2), batch_groups=2),
+    ),
+    _applied(
+        "convolution_feature_groups",
+        "Convolution",
+        [(2, 4, 5), (6, 2, 3)],
+        _torch_convolution,
+        _np_convolution,
+        **_convolution_attrs(1, padding=((1, 1),), feature_groups=2),
+    ),
+)
+
+
+def _np_pool(x, window, stride, padding, reduce):
+    """``topos.max_pool``/``avg_pool``'s window over the spatial axes (ints), through numpy's sliding windows."""
+    spatial = x.ndim - 2
+    fill = -np.inf if reduce is np.max else 0.0
+    padded = np.pad(x, ((0, 0),) * 2 + ((padding, padding),) * spatial, constant_values=fill)
+    views = np.lib.stride_tricks.sliding_window_view(padded, (1, 1) + (window,) * spatial)
+    views = views[(slice(None),) * 2 + (slice(None, None, stride),) * spatial]
+    out = reduce(views, axis=tuple(range(x.ndim, 2 * x.ndim)))
+    return out if reduce is np.max else out / window**spatial
+
+
+def _pool(name, shape, function, **attrs):
+    spatial = len(shape) - 2
+    torch_name = {"max_pool": "max_pool", "avg_pool": "avg_pool"}[function] + f"{spatial}d"
+    return Example(
+        name,
+        [shape],
+        attrs,
+        topos=lambda tape, x, **a: topos_function(function)(x, **a),
+        torch=lambda x, window, stride, padding: getattr(torch.nn.functional, torch_name)(x, window, stride, padding),
+        numpy=lambda x, **a: _np_pool(x, **a, reduce=np.max if function == "max_pool" else np.sum),
+    )
+
+
+def _window_op(opcode):
+    """The interpreter's own forward of a window op: its numpy spelling (torch spells it below)."""
+    return lambda *xs, **attrs: importlib.import_module("topos.ops").lookup(opcode).forward(list(xs), attrs)
+
+
+def _torch_max_window(x, window, strides, padding):
+    """(maxima, their flat indices in the padded input) of a window over [N, C, *spatial]: -inf
+    padding, then torch's max pool, whose first maximum wins a tie as topos's does."""
+    padded = torch.nn.functional.pad(x, [side for pair in reversed(padding[2:]) for side in pair], value=-torch.inf)
+    pool = [torch.nn.functional.max_pool1d, torch.nn.functional.max_pool2d][x.dim() - 3]
+    return padded, *pool(padded, window[2:], strides[2:], return_indices=True)
+
+
+def _torch_window_sum(x, window, strides, padding):
+    padded = torch.nn.functional.pad(x, [side for pair in reversed(padding[2:]) for side in pair])
+    pool = [torch.nn.functional.avg_pool1d, torch.nn.functional.avg_pool2d][x.dim() - 3]
+    return pool(padded, window[2:], strides[2:]) * float(np.prod(window))
+
+
+def _torch_select_and_scatter_add(g, x, **attrs):
+    """max pool's derivative: each window's cotangent added at its first maximum (x made a leaf of
+    torch's graph where the caller's is none: the numpy check and the special values run without one)."""
+    with torch.enable_grad():
+        x = x if x.requires_grad else x.detach().requires_grad_()
+        _, out, _ = _torch_max_window(x, **attrs)
+        return torch.autograd.grad(out, x, g, create_graph=True)[0]
+
+
+def _torch_select_and_gather(g, x, **attrs):
+    """The derivative's derivative: each window reads g at its first maximum."""
+    _, _, indices = _torch_max_window(x, **attrs)
+    g = torch.nn.functional.pad(g, [side for pair in reversed(attrs["padding"][2:]) for side in pair])
+    flat = g.reshape(g.shape[0], g.shape[1], -1)
+    return flat.gather(2, indices.reshape(indices.shape[0], indices.shape[1], -1)).reshape(indices.shape)
+
+
+# A window of 3 x 2 with strides 2 and 1 and (low, high) padding; small integers tie in it.
+POOL_WINDOW = dict(window=(1, 1, 3, 2), strides=(1, 1, 2, 1), padding=((0, 0), (0, 0), (1, 1), (0, 1)))
+POOL_TIES = np.random.default_rng(7).integers(-2, 3, (2, 3, 5, 4)).astype(float)
+# Its maxima's grid: (5 + 2 - 3) // 2 + 1 = 3 rows, (4 + 1 - 2) // 1 + 1 = 4 columns.
+POOL_GRID = (2, 3, 3, 4)
+WINDOW_SUM_EXAMPLES = (
+    _pool("avg_pool2d", (2, 3, 6, 5), "avg_pool", window=3, stride=2, padding=1),
+    _applied("window_sum", "WindowSum", [(2, 3, 5, 4)], _torch_window_sum, _window_op("WindowSum"), **POOL_WINDOW),
+)
+WINDOW_MAX_EXAMPLES = (
+    _pool("max_pool2d", (2, 3, 6, 5), "max_pool", window=2, stride=2, padding=1),
+    _pool("max_pool1d", (2, 2, 9), "max_pool", window=3, stride=1, padding=0),
+    _applied(
+        "window_max_ties",
+        "WindowMax",
+        [(2, 3, 5, 4)],
+        lambda x, **a: _torch_max_window(x, **a)[1],
+        _window_op("WindowMax"),
+        values=(POOL_TIES,),
+        **POOL_WINDOW,
+    ),
+)
+SELECT_AND_SCATTER_ADD_EXAMPLES = (
+    _applied(
+        "select_and_scatter_add",
+        "SelectAndScatterAdd",
+        [(2, 3, 3, 3), (2, 3, 6, 5)],
+        _torch_select_and_scatter_add,
+        _window_op("SelectAndScatterAdd"),
+        window=(1, 1, 2, 2),
+        strides=(1, 1, 2, 2),
+        padding=((0, 0),) * 2 + ((0, 0), (0, 1)),
+    ),
+    _applied(
+        "select_and_scatter_add_ties",
+        "SelectAndScatterAdd",
+        [POOL_GRID, (2, 3, 5, 4)],
+        _torch_select_and_scatter_add,
+        _window_op("SelectAndScatterAdd"),
+        values=(None, POOL_TIES),
+        **POOL_WINDOW,
+    ),
+)
+SELECT_AND_GATHER_EXAMPLES = (
+    _applied(
+        "select_and_gather_ties",
+        "SelectAndGather",
+        [(2, 3, 5, 4), (2, 3, 5, 4)],
+        _torch_select_and_gather,
+        _window_op("SelectAndGather"),
+        values=(None, POOL_TIES),
+        **POOL_WINDOW,
+    ),
+)
+
+
+# The random draws: the operand is a key (``Key``), and the oracle of its bits is jax.random's
+# (test_random.py holds the bits themselves to JAX and Random123 over many keys and shapes). Each
+# example multiplies the floats drawn by a real operand, so a value with a gradient comes of it.
+
+
+def _jax_key(key):
+    jax = importlib.import_module("jax")
+    return jax.random.wrap_key_data(np.asarray(key, dtype=np.uint32))
+
+
+def _jax_uniform(key, shape, dtype):
+    """topos.uniform's floats from jax.random's bits: float32 is jax.random.uniform itself, float64
+    the same 32 bits times 2^-32 (topos.uniform's documented rule; JAX's float64 draws 64 bits)."""
+    jax = importlib.import_module("jax")
+    if dtype == "float32":
+        return np.asarray(jax.random.uniform(key, tuple(shape), dtype=np.float32))
+    return np.asarray(jax.random.bits(key, tuple(shape), dtype=np.uint32)).astype(np.float64) * 2.0**-32
+
+
+def _derived_key(key, how):
+    """The jax key ``how`` makes of the words ``key``: itself, a split's second key, or folded with 12345."""
+    jax = importlib.import_module("jax")
+    key = _jax_key(key)
+    if how == "split":
+        return jax.random.split(key, 3)[1]
+    return jax.random.fold_in(key, 12345) if how == "fold" else key
+
+
+def _topos_key(key, how):
+    if how == "split":
+        return topos_function("split_key")(key, 3)[1]
+    return topos_function("fold_in")(key, 12345) if how == "fold" else key
+
+
+def _drawn(name, shape, words, how="key"):
+    """x times uniform floats of x's shape from a key (the key itself, or one split or folded from it)."""
+    return Example(
+        name,
+        [shape, Key(words)],
+        {},
+        topos=lambda tape, x, key: x * topos_function("uniform")(_topos_key(key, how), x.shape, tape.dtype),
+        torch=lambda x, key: (
+            x * torch.tensor(_jax_uniform(_derived_key(key.numpy(), how), x.shape, str(x.dtype).rpartition(".")[2]))
+        ),
+        numpy=lambda x, key: x * _jax_uniform(_derived_key(key, how), x.shape, x.dtype.name),
+    )
+
+
+# Dropout's mask: kept where the bits are below 0.75 * 2^32 (uniform < 0.75 in float32 and float64 alike).
+def _dropout(name, shape, words, derived):
+    topos_key = (lambda key: topos_function("fold_in")(topos_function("split_key")(key, 3)[1], 7)) if derived else None
+
+    def keep(key, shape):
+        jax = importlib.import_module("jax")
+        key = jax.random.fold_in(jax.random.split(_jax_key(key), 3)[1], 7) if derived else _jax_key(key)
+        return np.asarray(jax.random.bits(key, tuple(shape), dtype=np.uint32)) < np.uint32(0.75 * 2**32)
+
+    return Example(
+        name,
+        [shape, Key(words)],
+        {},
+        topos=lambda tape, x, key: topos_function("dropout")(x, 0.25, topos_key(key) if derived else key),
+        torch=lambda x, key: torch.where(torch.tensor(keep(key.numpy(), x.shape)), x / 0.75, torch.zeros_like(x)),
+        numpy=lambda x, key: np.where(keep(key, x.shape), x / 0.75, 0.0),
+    )
+
+
+RANDOM_BITS_EXAMPLES = (
+    _drawn("random_bits", (3, 4), (0xFFFFFFFF, 0xFFFFFFFF)),
+    _drawn("random_bits_3d", (2, 3, 5), (0, 42)),
+)
+UNIFORM_EXAMPLES = (_drawn("uniform", (7,), (2026, 12)),)
+SPLIT_KEY_EXAMPLES = (_drawn("split_key", (3, 4), (1, 2), "split"),)
+FOLD_IN_EXAMPLES = (_drawn("fold_in", (3, 4), (0x13198A2E, 0x03707344), "fold"),)
+
+
 OP_SPECS = {
     "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg", spread=(-9.0, 9.0)),
     "Exp": unary(Api("topos.exp"), torch="torch.exp", spread=(-20.0, 20.0)),
@@ -686,7 +1171,7 @@ OP_SPECS = {
     "GreaterEqual": binary(Api("topos.greater_equal"), ties=True, torch="torch.ge"),
     "Equal": binary(Api("topos.equal"), ties=True, torch="torch.eq"),
     "NotEqual": binary(Api("topos.not_equal"), ties=True, torch="torch.ne"),
-    "Where": OpSpec((REAL, REAL, REAL), docs=Api("topos.where")),
+    "Where": OpSpec((REAL, REAL, REAL), docs=Api("topos.where"), examples=WHERE_EXAMPLES),
     "Take": OpSpec((REAL, INDEX), docs=Api("topos.take"), examples=TAKE_EXAMPLES),
     "ScatterAdd": OpSpec(
         (REAL, INDEX),
@@ -718,7 +1203,7 @@ OP_SPECS = {
             ),
         ),
     ),
-    "MatMul": OpSpec((REAL, REAL), shapes=ROWS, docs=Api("topos.matmul")),
+    "MatMul": OpSpec((REAL, REAL), shapes=ROWS, docs=Api("topos.matmul"), examples=MATMUL_EXAMPLES),
     "Sum": unary(Api("topos.sum"), examples=SUM_EXAMPLES),
     "Max": unary(
         Api("topos.max"),
@@ -737,12 +1222,34 @@ OP_SPECS = {
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
     "Leaf": OpSpec((), docs=Api("Tape.leaf"), kernel_declined=SOURCE),
-    "ArgMax": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.argmax"), notes=("int32 indices, no derivative",)),
-    "ArgMin": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.argmin"), notes=("int32 indices, no derivative",)),
-    "CumSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.cumsum")),
-    "TopK": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",)),
-    "IndexToFloat": OpSpec((INDEX,), dtypes=("int32",), docs=Api("topos.equal"), notes=("int32 operands of equal",)),
-    "Convolution": OpSpec((REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv")),
+    "ArgMax": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.argmax"),
+        notes=("int32 indices, no derivative",),
+        examples=ARGMAX_EXAMPLES,
+    ),
+    "ArgMin": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.argmin"),
+        notes=("int32 indices, no derivative",),
+        examples=ARGMIN_EXAMPLES,
+    ),
+    "CumSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.cumsum"), examples=CUMSUM_EXAMPLES),
+    "TopK": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",), examples=TOP_K_EXAMPLES
+    ),
+    "IndexToFloat": OpSpec(
+        (INDEX,),
+        dtypes=("int32",),
+        docs=Api("topos.equal"),
+        notes=("int32 operands of equal",),
+        examples=INDEX_TO_FLOAT_EXAMPLES,
+    ),
+    "Convolution": OpSpec(
+        (REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv"), examples=CONVOLUTION_EXAMPLES
+    ),
     # The transforms take complex values as real/imaginary pairs, a trailing axis of 2 (topos.ops.fft).
     "Fft": OpSpec(
         (REAL,),
@@ -800,20 +1307,26 @@ OP_SPECS = {
     ),
     "Cos": unary(Api("topos.cos"), torch="torch.cos", spread=(-3.0, 3.0)),
     "Sin": unary(Api("topos.sin"), torch="torch.sin", spread=(-3.0, 3.0)),
-    "RandomBits": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.random_bits")),
-    "SplitKey": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.split_key")),
-    "FoldIn": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.fold_in")),
-    "Uniform": OpSpec((BITS,), docs=Api("topos.uniform")),
-    "WindowSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.avg_pool")),
+    "RandomBits": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.random_bits"), examples=RANDOM_BITS_EXAMPLES),
+    "SplitKey": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.split_key"), examples=SPLIT_KEY_EXAMPLES),
+    "FoldIn": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.fold_in"), examples=FOLD_IN_EXAMPLES),
+    "Uniform": OpSpec((BITS,), docs=Api("topos.uniform"), examples=UNIFORM_EXAMPLES),
+    "WindowSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.avg_pool"), examples=WINDOW_SUM_EXAMPLES),
     "WindowMax": OpSpec(
         (REAL,),
         shapes=ROWS,
         docs=Api("topos.max_pool"),
         notes=("the gradient check draws distinct values: at a tie the first maximum takes the gradient",),
+        examples=WINDOW_MAX_EXAMPLES,
     ),
-    "SelectAndScatterAdd": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool")),
+    "SelectAndScatterAdd": OpSpec(
+        (REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool"), examples=SELECT_AND_SCATTER_ADD_EXAMPLES
+    ),
     "SelectAndGather": OpSpec(
-        (REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool's derivative (a second derivative)")
+        (REAL, REAL),
+        shapes=ROWS,
+        internal=DERIVATIVE_ONLY.format("max_pool's derivative (a second derivative)"),
+        examples=SELECT_AND_GATHER_EXAMPLES,
     ),
     "Eigh": unary(
         Api("topos.linalg.eigh"),
@@ -980,8 +1493,9 @@ def example_row(key):
 
 def example_arrays(key, example):
     """The example's operands: its ``values``, else drawn from its own generator (seeded by its
-    name) inside the row's domains (an operand past the row's last takes the last's domain); a
-    ``values`` entry of None is drawn too."""
+    name) inside the row's domains (an operand past the row's last takes the last's domain; a real
+    operand where the row has an index or a key is any real), ``Index`` and ``Key`` operands as
+    they say; a ``values`` entry of None is drawn too."""
     rng = op_rng(example.name)
     domains = example_row(key).operands
     chosen = example.values or (None,) * len(example.shapes)
@@ -991,8 +1505,13 @@ def example_arrays(key, example):
             arrays.append(np.asarray(value))
         elif isinstance(shape, Index):
             arrays.append(rng.integers(0, shape.high, shape.shape).astype(np.int32))
+        elif isinstance(shape, Key):
+            arrays.append(np.array(shape.words, dtype=np.uint32))
         else:
-            arrays.append(domains[min(position, len(domains) - 1)].sample(rng, shape) * example.scale)
+            domain = domains[min(position, len(domains) - 1)]
+            # A real operand of an index or key row (the scores its one-hot or its floats multiply).
+            domain = REAL if domain.kind in ("index", "words") else domain
+            arrays.append(domain.sample(rng, shape) * example.scale)
     return arrays
 
 
@@ -1181,6 +1700,12 @@ COMPOSITES = {
             a=0,
             b=-1,
         ),
+    ),
+    "dropout": _composite(
+        "dropout",
+        (REAL, KEY),
+        _dropout("dropout", (3, 5), (7, 2026), derived=False),
+        _dropout("dropout_split_fold_in", (4, 3), (7, 2026), derived=True),
     ),
     "mse": _composite(
         "mse",

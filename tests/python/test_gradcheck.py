@@ -46,7 +46,7 @@ SETTINGS = settings(max_examples=50, deadline=None, derandomize=True, database=N
 
 @dataclass
 class Case:
-    """Arrays to record as inputs (int32 ones are indices, never perturbed) and the function over them.
+    """Arrays to record as inputs (int32 indices and uint32 keys are never perturbed) and the function over them.
 
     ``build(tape, *values)`` records the operation; ``tape`` is there for leaves.
     """
@@ -58,7 +58,8 @@ class Case:
 def check_vjp(case, seed):
     rng = np.random.default_rng(seed)
     tape = Tape()
-    values = [tape.input(a, dtype="int32" if a.dtype.kind == "i" else None) for a in case.arrays]
+    # int32 indices and uint32 random keys are inputs of their dtype, never perturbed.
+    values = [tape.input(a, dtype=a.dtype.name if a.dtype.kind in "iu" else None) for a in case.arrays]
     out = case.build(tape, *values)
     cotangent = tape.leaf(rng.standard_normal(out.shape))
     target = topos.sum(out * cotangent)
@@ -75,7 +76,7 @@ def check_vjp(case, seed):
     np.testing.assert_allclose(field.of(detach(cotangent)).numpy(), run.of(detach(out)).numpy(), rtol=1e-15)
     checked = 0
     for symbol, array in zip(symbols, case.arrays):
-        if array.dtype.kind == "i":
+        if array.dtype.kind in "iu":
             continue
         direction = rng.standard_normal(array.shape)
         exact = float(np.vdot(field.of(symbol).numpy(), direction))
@@ -450,8 +451,9 @@ def window_case(draw, opcode):
     return Case([second, x], lambda tape, a, v: tape.apply(opcode, [a, v], **attrs))
 
 
-# The cases an op_specs row cannot give (shapes, attributes, index operands); every elementwise
-# op of one or two operands is derived from its row below.
+# Hypothesis strategies that draw shapes and attributes (broadcasts, axes, strides, paddings,
+# groups, batches), which a row's few fixed examples cannot say; each row's examples run too
+# (below). Every elementwise op of one or two operands is derived from its row.
 PRIMITIVE_CASES = {
     "Where": where_case(),
     "MatMul": matmul_case(),
@@ -523,12 +525,27 @@ def test_primitive_vjp_matches_central_differences(opcode, data):
     assert opcode in {node.opcode for node in network.nodes()}, "the case did not record the primitive"
 
 
-# Every example of a row (a reduction, shape op, index op or composite, at its shapes and
-# attributes) is checked too, besides the strategies above, which draw shapes and attributes
-# far wider than a row's few examples. Left out: examples at ties, where a maximum's derivative
-# splits the cotangent and central differences see one side, and examples of index operands
+# Every example of a row (at its shapes and attributes) is checked too, besides the strategies
+# above, which draw shapes and attributes far wider than a row's few examples. Left out: examples
+# at ties or at a branch's edge, where a step of eps moves a value across it and central
+# differences see both sides (a maximum's derivative splits the cotangent, an index picked or a
+# window's maximum jumps, a Where condition at 0 turns true), and examples of index operands
 # alone (one_hot), which have nothing to differentiate.
-AT_TIES = {"max_ties", "max_ties_all"}
+AT_TIES = {
+    "max_ties",
+    "max_ties_all",
+    "argmax_ties",
+    "argmax_ties_axis0",
+    "argmax_ties_axis2",
+    "argmin_ties_axis1",
+    "argmin_ties_axis2",
+    "top_k_ties_indices",
+    "top_k_ties_indices_all",
+    "window_max_ties",
+    "select_and_scatter_add_ties",
+    "select_and_gather_ties",
+    "where_condition_operand",
+}
 EXAMPLES = [
     (key, example)
     for key, example in example_rows(AT_TIES)

@@ -26,6 +26,7 @@ import torch.nn.functional as F
 from op_specs import (
     OP_SPECS,
     Index,
+    Key,
     derived_rows,
     example_row,
     example_rows,
@@ -118,8 +119,12 @@ def topos_cross_entropy(*logits):
 
 
 #: op name -> (inputs, topos function, torch function). Every elementwise op is taken from its
-#: op_specs row (below); here are the composites, the reductions, and the ops whose torch
-#: spelling is not one function (gelu's approximate="tanh", a method: detach).
+#: op_specs row, and every other op from its row's examples (below); here are the exceptions: the
+#: ops whose torch spelling is not one function (gelu's approximate="tanh", a method: detach),
+#: and the ops read on ``rows``/``pool_rows``, each special value at chosen places among
+#: ordinary ones and rows of specials together, which an example (the specials tiled over its
+#: shape) does not place (a NaN first or last in a row, a row all -inf). Where an example has
+#: the name of an entry here (where, matmul, cumsum, top_k...), the entry is the one run.
 OPS = {
     "gelu": (every_value, topos.gelu, lambda x: F.gelu(x, approximate="tanh")),
     "stop_gradient": (every_value, topos.stop_gradient, torch.Tensor.detach),
@@ -187,22 +192,57 @@ def example_entry(example):
 
 
 # Every example of a row (a reduction, shape op or composite at its shapes and attributes) with
-# no entry above, on the special values. Left out: examples with index operands (the special
-# values are floats), and examples whose answer at a special value is not one torch gives:
-NOT_TORCHS = {
+# no entry above, on the special values. Left out: examples with index operands or random keys
+# (the special values are floats), and examples whose answer at a special value is not one
+# answer (not torch's, or not the same in every order of a sum):
+NOT_ON_SPECIALS = {
     # topos's attention masks with a large finite negative, torch's with -inf: a row of -inf
     # scores is NaN in torch and uniform in topos.
     "attention_causal": "a masked row of infinite scores",
 }
+# Sums whose order decides the answer: with the largest finite value, its negative and the
+# infinities tiled through a window, max + max - inf is NaN in one order and -inf in another
+# (the pooling entries above read rows placed so that no order matters).
+NOT_ON_SPECIALS.update(
+    dict.fromkeys(
+        [
+            "conv2d",
+            "conv1d_depthwise",
+            "convolution_dilated",
+            "convolution_batch_groups",
+            "convolution_feature_groups",
+            "window_sum",
+        ],
+        "a window's sum of max, -max and infinities, whose order decides overflow",
+    )
+)
+# Indices read as a one-hot times the scores: XLA folds the product into a select, so 0 where the
+# one-hot is 0 even where the score is NaN or infinite (numpy's 0 * NaN is NaN). The indices
+# themselves are held on the special values by the argmax, argmin and top_k entries above.
+NOT_ON_SPECIALS.update(
+    dict.fromkeys(
+        [
+            "argmax_ties",
+            "argmax_ties_axis0",
+            "argmax_ties_axis2",
+            "argmin_axis0",
+            "argmin_ties_axis1",
+            "argmin_ties_axis2",
+            "top_k_ties_indices",
+            "top_k_ties_indices_all",
+        ],
+        "a one-hot times NaN scores, which XLA's select makes 0",
+    )
+)
 # Left out too: the rows with no kernel (``kernel_declined``: the transforms and factorisations,
 # which the host runs through numpy's pocketfft and LAPACK), whose answers at special values
 # are those libraries' and are held by their own tests.
 OPS.update(
     {
         example.name: example_entry(example)
-        for key, example in example_rows(NOT_TORCHS)
+        for key, example in example_rows(NOT_ON_SPECIALS)
         if example.name not in OPS
-        and not any(isinstance(shape, Index) for shape in example.shapes)
+        and not any(isinstance(shape, (Index, Key)) for shape in example.shapes)
         and example_row(key).kernel_declined is None
     }
 )
@@ -281,7 +321,12 @@ def describe_disagreement(bad, got, want, arrays):
     where = np.argwhere(bad)[:4]
     shown = []
     for index in where:
-        operands = [array[tuple(index)[: array.ndim]].tolist() if array.ndim else array.tolist() for array in arrays]
+        # Each operand's element at the same place, where it has one (a convolution's output does not).
+        place = [tuple(index)[: array.ndim] for array in arrays]
+        operands = [
+            array[at].tolist() if all(i < n for i, n in zip(at, array.shape)) else "-"
+            for array, at in zip(arrays, place)
+        ]
         shown.append(
             f"at {tuple(int(i) for i in index)} (operands {operands}): got {got[tuple(index)]}, want {want[tuple(index)]}"
         )

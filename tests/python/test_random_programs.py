@@ -371,8 +371,8 @@ class ProgramBuilder:
         key, example = chosen or self.pick(ROW_EXAMPLES)
         operands = []
         for position, array in enumerate(example_arrays(key, example)):
-            if array.dtype.kind in "iu":
-                operands.append(self._source(self.tape.input(array, dtype="int32")))
+            if array.dtype.kind in "iu":  # int32 indices, uint32 random keys
+                operands.append(self._source(self.tape.input(array, dtype=array.dtype.name)))
             elif position == 0 and self.shape(a) == array.shape and example_row(key).operands[0].admits(self.values[a]):
                 operands.append(a)
             else:

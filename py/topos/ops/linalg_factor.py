@@ -10,6 +10,7 @@ the kernels reading shows it as a host step with ``DECLINED``, and the interpret
 import numpy as np
 
 from . import attributes as kinds
+from .cholesky_lowering import cholesky_portable, triangular_solve_portable
 from .lu_lowering import lu_stablehlo
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 
@@ -95,6 +96,8 @@ class Cholesky(Primitive):
         flipped = ctx.emit(f"stablehlo.transpose {a}, dims = [{axes}] : ({kind}) -> {kind}")
         total = ctx.elementwise("stablehlo.add", node, [a, flipped])
         sym = ctx.elementwise("stablehlo.multiply", node, [total, ctx.splat(0.5, node.shape, node.dtype)])
+        if ctx.portable:  # a while of columns, for consumers without stablehlo.cholesky (IREE)
+            return cholesky_portable(ctx, sym, node.shape, node.dtype)
         factor = ctx.emit(f'"stablehlo.cholesky"({sym}) {{lower = true}} : ({kind}) -> {kind}')
         return triangle_select(ctx, factor, node.shape, node.dtype, lower=True)
 
@@ -183,6 +186,8 @@ class TriangularSolve(Primitive):
         return [e.mul(grad_a, e.like(a, mask if attrs["lower"] else mask.T)), grad_b]
 
     def stablehlo(self, ctx, node):
+        if ctx.portable:  # a while of rows, for consumers without stablehlo.triangular_solve (IREE)
+            return triangular_solve_portable(ctx, node)
         a, b = ctx.operands(node)
         a_type = ctx.type(ctx.operand_node(node, 0))
         flags = ", ".join(
