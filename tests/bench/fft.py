@@ -1,4 +1,4 @@
-"""Benchmark: the Fourier transforms' numpy forwards (Fft, Rfft, Irfft) against numpy.fft itself, n 16 to 512.
+"""Benchmark: the Fourier transforms (Fft, Rfft, Irfft), n 16 to 512: the interpreter against numpy.fft, and WebGPU.
 
 Each primitive's forward is what the interpreter runs for the node: numpy.fft on the
 complex values rebuilt from the real/imaginary pairs (``topos.ops.fft``), then the pairs
@@ -7,8 +7,17 @@ the pairs: two copies at the boundary. A batch of 64 transforms a size, float64;
 contenders run interleaved, so what else the machine does falls on all alike; the
 medians are printed in microseconds with the ratio topos / numpy.
 
+``--webgpu`` times the kernels of ``kernels/fft.wgsl`` instead: a float32 plan of one
+transform of a batch of 64, run on WebGPU (natively through wgpu-py; on a machine with no
+GPU that is lavapipe, Mesa's CPU rasteriser, so the numbers are for ratios, not for a GPU)
+and by the interpreter (numpy.fft in float32), taking turns. Both runs read the result
+back to the host and the operand stays where it is (a parameter, resident on the device),
+so the WebGPU time is one submission, the kernel and one readback. The ratio is WebGPU /
+interpreter, and the entry the kernels reading chose is printed beside it.
+
     OMP_NUM_THREADS=1 .venv/bin/python tests/bench/fft.py
     .venv/bin/python tests/bench/fft.py --batch 16 --repeats 200
+    .venv/bin/python tests/bench/fft.py --webgpu --repeats 30
 
 Not part of the default test run.
 """
@@ -18,6 +27,8 @@ import argparse
 import numpy as np
 from interleaved import interleaved  # tests/bench, this script's folder, is on sys.path
 
+import topos
+from topos import Tape
 from topos.ops import lookup
 
 
@@ -25,10 +36,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=100)
+    parser.add_argument("--webgpu", action="store_true", help="the WGSL kernels against the interpreter")
     args = parser.parse_args()
-    print(f"{'transform':<8} {'n':>4}  {'topos us':>9}  {'numpy us':>9}  ratio")
+    if args.webgpu:
+        from topos.webgpu.device import adapter_description
+
+        print(f"WebGPU adapter: {adapter_description()}")
+        print(f"{'transform':<8} {'n':>4}  {'entry':<6} {'webgpu us':>10}  {'interp us':>10}  ratio")
+    else:
+        print(f"{'transform':<8} {'n':>4}  {'topos us':>9}  {'numpy us':>9}  ratio")
     for n in (16, 32, 64, 128, 256, 512):
-        for row in bench(n, args.batch, args.repeats):
+        for row in (webgpu_bench if args.webgpu else bench)(n, args.batch, args.repeats):
             print(row)
 
 
@@ -52,6 +70,36 @@ def bench(n, batch, repeats):
         topos_us, numpy_us = (seconds * 1e6 for seconds in interleaved([ours, theirs], repeats))
         rows.append(f"{name:<8} {n:>4}  {topos_us:>9.1f}  {numpy_us:>9.1f}  {topos_us / numpy_us:.2f}")
     return rows
+
+
+def webgpu_bench(n, batch, repeats):
+    rng = np.random.default_rng(n)
+    transforms = {
+        "fft": (topos.fft.fft, (batch, n, 2)),
+        "rfft": (topos.fft.rfft, (batch, n)),
+        "irfft": (lambda v: topos.fft.irfft(v, n), (batch, n // 2 + 1, 2)),
+    }
+    rows = []
+    for name, (record, shape) in transforms.items():
+        entry, contenders = webgpu_and_interpreter(record, rng.standard_normal(shape))
+        webgpu_s, interpreter_s = interleaved(contenders, repeats)
+        rows.append(
+            f"{name:<8} {n:>4}  {entry:<6} {webgpu_s * 1e6:>10.1f}  {interpreter_s * 1e6:>10.1f}  "
+            f"{webgpu_s / interpreter_s:.2f}"
+        )
+    return rows
+
+
+def webgpu_and_interpreter(record, operand):
+    """The entry the kernels reading chose for ``record`` of a float32 parameter, and two calls that
+    run its plan on WebGPU and in the interpreter, each reading the result back."""
+    tape = Tape("float32")
+    out = record(tape.parameter(operand))
+    network = tape.seal()
+    plan = network.entry([out]).lower()
+    parameters = network.parameters()
+    (entry,) = [launch.entry for launch in plan.kernels().launches]
+    return entry, [lambda: plan.run(parameters, backend="webgpu").of(out), lambda: plan.run(parameters).of(out)]
 
 
 if __name__ == "__main__":
