@@ -23,7 +23,8 @@
 // 2 pi t / n (whose rounding grows with t): the integer t is reduced exactly to the nearest
 // quarter turn q and a remainder d (4 t = q n + d, |d| <= n / 2), the angle pi d / (2 n) is at
 // most pi / 4, and its sine and cosine are Taylor polynomials of degree 9 and 10 (truncation
-// under 2e-9), rotated by q quarter turns. Every twiddle is then within a few float32 units of
+// under 2e-9), rotated by q quarter turns (for n a power of two the divisions are shifts and
+// d / n is exact: twiddle_of_power). Every twiddle is then within a few float32 units of
 // its exact value whatever n is, with no table to pass in, and exactly 1, -1, i or -i where it
 // should be. A product by such a twiddle only moves and negates parts (times), as numpy's
 // pocketfft does, so an infinity stays one where a full product would add inf * 0 = NaN.
@@ -64,12 +65,24 @@ var<workgroup> work: array<vec2<f32>, 2048>;
 fn twiddle(t: u32, n: u32, inverse: bool) -> vec2<f32> {
     let quarter = (4u * t + n / 2u) / n;
     let d = i32(4u * t) - i32(quarter * n);
-    let a = HALF_PI * (f32(d) / f32(n));
+    return quarter_turns(quarter, HALF_PI * (f32(d) / f32(n)), inverse);
+}
+
+// The same for n = 2^bits, with shifts for the divisions (a CPU's vector units have no integer
+// division) and an exact d / n.
+fn twiddle_of_power(t: u32, bits: u32, inverse: bool) -> vec2<f32> {
+    let quarter = (4u * t + ((1u << bits) >> 1u)) >> bits;
+    let d = i32(4u * t) - i32(quarter << bits);
+    return quarter_turns(quarter, HALF_PI * ldexp(f32(d), -i32(bits)), inverse);
+}
+
+// exp(-+i (quarter pi / 2 + a)) for |a| <= pi / 4: Taylor polynomials of a, turned `quarter` times.
+fn quarter_turns(quarter: u32, a: f32, inverse: bool) -> vec2<f32> {
     let a2 = a * a;
     let s = a * (1.0 + a2 * (-1.0 / 6.0 + a2 * (1.0 / 120.0 + a2 * (-1.0 / 5040.0 + a2 * (1.0 / 362880.0)))));
     let c = 1.0 + a2 * (-0.5 + a2 * (1.0 / 24.0 + a2 * (-1.0 / 720.0 + a2 * (1.0 / 40320.0 + a2 * (-1.0 / 3628800.0)))));
     var w = vec2<f32>(c, s);
-    switch (quarter % 4u) {
+    switch (quarter & 3u) {
         case 1u: {
             w = vec2<f32>(-s, c);
         }
@@ -106,18 +119,21 @@ fn pair(start: u32, j: u32) -> vec2<f32> {
 // c = x[q + s (p + m)], m = n / (2 s), writes y[q + 2 s p] = a + c and
 // y[q + s (2 p + 1)] = (a - c) w^(p s), w = exp(-2 pi i / n).
 fn stockham(lane: u32, n: u32, inverse: bool) -> u32 {
+    let bits = countTrailingZeros(n);
     var source_half = 0u;
+    var shift = 0u; // s = 2^shift
     for (var s = 1u; s < n; s = s * 2u) {
         let target_half = LARGEST - source_half;
-        let m = n / (2u * s);
+        let m = n >> (shift + 1u);
         for (var b = lane; b < n / 2u; b += 64u) {
-            let q = b % s;
-            let p = b / s;
+            let q = b & (s - 1u);
+            let p = b >> shift;
             let a = work[source_half + q + s * p];
             let c = work[source_half + q + s * (p + m)];
             work[target_half + q + 2u * s * p] = a + c;
-            work[target_half + q + s * (2u * p + 1u)] = times(a - c, twiddle(p * s, n, inverse));
+            work[target_half + q + s * (2u * p + 1u)] = times(a - c, twiddle_of_power(p * s, bits, inverse));
         }
+        shift += 1u;
         workgroupBarrier();
         source_half = target_half;
     }
