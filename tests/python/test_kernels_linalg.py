@@ -216,6 +216,26 @@ def test_triangular_solve_kernel_gives_the_forwards_infinities_at_a_zero_diagona
     assert np.allclose(x[finite], exact[finite], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("attrs", EVERY_COMBINATION, ids=lambda attrs: "-".join(k for k, v in attrs.items() if v))
+def test_triangular_solve_reads_no_element_outside_its_triangle(attrs, rng):
+    # NaN and infinities in the triangle not read (and on a unit diagonal) reach neither the kernel's result
+    # nor the forward's, which selects the triangle rather than multiplying by a mask (0 * inf is NaN).
+    n = 5
+    t = (rng.uniform(-1, 1, (2, n, n)) + 3 * np.eye(n)).astype(np.float32)
+    unread = np.triu(np.ones((n, n), bool), 1) if attrs["lower"] else np.tril(np.ones((n, n), bool), -1)
+    if attrs["unit_diagonal"]:
+        unread |= np.eye(n, dtype=bool)
+    t[:, unread] = np.resize(np.array([np.nan, np.inf, -np.inf], np.float32), (2, int(unread.sum())))
+    b = rng.standard_normal((2, n, 3) if attrs["left_side"] else (2, 3, n)).astype(np.float32)
+    launch = build.triangular_solve(View.of_buffer(0, t.shape), View.of_buffer(1, b.shape), attrs, 9)
+    x = run(launch, {0: t, 1: b}, b.shape)
+    assert np.isfinite(x).all()
+    clean = np.where(unread, 0.0, t.astype(np.float64))
+    exact = lookup("TriangularSolve").forward([t.astype(np.float64), b.astype(np.float64)], attrs)
+    assert np.array_equal(exact, lookup("TriangularSolve").forward([clean, b.astype(np.float64)], attrs))
+    solve_bounds(clean, b.astype(np.float64), x, attrs)
+
+
 def test_the_largest_sizes_keep_within_lavapipes_loop_budget():
     assert (
         build.cholesky_iterations(build.MAX_CHOLESKY) <= LOOP_LIMIT < build.cholesky_iterations(2 * build.MAX_CHOLESKY)

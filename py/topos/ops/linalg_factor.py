@@ -157,10 +157,12 @@ class TriangularSolve(Primitive):
     def forward(self, inputs, attrs):
         a, b = (np.asarray(x) for x in inputs)
         n = a.shape[-1]
-        mask = lower_mask(n, a.dtype) if attrs["lower"] else lower_mask(n, a.dtype).T
-        m = a * mask
+        mask = lower_mask(n, bool) if attrs["lower"] else lower_mask(n, bool).T
+        # Selected, not multiplied by the mask: the triangle not read (and a unit diagonal) holds no NaN or
+        # infinity that a product by 0 would bring in, as LAPACK's trsm and the WGSL kernel never read it.
+        m = np.where(mask, a, a.dtype.type(0))
         if attrs["unit_diagonal"]:
-            m = m * (1 - np.eye(n, dtype=a.dtype)) + np.eye(n, dtype=a.dtype)
+            m = np.where(np.eye(n, dtype=bool), a.dtype.type(1), m)
         lower = attrs["lower"] != attrs["transpose_a"]
         if attrs["transpose_a"]:
             m = np.swapaxes(m, -1, -2)
