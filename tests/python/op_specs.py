@@ -1134,6 +1134,49 @@ SPLIT_KEY_EXAMPLES = (_drawn("split_key", (3, 4), (1, 2), "split"),)
 FOLD_IN_EXAMPLES = (_drawn("fold_in", (3, 4), (0x13198A2E, 0x03707344), "fold"),)
 
 
+# The engine's own derivatives in closed form (a softmax's, a log-softmax's, a layer norm's and
+# gelu's), recorded directly: torch spells them with its backward ops, numpy with their formulas.
+GELU_C, GELU_K = np.sqrt(2 / np.pi), 0.044715
+
+
+def _np_gelu_grad(g, x):
+    t = np.tanh(GELU_C * (x + GELU_K * x**3))
+    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_K * x**2))
+
+
+DERIVATIVE_EXAMPLES = {
+    "GeluGrad": _applied(
+        "gelu_grad",
+        "GeluGrad",
+        [(3, 4), (3, 4)],
+        lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
+        _np_gelu_grad,
+        values=(None, np.random.default_rng(11).normal(0.0, 2.0, (3, 4))),
+    ),
+    "SoftmaxGrad": _applied(
+        "softmax_grad",
+        "SoftmaxGrad",
+        [(2, 3, 5), (2, 3, 5)],
+        lambda g, y: torch.ops.aten._softmax_backward_data(g, y, -1, y.dtype),
+        lambda g, y: y * (g - (g * y).sum(-1, keepdims=True)),
+    ),
+    "LogSoftmaxGrad": _applied(
+        "log_softmax_grad",
+        "LogSoftmaxGrad",
+        [(3, 5), (3, 5)],
+        lambda g, y: torch.ops.aten._log_softmax_backward_data(g, y, -1, y.dtype),
+        lambda g, y: g - np.exp(y) * g.sum(-1, keepdims=True),
+    ),
+    "LayerNormGrad": _applied(
+        "layer_norm_grad",
+        "LayerNormGrad",
+        [(2, 3, 6), (2, 3, 6), (2, 3, 1)],
+        lambda g, n, r: r * (g - g.mean(-1, keepdim=True) - n * (g * n).mean(-1, keepdim=True)),
+        lambda g, n, r: r * (g - g.mean(-1, keepdims=True) - n * (g * n).mean(-1, keepdims=True)),
+    ),
+}
+
+
 OP_SPECS = {
     "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg", spread=(-9.0, 9.0)),
     "Exp": unary(Api("topos.exp"), torch="torch.exp", spread=(-20.0, 20.0)),
@@ -1147,7 +1190,7 @@ OP_SPECS = {
     # 20, past which torch's softplus returns x itself (its threshold), 2e-9 away in float64.
     "Softplus": unary(Api("topos.softplus"), torch="torch.nn.functional.softplus", spread=(-30.0, 18.0)),
     "Gelu": unary(Api("topos.gelu"), smooth=WIDE, spread=(-9.0, 9.0)),
-    "GeluGrad": binary(None, internal=DERIVATIVE_ONLY.format("gelu")),
+    "GeluGrad": binary(None, internal=DERIVATIVE_ONLY.format("gelu"), examples=(DERIVATIVE_EXAMPLES["GeluGrad"],)),
     "StopGradient": unary(Api("topos.stop_gradient")),
     "Add": binary(OPERATORS, call="topos.model.functions.add", torch="torch.add"),
     "Sub": binary(OPERATORS, call="topos.model.functions.sub", torch="torch.sub"),
@@ -1210,9 +1253,24 @@ OP_SPECS = {
         notes=("the gradient check draws distinct values: a tie splits the gradient",),
         examples=MAX_EXAMPLES,
     ),
-    "SoftmaxGrad": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("softmax")),
-    "LogSoftmaxGrad": OpSpec((REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("log_softmax")),
-    "LayerNormGrad": OpSpec((REAL, REAL, POSITIVE), shapes=ROWS, internal=DERIVATIVE_ONLY.format("layer_norm")),
+    "SoftmaxGrad": OpSpec(
+        (REAL, REAL),
+        shapes=ROWS,
+        internal=DERIVATIVE_ONLY.format("softmax"),
+        examples=(DERIVATIVE_EXAMPLES["SoftmaxGrad"],),
+    ),
+    "LogSoftmaxGrad": OpSpec(
+        (REAL, REAL),
+        shapes=ROWS,
+        internal=DERIVATIVE_ONLY.format("log_softmax"),
+        examples=(DERIVATIVE_EXAMPLES["LogSoftmaxGrad"],),
+    ),
+    "LayerNormGrad": OpSpec(
+        (REAL, REAL, POSITIVE),
+        shapes=ROWS,
+        internal=DERIVATIVE_ONLY.format("layer_norm"),
+        examples=(DERIVATIVE_EXAMPLES["LayerNormGrad"],),
+    ),
     "Reshape": unary(Api("topos.reshape"), examples=RESHAPE_EXAMPLES),
     "Broadcast": unary(Api("topos.broadcast_to"), examples=BROADCAST_EXAMPLES),
     "Transpose": unary(Api("topos.transpose"), examples=TRANSPOSE_EXAMPLES),

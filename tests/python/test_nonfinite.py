@@ -199,6 +199,9 @@ NOT_ON_SPECIALS = {
     # topos's attention masks with a large finite negative, torch's with -inf: a row of -inf
     # scores is NaN in torch and uniform in topos.
     "attention_causal": "a masked row of infinite scores",
+    # Its second operand is a log-probability (<= 0): WGSL's exp of the largest finite value,
+    # which it never reads, is indeterminate (NaN on lavapipe), numpy's inf.
+    "log_softmax_grad": "exp of a log-probability past 0",
 }
 # Sums whose order decides the answer: with the largest finite value, its negative and the
 # infinities tiled through a window, max + max - inf is NaN in one order and -inf in another

@@ -80,7 +80,7 @@ WITH_ZEROS = np.array([[-1.5, 0.0, 0.25], [0.0, 2.0, -0.5]])
 # other primitive and composite (products, scans, convolutions, windows, random draws...) from its
 # row's examples; the cases here are the exceptions: the Value methods' spelling (x.sqrt()),
 # Python numbers, zeros and ties at chosen places, torch spellings that are not one function
-# (gelu's approximate="tanh", detach), and the backward's own primitives (torch's backward ops).
+# (gelu's approximate="tanh", detach).
 CASES = [
     # Unary
     OpCase("sqrt_method", [operand("Sqrt", 3, 4)], lambda tape, x: x.sqrt(), torch.sqrt),
@@ -107,32 +107,6 @@ CASES = [
         "maximum_ties", [WITH_TIES, WITH_TIES[:, ::-1].copy()], lambda tape, a, b: topos.maximum(a, b), torch.maximum
     ),
     OpCase("minimum_ties", [WITH_TIES, WITH_TIES[::-1].copy()], lambda tape, a, b: topos.minimum(a, b), torch.minimum),
-    # The backward's own primitives (a softmax's, a layer norm's and gelu's derivatives in closed form),
-    # recorded directly: forward against torch's backward ops, backward against torch's double backward
-    OpCase(
-        "gelu_grad",
-        [normal(3, 4), normal(3, 4, scale=2.0)],
-        lambda tape, g, x: tape.apply("GeluGrad", [g, x]),
-        lambda g, x: torch.ops.aten.gelu_backward(g, x, approximate="tanh"),
-    ),
-    OpCase(
-        "softmax_grad",
-        [normal(2, 3, 5), normal(2, 3, 5)],
-        lambda tape, g, y: tape.apply("SoftmaxGrad", [g, y]),
-        lambda g, y: torch.ops.aten._softmax_backward_data(g, y, -1, y.dtype),
-    ),
-    OpCase(
-        "log_softmax_grad",
-        [normal(3, 5), normal(3, 5)],
-        lambda tape, g, y: tape.apply("LogSoftmaxGrad", [g, y]),
-        lambda g, y: torch.ops.aten._log_softmax_backward_data(g, y, -1, y.dtype),
-    ),
-    OpCase(
-        "layer_norm_grad",
-        [normal(2, 3, 6), normal(2, 3, 6), positive(2, 3, 1)],
-        lambda tape, g, n, r: tape.apply("LayerNormGrad", [g, n, r]),
-        lambda g, n, r: r * (g - g.mean(-1, keepdim=True) - n * (g * n).mean(-1, keepdim=True)),
-    ),
 ]
 
 
