@@ -148,9 +148,12 @@ class Fft(Primitive):
         return unpack(ctx, done, shape, dtype)
 
     def wgsl_launch(self, k, node, views):
+        # kernels/fft.wgsl: Stockham radix 2 for a power-of-two n, the direct O(n^2) sum for any other,
+        # one workgroup a transform; the same for Rfft and Irfft below.
         return k.fourier(node, views[0], node.shape[-2], node.attrs["inverse"])
 
     def wgsl_declines(self, k, node):
+        # Past 1024 points (k.MAX_FFT_LENGTH) a workgroup's 16 KiB cannot hold the transform.
         return k.fourier_declines(node.shape[-2])
 
     def cost(self, operands, meta, attrs):
