@@ -3,7 +3,12 @@
 The gallery's forward+backward plans compile with ``iree-compile
 --iree-hal-target-backends=llvm-cpu`` (through ``iree.compiler``, which runs that
 tool) for a generic x86-64 CPU, run on IREE's ``local-task`` driver through its
-Python runtime, and agree with the numpy interpreter in float32.
+Python runtime, and agree with the numpy interpreter in float32. IREE is handed the
+portable text (``plan.emit_stablehlo(portable=True)``): the default text's
+``stablehlo.cholesky``, ``stablehlo.triangular_solve`` and XLA CPU's LAPACK custom calls
+are XLA's own and IREE refuses them ("failed to legalize"), which the portable form
+writes as ``stablehlo.while`` loops of ops IREE has (docs/linalg.md). So the Gaussian
+process (Cholesky, triangular solves, LU) and the PCA (Jacobi eigh and SVD) run too.
 
 Float64 is where IREE stops, and the last test says exactly how: by default
 ``iree-compile`` demotes f64 to f32 in the module's signature, so float64 arguments
@@ -40,27 +45,35 @@ def run_on_iree(binary, arguments):
     return [np.asarray(result.to_host()) for result in results]
 
 
-#: Gallery scripts whose StableHLO holds an op IREE's CPU backend does not take, with the op it names:
-#: ``stablehlo.cholesky`` (XLA expands it; IREE has no lowering) and XLA CPU's LAPACK custom calls,
-#: which are XLA's own (docs/linalg.md). The test holds IREE to refusing exactly that op.
-IREE_DECLINES = {
-    "09_gaussian_process": "failed to legalize operation 'stablehlo.cholesky'",
-    "11_digits_pca": "failed to legalize operation 'stablehlo.custom_call'",
-}
-
-
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_gallery_forward_backward_plans_agree_with_the_interpreter_in_float32(path):
     network, readables, loss, feeds = example(path, "float32")
     parameters = network.parameters()
     entry = network.entry(readables)
     plan = entry.backward(loss).lower() if loss is not None else entry.lower()
-    if path.stem in IREE_DECLINES:
-        with pytest.raises(iree.compiler.CompilerToolError, match=IREE_DECLINES[path.stem]):
-            compile_for_cpu(plan.emit_stablehlo())
-        return
-    got = run_on_iree(compile_for_cpu(plan.emit_stablehlo()), plan.argument_values(parameters, feeds))
+    got = run_on_iree(compile_for_cpu(plan.emit_stablehlo(portable=True)), plan.argument_values(parameters, feeds))
     assert_outputs_agree(plan.run(parameters, feeds).outputs(), got, "float32", f"{path.stem} {plan.summary()}")
+
+
+@pytest.mark.parametrize("op", ["cholesky", "triangular_solve", "custom_call"])
+def test_the_default_text_keeps_what_iree_refuses_and_the_portable_text_runs(op):
+    """The default reading is for XLA on a CPU; IREE refuses its linear-algebra ops by name, and
+    takes the same plan's portable text."""
+
+    def build(tape):
+        a = tape.input(np.array([[4.0, 1.0], [1.0, 3.0]]), name="a")
+        if op == "cholesky":
+            return [topos.linalg.cholesky(a)]
+        if op == "triangular_solve":
+            return [topos.linalg.triangular_solve(a, a)]
+        return [topos.linalg.eigvalsh(a)]
+
+    network, outs = Tape.record(build, dtype="float32")
+    plan = network.entry(outs).lower()
+    with pytest.raises(iree.compiler.CompilerToolError, match=f"failed to legalize operation 'stablehlo.{op}'"):
+        compile_for_cpu(plan.emit_stablehlo())
+    got = run_on_iree(compile_for_cpu(plan.emit_stablehlo(portable=True)), plan.argument_values(network.parameters()))
+    assert_outputs_agree(plan.run(network.parameters()).outputs(), got, "float32", op)
 
 
 def _plan(function):

@@ -7,7 +7,7 @@ IREE refuses both ops ("failed to legalize"), and XLA expands them itself; these
 Cholesky is the right-looking outer-product form (Golub and Van Loan, algorithm 4.2.2): step k
 reads column k of the working matrix with ``dynamic_slice``, takes ``l_kk = sqrt(a_kk)`` and
 ``l_ik = a_ik / l_kk`` below it, writes that column back and subtracts ``l l^T`` from the trailing
-block (an outer product of whole matrices: the entries left of column k meet zeros of ``l``). A
+block (an outer product of whole matrices, kept where row and column are past k). A
 pivot ``a_kk <= 0`` is where ``potrf`` fails, and the loop carries whether one was met: such a
 matrix becomes all NaN, the forward's (and JAX's) answer. A NaN pivot is not a failure there (the
 OpenBLAS ``potrf`` numpy calls tests ``a_kk <= 0`` only), so NaNs spread as the arithmetic takes
@@ -68,6 +68,13 @@ def cholesky_portable(ctx, sym, shape, dtype):
             dtype,
         )
         updated = ctx.emit(f"stablehlo.subtract {a}, {outer} : {matrix}")
+        # Only the trailing block changes: elsewhere l's zeros would turn a NaN pivot's 0 * NaN into NaN.
+        rows, cols = iota(ctx, shape, rank - 2), iota(ctx, shape, rank - 1)
+        corner = ctx.broadcast_in_dim(k, (), shape, "int32", ())
+        below = ctx.compare("GT", rows, corner, shape, "int32")
+        right = ctx.compare("GT", cols, corner, shape, "int32")
+        trailing = ctx.emit(f"stablehlo.and {below}, {right} : {ctx.tensor_type(shape, 'bool')}")
+        updated = ctx.select(trailing, updated, a, shape, dtype)
         return put_column(ctx, updated, factor, shape, dtype, k), increment(ctx, k), healthy
 
     start = [sym, index(ctx, 0), ctx.splat(True, batch, "bool")]
