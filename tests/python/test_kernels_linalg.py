@@ -79,8 +79,9 @@ def symmetrised(a):
     return (a + np.swapaxes(a, -1, -2)) / 2
 
 
-def assert_cholesky_bounds(factor, a):
-    """``factor`` (float64 of the kernel's float32) against Higham's backward bound and Sun's forward one."""
+def assert_cholesky_bounds(factor, a, against_numpy=True):
+    """``factor`` (float64 of the kernel's float32) against Higham's backward bound and (``against_numpy``)
+    Sun's forward one."""
     n = a.shape[-1]
     sym = symmetrised(a)
     assert np.array_equal(np.triu(factor, 1), np.zeros_like(factor)), "the upper triangle is not 0"
@@ -88,6 +89,8 @@ def assert_cholesky_bounds(factor, a):
     allowed = (gamma(n + 1 + DIVISION + SQUARE_ROOT + 1) + gamma(n + 1, DOUBLE)) * magnitude
     residual = np.abs(factor @ np.swapaxes(factor, -1, -2) - sym)
     assert (residual <= allowed).all(), f"n={n}: backward error {np.max(residual / allowed)} of the bound"
+    if not against_numpy:
+        return
     exact = np.linalg.cholesky(sym)
     matrices = (v.reshape(-1, n, n) for v in (factor, exact, sym, allowed))
     for got, want, s, bound in zip(*matrices):
@@ -115,6 +118,14 @@ def test_cholesky_kernel_reads_strided_transposed_batches(rng):
     view = View.of_buffer(0, stored.shape).transpose((2, 1, 3, 0))
     factor = run(build.cholesky(view, 9), {0: stored}, a.shape)
     assert_cholesky_bounds(factor, a)
+
+
+def test_cholesky_kernel_numbers_matrices_past_one_grid_dimension(rng):
+    # 70000 workgroups: a grid of 65535 x 2, numbered gx * wy + wx as every kernel's.
+    a = positive_definite(rng, (70000,), 2)
+    factor = run(build.cholesky(View.of_buffer(0, a.shape), 9), {0: a}, a.shape)
+    assert build.cholesky(View.of_buffer(0, a.shape), 9).workgroups == (65535, 2, 1)
+    assert_cholesky_bounds(factor, a, against_numpy=False)  # the backward bound alone: 70000 matrices
 
 
 def test_cholesky_kernel_gives_nan_where_a_matrix_is_not_positive_definite(rng):
