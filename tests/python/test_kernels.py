@@ -144,13 +144,15 @@ UNARY.update(
 )
 
 
+# Each op its own test (its opcode in the id), so a row added to op_specs shows by name here.
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_unary_ops_over_edge_sizes(n, rng):
-    for opcode, (sample, formula) in UNARY.items():
-        x = check_operand(opcode, 0, sample(rng, n).astype(np.float32))
-        got = run_one(build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,))]), {0: x}, (n,))
-        with np.errstate(all="ignore"):
-            assert_agrees(got, formula(x.astype(np.float64)), formula(x), what=f"{opcode} of {n}")
+@pytest.mark.parametrize("opcode", UNARY)
+def test_unary_ops_over_edge_sizes(opcode, n, rng):
+    sample, formula = UNARY[opcode]
+    x = check_operand(opcode, 0, sample(rng, n).astype(np.float32))
+    got = run_one(build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,))]), {0: x}, (n,))
+    with np.errstate(all="ignore"):
+        assert_agrees(got, formula(x.astype(np.float64)), formula(x), what=f"{opcode} of {n}")
 
 
 # Every elementwise op of two operands: its op_specs numpy function (its own forward if none) as the oracle.
@@ -158,20 +160,19 @@ BINARY = {opcode: numpy_oracle(opcode) for opcode in derived_binary_rows(())}
 
 
 @pytest.mark.parametrize("n", EDGE_SIZES)
-def test_binary_ops_over_edge_sizes_with_ties(n, rng):
-    for opcode, function in BINARY.items():
-        if opcode == "Pow":
-            x = rng.uniform(0.1, 4, n).astype(np.float32)
-            y = rng.uniform(-3, 3, n).astype(np.float32)
-        else:
-            x = rng.integers(-3, 4, n).astype(np.float32) * 0.5  # many ties, no zero divisors below
-            y = np.where((rng.random(n) < 0.3) & (x != 0), x, rng.integers(1, 4, n) * 0.75).astype(np.float32)
-        check_operands(opcode, [x, y])
-        got = run_one(
-            build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,)), dense(1, (n,))]), {0: x, 1: y}, (n,)
-        )
-        exact = function(x.astype(np.float64), y.astype(np.float64)).astype(np.float64)
-        assert_agrees(got, exact, function(x, y).astype(np.float64), what=f"{opcode} of {n}")
+@pytest.mark.parametrize("opcode", BINARY)
+def test_binary_ops_over_edge_sizes_with_ties(opcode, n, rng):
+    function = BINARY[opcode]
+    if opcode == "Pow":
+        x = rng.uniform(0.1, 4, n).astype(np.float32)
+        y = rng.uniform(-3, 3, n).astype(np.float32)
+    else:
+        x = rng.integers(-3, 4, n).astype(np.float32) * 0.5  # many ties, no zero divisors below
+        y = np.where((rng.random(n) < 0.3) & (x != 0), x, rng.integers(1, 4, n) * 0.75).astype(np.float32)
+    check_operands(opcode, [x, y])
+    got = run_one(build.elementwise(lookup(opcode).wgsl, 9, (n,), [dense(0, (n,)), dense(1, (n,))]), {0: x, 1: y}, (n,))
+    exact = function(x.astype(np.float64), y.astype(np.float64)).astype(np.float64)
+    assert_agrees(got, exact, function(x, y).astype(np.float64), what=f"{opcode} of {n}")
 
 
 def test_pow_takes_negative_bases_to_integer_powers_as_numpy_does():

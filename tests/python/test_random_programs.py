@@ -217,6 +217,17 @@ class ProgramBuilder:
             return None
         return self.apply(opcode, [a, b])
 
+    def op_first(self, opcode, shape):
+        """``opcode`` on fresh parameters of ``shape``, each drawn from its operand's smooth domain
+        (op_specs) with the margin the steps keep: recorded whatever the values so far."""
+        operands = []
+        for domain in OP_SPECS[opcode].smooth_domains():
+            low, high = domain.draw
+            if domain.kind in ("positive", "nonzero"):
+                low = max(low, DOMAIN_MARGINS.get(opcode, DEFAULT_DOMAIN_MARGIN))
+            operands.append(self._source(self.tape.parameter(domain.sample(self.rng, shape, low, high))))
+        return self.apply(opcode, operands)
+
     def op_Where(self, opcode, a):
         shape = self.shape(a)
         conditions = [i for i in self.floats() if self.shape(i) == shape and self.opcode(i) in COMPARISONS]
@@ -431,12 +442,15 @@ SHAPES = [(), (3,), (2, 3), (4, 1), (1, 3), (2, 2, 2), (3, 1, 2)]
 
 @st.composite
 def programs(draw, first=None, steps=40):
-    """A random program; ``first``: an op_specs (key, example) it records before its steps."""
+    """A random program; ``first``: an op_specs (key, example) it records before its steps, or an
+    elementwise opcode, recorded first on operands drawn from its row's smooth domains."""
     dtype = draw(st.sampled_from(["float64", "float32"]))
     builder = ProgramBuilder(draw, dtype, draw(st.integers(0, 2**32 - 1)))
     for _ in range(draw(st.integers(1, 2))):
         builder.parameter(draw(st.sampled_from(SHAPES)))
-    if first is not None:
+    if isinstance(first, str):
+        builder.op_first(first, draw(st.sampled_from(SHAPES)))
+    elif first is not None:
         builder.op_example("example", builder.pick(builder.floats()), first)
     for _ in range(draw(st.integers(1, steps))):
         builder.step()
@@ -465,6 +479,20 @@ def test_each_example_in_random_programs(key, example):
         network, _, _ = program
         # A primitive's example records its opcode (a composite's key names no opcode).
         assert key in COMPOSITES or any(node.opcode == key for node in network.nodes())
+        check_program(program)
+
+    check()
+
+
+# Each elementwise op of the table by name too (the steps draw them among many): a few short
+# programs that record it first, so that a row added to op_specs is sure to run here.
+@pytest.mark.parametrize("opcode", UNARY + BINARY + COMPARISONS)
+def test_each_elementwise_op_in_random_programs(opcode):
+    @settings(max_examples=3, deadline=None, derandomize=True, database=None)
+    @given(programs(first=opcode, steps=8))
+    def check(program):
+        network, _, _ = program
+        assert any(node.opcode == opcode for node in network.nodes())
         check_program(program)
 
     check()
