@@ -17,16 +17,22 @@ from ..compiler.stablehlo import emit_plan_rows
 from ..model.nodes import source_value
 from ..tensor import freeze
 from .fusion import fused_nodes
-from .runtime import compile_module, to_device, to_host
+from .runtime import client, compile_module, to_device, to_host
 
 _MODULES = weakref.WeakKeyDictionary()  # plan -> its emitted text, so a plan is lowered once
 
 
+def portable():
+    """Whether the text must be the portable form: XLA's CPU client runs the LAPACK custom calls and
+    ``stablehlo.cholesky`` the default text holds, another platform's (a GPU's) does not."""
+    return client()[1].platform != "cpu"
+
+
 def plan_module(plan):
-    """``plan.emit_stablehlo()``, emitted once per plan."""
+    """``plan.emit_stablehlo()`` (portable off a CPU), emitted once per plan."""
     text = _MODULES.get(plan)
     if text is None:
-        text = _MODULES[plan] = plan.emit_stablehlo()
+        text = _MODULES[plan] = plan.emit_stablehlo(portable=portable())
     return text
 
 
@@ -70,7 +76,7 @@ def run_plan(plan, parameters, feeds=None, optimize=True):
 def fusions(plan, optimize=True):
     """Which of the plan's nodes XLA fused into one kernel: ``[(fusion name, (node index, ...)), ...]``."""
     compiled = XLAExecutor(plan, optimize).compiled()
-    return fused_nodes(compiled.hlo_text(), emit_plan_rows(plan))
+    return fused_nodes(compiled.hlo_text(), emit_plan_rows(plan, portable()))
 
 
 register_executor("xla", XLAExecutor)
