@@ -75,7 +75,11 @@ fn dot4_rows(p: u32, q: u32, count: u32) -> f32 {
 fn pivot(base: u32, n: u32, row: u32) {
     let start = base + row * n;
     let rest = out[start + row] - dot4_rows(start, start, row);
-    if (!is_nan(rest) && rest <= 0.0) {
+    if (is_nan(rest)) {
+        out[start + row] = rest;  // carried as it is: WGSL leaves sqrt(NaN) open
+        return;
+    }
+    if (rest <= 0.0) {
         not_positive_definite = 1u;
     }
     out[start + row] = sqrt(rest);
