@@ -6,10 +6,11 @@
 // Entry points:
 //   cholesky          out = the lower factor l of (a + a^T) / 2 = l l^T, its upper triangle 0, and
 //                     every element NaN where the matrix is not positive definite (a pivot not
-//                     above 0), as the op's numpy forward; a NaN spreads as the substitutions carry it. One workgroup a matrix, left-looking
-//                     column by column in `out` itself: lane (i mod 64) owns row i. For column j each
-//                     lane finishes its rows below j, l[i][j] = (s[i][j] - sum_k<j l[i][k] l[j][k]) / l[j][j],
-//                     and the lane owning row j + 1 then takes its pivot, sqrt(s - sum_k<=j l[j+1][k]^2):
+//                     above 0), as the op's numpy forward; a NaN spreads as the substitutions carry
+//                     it. One workgroup a matrix, left-looking column by column in `out` itself:
+//                     lane (i mod 64) owns row i. For column j each lane finishes its rows below j,
+//                     l[i][j] = (s[i][j] - sum_k<j l[i][k] l[j][k]) / l[j][j], and the lane owning
+//                     row j + 1 then takes its pivot, sqrt(s[j+1][j+1] - sum_k<=j l[j+1][k]^2):
 //                     every value a column reads is final before the one barrier that ends the
 //                     previous column, and no lane writes what another reads in the same column.
 //   triangular_solve  out = x with t x = b, t lower or upper triangular, its diagonal read or taken as

@@ -19,11 +19,12 @@ from .dispatch import LANES, MAX_RANK, Binding, Launch, grid, merge_jointly, pac
 from .views import View
 
 #: The largest n x n a Cholesky launch takes: its busiest lane runs 18940 loop iterations at 256
-#: (``cholesky_iterations``), and 33595 at 320, past the limit; 256 also keeps one workgroup's
-#: factor within what lavapipe runs in tens of milliseconds (tests/bench/linalg_factor.py).
+#: (``cholesky_iterations``); the limit would allow up to 316, and 256, a power of two, keeps a
+#: margin (lavapipe factors a 256 x 256 matrix in about 20 ms: tests/bench/linalg_factor.py).
 MAX_CHOLESKY = 256
 #: The largest n x n a triangular solve takes: 18432 iterations an invocation at 512
-#: (``solve_iterations``), past which no size of the bench's doubling stays within the limit.
+#: (``solve_iterations``); the limit would allow up to 692, and 512 is the bench's largest size,
+#: where lavapipe takes about a second for 4 matrices of 512 right-hand sides.
 MAX_SOLVE = 512
 #: Terms each main iteration of the kernel's dot products sums (``dot4_rows``, ``dot8_solve`` in the kernel).
 CHOLESKY_UNROLL = 4
