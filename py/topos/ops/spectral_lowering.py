@@ -95,27 +95,19 @@ def rotation(ctx, gram, shape, dtype, round_):
     def op(name, *operands):
         return p.elementwise(ctx, name, operands, vector, dtype)
 
+    one, zero = ctx.splat(1.0, vector, dtype), ctx.splat(0.0, vector, dtype)
     tau = op("stablehlo.divide", op("stablehlo.subtract", a_qq, a_pp), op("stablehlo.add", off, off))
-    size = ctx.emit(f"stablehlo.abs {tau} : {ctx.tensor_type(vector, dtype)}")
-    one = ctx.splat(1.0, vector, dtype)
-    root = ctx.emit(
-        f"stablehlo.sqrt {op('stablehlo.add', one, op('stablehlo.multiply', tau, tau))} : {ctx.tensor_type(vector, dtype)}"
-    )
-    upward = ctx.compare("GE", tau, ctx.splat(0.0, vector, dtype), vector, dtype)
-    t = op("stablehlo.divide", one, op("stablehlo.add", size, root))
-    t = ctx.select(upward, t, ctx.emit(f"stablehlo.negate {t} : {ctx.tensor_type(vector, dtype)}"), vector, dtype)
+    # t = sign(tau) / (|tau| + sqrt(1 + tau^2)), the smaller root (a rotation of at most 45 degrees).
+    # Past sqrt(the largest float), tau^2 is infinite and t is 0, within rounding of its 1 / (2 tau).
+    root = op("stablehlo.sqrt", op("stablehlo.add", one, op("stablehlo.multiply", tau, tau)))
+    t = op("stablehlo.divide", one, op("stablehlo.add", op("stablehlo.abs", tau), root))
+    upward = ctx.compare("GE", tau, zero, vector, dtype)
+    t = ctx.select(upward, t, op("stablehlo.negate", t), vector, dtype)
     # A pair already orthogonal (or no pair) turns by nothing: tau would be 0 / 0.
-    settled = ctx.compare("EQ", off, ctx.splat(0.0, vector, dtype), vector, dtype)
-    t = ctx.select(settled, ctx.splat(0.0, vector, dtype), t, vector, dtype)
-    c = op(
-        "stablehlo.divide",
-        one,
-        ctx.emit(
-            f"stablehlo.sqrt {op('stablehlo.add', one, op('stablehlo.multiply', t, t))} : {ctx.tensor_type(vector, dtype)}"
-        ),
-    )
+    t = ctx.select(ctx.compare("EQ", off, zero, vector, dtype), zero, t, vector, dtype)
+    c = op("stablehlo.divide", one, op("stablehlo.sqrt", op("stablehlo.add", one, op("stablehlo.multiply", t, t))))
     s = op("stablehlo.multiply", t, c)
-    signed = ctx.select(first, s, ctx.emit(f"stablehlo.negate {s} : {ctx.tensor_type(vector, dtype)}"), vector, dtype)
+    signed = ctx.select(first, s, op("stablehlo.negate", s), vector, dtype)
     j = ctx.select(at_partner, p.along_rows(ctx, signed, shape, dtype), zeros, shape, dtype)
     return ctx.select(on_diagonal, p.along_rows(ctx, c, shape, dtype), j, shape, dtype)
 
