@@ -7,13 +7,17 @@ tail then fixes the signs (each vector's largest-magnitude component positive) a
 where the matrix is not finite, so the two forms agree by construction on everything but rounding.
 
 **Eigh: cyclic Jacobi, a round-robin round a step.** The n/2 disjoint pairs (p, q) of one round
-of the chess-tournament ordering (Brent and Luk) rotate at once: each pair's rotation zeroes
+of a round-robin tournament (the circle method, as in Brent and Luk's parallel Jacobi) rotate at once: each pair's rotation zeroes
 ``a_pq`` (Golub and Van Loan, algorithm 8.5.1: ``tau = (a_qq - a_pp) / (2 a_pq)``,
 ``t = sign(tau) / (|tau| + sqrt(1 + tau^2))``, ``c = 1 / sqrt(1 + t^2)``, ``s = t c``), the
 rotations together are one orthogonal J, and the step is ``A <- J^T A J``, ``V <- V J``: two
 ``dot_general`` of whole matrices rather than n/2 loop steps each reading and writing two rows
 and two columns, so a sweep is n - 1 steps (n odd: a dummy n + 1-th index sits out each round)
-and each step is the dense products every StableHLO consumer is fastest at. A round's
+and each step is the dense products every StableHLO consumer is fastest at. The price is
+n^4 flops a sweep where rotating two rows and columns in place costs n^3: at the sizes a tab
+uses the products keep up (XLA CPU, float32, shared machine: 10 ms at 64 x 64, 0.18 s at
+128, 1.4 s at 256, against syevd's 0.4, 100 (noisy) and 5 ms), and past them the default
+reading's LAPACK call is the form to use where the consumer has it. A round's
 partners are index arithmetic on the round number: no table, no gather. The operand's lower
 triangle is read, as ``syevd``'s (``uplo = L``), mirrored into a symmetric matrix, and divided by
 its largest magnitude so that the squares of the convergence test neither overflow nor
