@@ -954,8 +954,8 @@ def _np_pool(x, window, stride, padding, reduce):
 
 
 def _pool(name, shape, function, **attrs):
-    spatial = len(shape) - 2
-    torch_name = {"max_pool": "max_pool", "avg_pool": "avg_pool"}[function] + f"{spatial}d"
+    """``topos.max_pool`` or ``avg_pool`` (ints: window, stride, padding), as torch's max_pool2d..."""
+    torch_name = f"{function}{len(shape) - 2}d"
     return Example(
         name,
         [shape],
