@@ -8,9 +8,10 @@ it decides ties, and the wide range that reaches float32's edges. The six per-op
 (test_gradcheck, test_stablehlo, test_torch_ops, test_kernels, test_nonfinite,
 test_random_programs) and tests/cases/generate.py take every elementwise op of one or two
 operands from its row (``derived_rows``) and every other op's calls from its row's
-``examples``, keeping local cases only for what a row cannot say (hypothesis's drawn shapes and
-attributes, a method's spelling, Python numbers, the engine's own derivatives on their own
-draws, inputs one suite places by hand), each with its reason; the cases they draw themselves are checked against it with
+``examples`` (a method's spelling, a Python number, values at chosen places, shapes and
+attributes), keeping local cases only for what a row cannot say (hypothesis's drawn shapes
+and attributes, the sources every call reads, inputs one suite places by hand), each with
+its reason; the cases they draw themselves are checked against it with
 ``check_operands``; test_random_programs asks ``admits`` whether a value recorded so far may
 feed an op; test_op_checklist checks that every registered primitive has a row. So "Log needs
 a positive input" is written here, once, and a new elementwise op is one row.
@@ -43,7 +44,7 @@ primitive, have rows of the same form in ``COMPOSITES``, keyed by their public n
 
 import importlib
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -1177,6 +1178,129 @@ DERIVATIVE_EXAMPLES = {
 }
 
 
+# The elementwise ops' other spellings and chosen places (their plain cases come from the rows
+# themselves, ``derived_rows``): a Value method, a Python number on either side, broadcasting
+# both ways, zeros and ties where the derivative picks a side (torch's rule: relu'(0) = 0, an
+# even split between equal operands), and the torch spellings that are not one function.
+WITH_ZEROS = np.array([[-1.5, 0.0, 0.25], [0.0, 2.0, -0.5]])
+
+
+def _np_gelu(x):
+    return 0.5 * x * (1 + np.tanh(GELU_C * (x + GELU_K * x**3)))
+
+
+def _np_sigmoid(x):
+    """1 / (1 + exp(-x)) without overflow at either end."""
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+def _spelled(name, shapes, topos, torch, numpy, values=None, scale=1.0):
+    return Example(name, shapes, {}, topos=topos, torch=torch, numpy=numpy, values=values, scale=scale)
+
+
+SPELLINGS = {
+    "Sqrt": (_spelled("sqrt_method", [(3, 4)], lambda tape, x: x.sqrt(), lambda x: torch.sqrt(x), np.sqrt),),
+    "Tanh": (_spelled("tanh_method", [(3, 4)], lambda tape, x: x.tanh(), lambda x: torch.tanh(x), np.tanh, scale=2.0),),
+    "Sigmoid": (
+        _spelled(
+            "sigmoid_method", [(3, 4)], lambda tape, x: x.sigmoid(), lambda x: torch.sigmoid(x), _np_sigmoid, scale=10.0
+        ),
+        _spelled(
+            "sigmoid_extremes",
+            [(7,)],
+            lambda tape, x: x.sigmoid(),
+            lambda x: torch.sigmoid(x),
+            _np_sigmoid,
+            values=(np.array([-800.0, -90.0, -20.0, 0.0, 20.0, 90.0, 800.0]),),
+        ),
+    ),
+    "Relu": (
+        _spelled(
+            "relu",
+            [(2, 3)],
+            lambda tape, x: x.relu(),
+            lambda x: torch.relu(x),
+            lambda x: np.maximum(x, 0.0),
+            values=(WITH_ZEROS,),
+        ),
+    ),
+    # Its shape holds the special values once each where test_nonfinite tiles them.
+    "Gelu": (
+        _spelled(
+            "gelu",
+            [(2, 7)],
+            lambda tape, x: topos_function("gelu")(x),
+            lambda x: torch.nn.functional.gelu(x, approximate="tanh"),
+            _np_gelu,
+            scale=2.0,
+        ),
+    ),
+    "StopGradient": (
+        _spelled(
+            "stop_gradient",
+            [(2, 7)],
+            lambda tape, x: topos_function("stop_gradient")(x) * x,
+            lambda x: x.detach() * x,
+            lambda x: x * x,
+        ),
+    ),
+    "Add": (_spelled("add_broadcast", [(3, 1), (4,)], lambda tape, a, b: a + b, lambda a, b: a + b, np.add),),
+    "Sub": (_spelled("rsub_number", [(2, 3)], lambda tape, a: 1.5 - a, lambda a: 1.5 - a, lambda a: 1.5 - a),),
+    "Mul": (_spelled("mul_broadcast", [(2, 1, 3), (4, 1)], lambda tape, a, b: a * b, lambda a, b: a * b, np.multiply),),
+    # A Python number over a positive denominator (the drawn first operand is the divisor here).
+    "Div": (
+        _spelled(
+            "rdiv_number",
+            [(3,)],
+            lambda tape, a: 2.0 / a,
+            lambda a: 2.0 / a,
+            lambda a: 2.0 / a,
+            values=(np.array([0.75, 1.5, 1.9]),),
+        ),
+    ),
+    "Pow": (
+        _spelled("pow_number", [(5,)], lambda tape, a: a**3.0, lambda a: a**3.0, lambda a: a**3.0),
+        _spelled(
+            "pow_negative_base",
+            [(2, 3)],
+            lambda tape, a: a**2.0 + a**3.0,
+            lambda a: a**2.0 + a**3.0,
+            lambda a: a**2.0 + a**3.0,
+            values=(np.array([[-1.2, 0.4, -0.3], [1.1, -2.0, 0.7]]),),
+        ),
+        # pow's exponent gradient is 0 where the base is 0 (torch's rule).
+        _spelled(
+            "pow_zero_base",
+            [(3,), (3,)],
+            lambda tape, a, b: a**b,
+            lambda a, b: torch.pow(a, b),
+            np.power,
+            values=(np.array([0.0, 0.0, 1.5]), np.array([2.0, 1.0, 2.0])),
+        ),
+    ),
+    "Maximum": (
+        _spelled(
+            "maximum_ties",
+            [(3, 4), (3, 4)],
+            lambda tape, a, b: topos_function("maximum")(a, b),
+            lambda a, b: torch.maximum(a, b),
+            np.maximum,
+            values=(WITH_TIES, WITH_TIES[:, ::-1].copy()),
+        ),
+    ),
+    "Minimum": (
+        _spelled(
+            "minimum_ties",
+            [(3, 4), (3, 4)],
+            lambda tape, a, b: topos_function("minimum")(a, b),
+            lambda a, b: torch.minimum(a, b),
+            np.minimum,
+            values=(WITH_TIES, WITH_TIES[::-1].copy()),
+        ),
+    ),
+}
+
+
 OP_SPECS = {
     "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg", spread=(-9.0, 9.0)),
     "Exp": unary(Api("topos.exp"), torch="torch.exp", spread=(-20.0, 20.0)),
@@ -1408,6 +1532,9 @@ OP_SPECS = {
         examples=SVD_EXAMPLES,
     ),
 }
+
+# The elementwise rows' examples, attached here so that each row above stays one line.
+OP_SPECS.update({opcode: replace(OP_SPECS[opcode], examples=examples) for opcode, examples in SPELLINGS.items()})
 
 
 def spec(opcode):

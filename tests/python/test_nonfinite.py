@@ -119,15 +119,14 @@ def topos_cross_entropy(*logits):
 
 
 #: op name -> (inputs, topos function, torch function). Every elementwise op is taken from its
-#: op_specs row, and every other op from its row's examples (below); here are the exceptions: the
-#: ops whose torch spelling is not one function (gelu's approximate="tanh", a method: detach),
-#: and the ops read on ``rows``/``pool_rows``, each special value at chosen places among
-#: ordinary ones and rows of specials together, which an example (the specials tiled over its
-#: shape) does not place (a NaN first or last in a row, a row all -inf). Where an example has
-#: the name of an entry here (where, matmul, cumsum, top_k...), the entry is the one run.
+#: op_specs row, and every other op from its row's examples (below); here are the exceptions, the
+#: composites and ops read on inputs an example does not place: every special value once
+#: (``every_value``: abs, sign, square), every pair (``every_pair``: a Where's condition), and
+#: ``rows``/``pool_rows``, each special value at chosen places among ordinary ones and rows of
+#: specials together (a NaN first or last in a row, a row all -inf), where an example tiles the
+#: specials over its shape. Where an example has the name of an entry here (where, matmul,
+#: cumsum, top_k...), the entry is the one run.
 OPS = {
-    "gelu": (every_value, topos.gelu, lambda x: F.gelu(x, approximate="tanh")),
-    "stop_gradient": (every_value, topos.stop_gradient, torch.Tensor.detach),
     "abs": (every_value, topos.abs, torch.abs),
     "sign": (every_value, topos.sign, torch.sign),
     "square": (every_value, topos.square, torch.square),
@@ -164,8 +163,9 @@ OPS = {
     "max_pool_padded": (pool_rows, lambda v: topos.max_pool(v, 2, 2, 1), lambda t: F.max_pool1d(t, 2, 2, 1)),
     "avg_pool": (pool_rows, lambda v: topos.avg_pool(v, 2, 1, 1), lambda t: F.avg_pool1d(t, 2, 1, 1)),
 }
-# Every elementwise op with no entry above: its public function against its op_specs torch
-# function, on every special value (unary) or every pair of them (binary).
+# Every elementwise op with no entry above and a torch function in its row: its public function
+# against that function, on every special value (unary) or every pair of them (binary). Gelu and
+# StopGradient, whose torch spelling is not one function, run as their rows' examples (below).
 OPS.update(
     {
         public_name(opcode): (
@@ -173,7 +173,9 @@ OPS.update(
             public_function(opcode),
             torch_function(opcode),
         )
-        for opcode in derived_rows({opcode for opcode in OP_SPECS if public_name(opcode) in OPS})
+        for opcode in derived_rows(
+            {opcode for opcode in OP_SPECS if public_name(opcode) in OPS or OP_SPECS[opcode].torch is None}
+        )
     }
 )
 
