@@ -790,7 +790,7 @@ ARGMAX_EXAMPLES = (
         numpy=lambda x: np.eye(4)[np.argmax(x, 1)[:, None]] * x[:, None],
         values=(WITH_TIES,),
     ),
-    *(_picked(f"argmax_ties_axis{axis}", "argmax", axis, TIES_3D, (3, 4, 5)) for axis in (0, 2)),
+    *(_picked(f"argmax_ties_axis{axis}", "argmax", axis, TIES_3D, (3, 4, 5)) for axis in (0, 1, 2)),
 )
 ARGMIN_EXAMPLES = (
     _picked("argmin_axis0", "argmin", 0),

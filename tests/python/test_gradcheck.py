@@ -541,6 +541,7 @@ LEFT_OUT = {
     "max_ties_all",
     "argmax_ties",
     "argmax_ties_axis0",
+    "argmax_ties_axis1",
     "argmax_ties_axis2",
     "argmin_ties_axis1",
     "argmin_ties_axis2",

@@ -229,6 +229,7 @@ NOT_ON_SPECIALS.update(
         [
             "argmax_ties",
             "argmax_ties_axis0",
+            "argmax_ties_axis1",
             "argmax_ties_axis2",
             "argmin_axis0",
             "argmin_ties_axis1",
