@@ -255,7 +255,6 @@ def binary(docs, left=REAL, right=REAL, smooth=None, **more):
 TIES = "the gradient check keeps operands apart: at a tie the derivative picks one side"
 DERIVATIVE_ONLY = "recorded only by the engine, as the derivative of {}"
 SOURCE = "a source: its value is a buffer the runner writes, no kernel computes it"
-FFT_DECLINED = "no Stockham FFT kernel yet: the interpreter runs the transform on the host"
 
 
 def topos_function(name):
@@ -266,7 +265,7 @@ def topos_function(name):
 # The factorisations (topos.ops.linalg_factor) ------------------------------------------------------
 
 MATRICES = ShapeRange(min_rank=2)
-FACTOR_DECLINED = "no WGSL kernel yet: a factorisation's substitutions are sequential over the rows"
+FACTOR_DECLINED = "no WGSL kernel yet: LU's pivoting and substitutions are sequential over the rows; the host runs it"
 
 
 def _gram(x, swapaxes, eye):
@@ -330,7 +329,6 @@ LU_EXAMPLES = (
 
 # The spectral factorisations (topos.ops.linalg_spectral) -----------------------------------------
 
-SPECTRAL_DECLINED = "no Jacobi eigensolver kernel yet: the interpreter runs the factorisation on the host"
 # Added to a real draw's symmetric part: eigenvalues at least ~6 apart, so the derivative's
 # 1 / (w_j - w_i) stays moderate, and eigenvectors near the axes, whose largest component is clear.
 SEPARATED = np.array([0.0, 20.0, 40.0, 60.0])
@@ -1437,31 +1435,25 @@ OP_SPECS = {
         (REAL,),
         shapes=ShapeRange(min_rank=2),
         docs=Api("topos.fft.fft"),
-        kernel_declined=FFT_DECLINED,
         examples=FFT_EXAMPLES,
     ),
-    "Rfft": OpSpec(
-        (REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), kernel_declined=FFT_DECLINED, examples=RFFT_EXAMPLES
-    ),
+    "Rfft": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), examples=RFFT_EXAMPLES),
     "Irfft": OpSpec(
         (REAL,),
         shapes=ShapeRange(min_rank=2),
         docs=Api("topos.fft.irfft"),
-        kernel_declined=FFT_DECLINED,
         examples=IRFFT_EXAMPLES,
     ),
     # The factorisations (topos.linalg): their examples make a well-conditioned operand of a real draw.
     "Cholesky": unary(
         Api("topos.linalg.cholesky"),
         shapes=MATRICES,
-        kernel_declined=FACTOR_DECLINED,
         notes=("a matrix that is not positive definite gives NaNs, as JAX's",),
         examples=CHOLESKY_EXAMPLES,
     ),
     "TriangularSolve": binary(
         Api("topos.linalg.triangular_solve"),
         shapes=MATRICES,
-        kernel_declined=FACTOR_DECLINED,
         notes=("a zero on the diagonal gives infinities or NaNs, no error",),
         examples=TRIANGULAR_SOLVE_EXAMPLES,
     ),
@@ -1513,7 +1505,6 @@ OP_SPECS = {
     "Eigh": unary(
         Api("topos.linalg.eigh"),
         shapes=ShapeRange(min_rank=2),
-        kernel_declined=SPECTRAL_DECLINED,
         notes=("repeated eigenvalues: a gradient through the eigenvectors is inf or NaN, as JAX's",),
         examples=EIGH_EXAMPLES,
     ),

@@ -570,7 +570,7 @@ def test_each_primitive_names_a_kernel_family_with_a_file():
     from topos.ops import primitives
 
     families = {"elementwise", "reduce", "matmul", "copy", "gather", "softmax", "layer_norm", "scan"}
-    families |= {"convolution", "random", "window", "scatter"}
+    families |= {"convolution", "random", "window", "scatter", "fft", "linalg", "eigh"}
     for name, primitive in primitives().items():
         if primitive.is_source:
             continue
