@@ -154,11 +154,15 @@ def test_the_plan_costs_nine_n_cubed_a_matrix(rng):
     assert f"[{9 * 3 * 8**3} flops" in line
 
 
-def test_the_kernels_reading_says_why_webgpu_declines_it(rng):
+def test_the_kernels_reading_runs_eigh_on_its_kernel_and_says_why_qr_and_svd_are_declined(rng):
     tape = topos.Tape("float32")
-    w, _ = topos.linalg.eigh(tape.parameter(symmetric(rng, (4, 4))))
-    reading = tape.seal().entry([w]).lower().kernels().describe()
-    assert "no Jacobi eigensolver kernel yet" in reading
+    a = tape.parameter(symmetric(rng, (4, 4)))
+    w, _ = topos.linalg.eigh(a)
+    _, r = topos.linalg.qr(a)
+    singular = topos.linalg.svdvals(a)
+    reading = tape.seal().entry([w, r, singular]).lower().kernels().describe()
+    assert "eigh:eigh" in reading
+    assert "no Householder QR kernel yet" in reading and "no Jacobi SVD kernel yet" in reading
 
 
 # QR ------------------------------------------------------------------------------------------------

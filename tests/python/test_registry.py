@@ -34,9 +34,9 @@ SOURCES = {"Parameter", "Input", "Leaf"}
 # Ops the WebGPU backend declines, each for a reason (the numpy interpreter runs them there), listed on
 # purpose as the non-differentiable ones are: an op that forgets its kernel rule must not pass quietly.
 # (ScatterAdd was one, for its float atomics, until kernels/scatter.wgsl wrote it as a gather.)
-# The Fourier transforms (topos.ops.fft): no Stockham kernel yet.
-# The spectral factorisations (topos.ops.linalg_spectral): no Jacobi eigensolver kernel yet.
-DECLINED_ON_WEBGPU = {"Fft", "Rfft", "Irfft", "Eigh", "Cholesky", "TriangularSolve", "Lu", "Qr", "Svd"}
+# Lu (topos.ops.linalg_factor): its pivot search and row swaps are sequential; Qr and Svd
+# (topos.ops.linalg_spectral): no Householder or Jacobi SVD kernel yet.
+DECLINED_ON_WEBGPU = {"Lu", "Qr", "Svd"}
 
 
 def rules_missing(primitive, rules):
