@@ -349,6 +349,135 @@ fn precise_sin(x: f32) -> f32 {
     return select(value, -value, x < 0.0);
 }
 
+// Elementwise rows that need their own accuracy (topos.ops.elementwise_more) -----------------
+
+// e^x as m 2^k with m = e^r, r = x - k ln 2 in [-ln2/2, ln2/2] (Cody and Waite: ln 2 in a high
+// part, exact times any k here, and a low part, as precise_log splits it). WGSL promises its exp
+// to 3 + 2|x| ulp only, and lavapipe's exp2(x log2(e)) loses |x| ulps; on r both are within a few.
+// For a finite x below 105 in magnitude.
+struct Scaled {
+    mantissa: f32,
+    exponent: i32,
+}
+
+fn exp_scaled(x: f32) -> Scaled {
+    let k = round(x * 1.442695);
+    let r = (x - k * 0.693145751953125) - k * 1.4286068203e-6;
+    return Scaled(exp(r), i32(k));
+}
+
+// m 2^(k + shift), in two ldexp steps so that neither exponent passes WGSL's limit of 127.
+fn scaled_value(s: Scaled, shift: i32) -> f32 {
+    let e = s.exponent + shift;
+    return ldexp(ldexp(s.mantissa, e / 2), e - e / 2);
+}
+
+// log(1 + x) to a few ulps: below |x| = 1/64 its series (the first term left out is under
+// 1e-8 of the result), above Goldberg's log(u) x / (u - 1) with u = 1 + x, which cancels the
+// rounding of u; precise_log answers -1 (-inf), x < -1 (NaN) and the ends.
+fn precise_log1p(x: f32) -> f32 {
+    if (is_nan(x) || x < -1.0) {
+        return not_a_number();
+    }
+    if (is_infinite(x)) {
+        return x;
+    }
+    if (abs(x) < 0.015625) {
+        return x * (1.0 - x * (0.5 - x * (0.33333334 - x * (0.25 - x * 0.2))));
+    }
+    let u = 1.0 + x;
+    if (u == 0.0) {
+        return -infinity();
+    }
+    return precise_log(u) * (x / (u - 1.0));
+}
+
+// e^x - 1 to a few ulps: below |x| = 1/2 its Taylor series to x^8 (the rest is under 1.1e-8 of
+// the result), above e^x from exp_scaled, less 1 (which cancels at most 2.6 times its error);
+// -1 below -18 (e^x under half an ulp of 1) and inf from where e^x - 1 passes the largest f32.
+fn precise_expm1(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (x >= 88.72284) {
+        return infinity();
+    }
+    if (x < -18.0) {
+        return -1.0;
+    }
+    if (abs(x) < 0.5) {
+        let p = 1.3888889e-3 + x * (1.9841270e-4 + x * 2.4801587e-5);
+        let q = 0.16666667 + x * (4.1666668e-2 + x * (8.3333333e-3 + x * p));
+        return x * (1.0 + x * (0.5 + x * q));
+    }
+    return scaled_value(exp_scaled(x), 0) - 1.0;
+}
+
+// sinh to a few ulps: below |x| = 1, (t + t / (t + 1)) / 2 with t = expm1(|x|) (e^x - e^-x would
+// cancel a small result's digits); above, e^|x| / 2 - e^-|x| / 2 with e^|x| / 2 from exp_scaled,
+// finite up to where sinh itself passes the largest f32 (e^|x| alone overflows sooner).
+fn precise_sinh(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    let a = abs(x);
+    var magnitude = infinity();
+    if (a < 1.0) {
+        let t = precise_expm1(a);
+        magnitude = 0.5 * (t + t / (t + 1.0));
+    } else if (a < 89.41599) {
+        let half = scaled_value(exp_scaled(a), -1);
+        magnitude = half - 0.25 / half;
+    }
+    return select(magnitude, -magnitude, x < 0.0);
+}
+
+// cosh: e^|x| / 2 + e^-|x| / 2, two positive terms (nothing cancels), the first from exp_scaled.
+fn precise_cosh(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    let a = abs(x);
+    if (a >= 89.41599) {
+        return infinity();
+    }
+    let half = scaled_value(exp_scaled(a), -1);
+    return half + 0.25 / half;
+}
+
+// tan: the argument reduced exactly as for precise_sin and precise_cos (reduce_quarter_turns),
+// then sin / cos of the angle in an even quadrant and -cos / sin in an odd one, each polynomial
+// within 1e-7, so the quotient is within a few ulps even next to a pole.
+fn precise_tan(x: f32) -> f32 {
+    if (is_nan(x) || is_infinite(x)) {
+        return not_a_number();
+    }
+    if (abs(x) < 0.7853982) {
+        return sin_quarter(x) / cos_quarter(x);
+    }
+    let r = reduce_quarter_turns(abs(x));
+    let c = cos_quarter(r.angle);
+    let s = sin_quarter(r.angle);
+    let t = select(-c / s, s / c, (r.quadrant & 1u) == 0u);
+    return select(t, -t, x < 0.0);
+}
+
+// asinh(|x|) as log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), log(|x| + sqrt(1 + x^2)) without its
+// cancellation near 0; past 2^12, where 1 + x^2 rounds to x^2, log(|x|) + log 2; then x's sign
+// (a zero keeps its own).
+fn precise_asinh(x: f32) -> f32 {
+    if (is_nan(x) || x == 0.0) {
+        return x;
+    }
+    let a = abs(x);
+    var magnitude = precise_log(a) + 0.6931472;
+    if (a <= 4096.0) {
+        let square = a * a;
+        magnitude = precise_log1p(a + square / (1.0 + sqrt(1.0 + square)));
+    }
+    return select(magnitude, -magnitude, x < 0.0);
+}
+
 fn load_x(i: u32) -> f32 {
     return {{LOAD_X}};
 }
@@ -387,4 +516,53 @@ fn load_s(i: u32) -> f32 {
     let s = load_s(i);
     {{BODY}}
     out[i] = {{EXPRESSION}};
+}
+
+// Special functions (topos.ops.special): the forms of topos.ops.special_forms in f32 -----------
+
+// log(1 + z) for z >= -1, Goldberg's log(u) z / (u - 1) with u = 1 + z, which cancels u's
+// rounding (precise_log's few ulps carry over); z itself where u rounds to 1; -inf at z = -1.
+fn special_log1p(z: f32) -> f32 {
+    let u = 1.0 + z;
+    if (u == 1.0) {
+        return z;
+    }
+    return precise_log(u) * (z / (u - 1.0));
+}
+
+// erfinv, Giles' single-precision pieces in w = -log(1 - x^2) (ErfInv's float32 forward, XLA's
+// erf_inv): +-1 gives +-inf, |x| > 1 and NaN give NaN.
+fn erf_inverse(x: f32) -> f32 {
+    if (is_nan(x) || abs(x) > 1.0) {
+        return not_a_number();
+    }
+    if (abs(x) == 1.0) {
+        return x * infinity();
+    }
+    var w = -special_log1p(-(x * x));
+    var p: f32;
+    if (w < 5.0) {
+        w = w - 2.5;
+        p = 2.81022636e-08;
+        p = 3.43273939e-07 + p * w;
+        p = -3.5233877e-06 + p * w;
+        p = -4.39150654e-06 + p * w;
+        p = 0.00021858087 + p * w;
+        p = -0.00125372503 + p * w;
+        p = -0.00417768164 + p * w;
+        p = 0.246640727 + p * w;
+        p = 1.50140941 + p * w;
+    } else {
+        w = sqrt(w) - 3.0;
+        p = -0.000200214257;
+        p = 0.000100950558 + p * w;
+        p = 0.00134934322 + p * w;
+        p = -0.00367342844 + p * w;
+        p = 0.00573950773 + p * w;
+        p = -0.0076224613 + p * w;
+        p = 0.00943887047 + p * w;
+        p = 1.00167406 + p * w;
+        p = 2.83297682 + p * w;
+    }
+    return p * x;
 }

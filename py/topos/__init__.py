@@ -32,8 +32,42 @@ from .errors import (
     UnknownOpcodeError,
 )
 from .model import Field, Gradients, Network, Parameters, Run, Symbol, Tape, Value, detach
+from .model.activations_more import clip, elu, hard_tanh, leaky_relu, logaddexp, selu, silu, softsign
+from .model.building import (
+    arange,
+    diag,
+    diagonal,
+    eye,
+    flip,
+    kron,
+    linspace,
+    outer,
+    pad,
+    repeat,
+    roll,
+    tile,
+    trace,
+    tril,
+    triu,
+)
 from .model.convolutions import conv, conv1d, conv2d
 from .model.derivatives import grad, hessian, hvp, jvp
+from .model.einsum import einsum
+from .model.elementwise_more import (
+    arccos,
+    arcsin,
+    arcsinh,
+    arctan,
+    ceil,
+    cosh,
+    expm1,
+    floor,
+    log1p,
+    round,
+    sinh,
+    tan,
+    trunc,
+)
 from .model.functions import (
     abs,
     atan2,
@@ -87,9 +121,13 @@ from .model.functions import (
     var,
     where,
 )
+from .model.logical import logical_and, logical_not, logical_or, logical_xor
 from .model.pooling import avg_pool, max_pool
 from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
+from .model.sampling import categorical, choice, exponential, gumbel, randint
 from .model.scans import argmax, argmin, cumsum, top_k
+from .model.sorting import argsort, put_along_axis, scatter, scatter_add, searchsorted, sort, take_along_axis
+from .model.special import erfinv
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -184,6 +222,16 @@ __all__ = [
     "argmin",
     "cumsum",
     "top_k",
+    # special functions, scipy.special's names (topos.model.special)
+    "erfinv",
+    # sorting, searching and scattering (topos.model.sorting)
+    "sort",
+    "argsort",
+    "searchsorted",
+    "take_along_axis",
+    "put_along_axis",
+    "scatter_add",
+    "scatter",
     # randomness (topos.model.randomness)
     "bernoulli",
     "dropout",
@@ -193,8 +241,59 @@ __all__ = [
     "random_key",
     "split_key",
     "uniform",
+    # jax.random's other draws (topos.model.sampling)
+    "categorical",
+    "choice",
+    "exponential",
+    "gumbel",
+    "randint",
     "avg_pool",
     "max_pool",
+    # elementwise functions that need their own accuracy (topos.model.elementwise_more)
+    "log1p",
+    "expm1",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "tan",
+    "arctan",
+    "arcsin",
+    "arccos",
+    "sinh",
+    "cosh",
+    "arcsinh",
+    # array building and shaping (topos.model.building, topos.model.einsum)
+    "einsum",
+    "arange",
+    "diag",
+    "diagonal",
+    "eye",
+    "flip",
+    "kron",
+    "linspace",
+    "outer",
+    "pad",
+    "repeat",
+    "roll",
+    "tile",
+    "trace",
+    "tril",
+    "triu",
+    # composite activations and elementwise functions (topos.model.activations_more)
+    "clip",
+    "elu",
+    "hard_tanh",
+    "leaky_relu",
+    "logaddexp",
+    "selu",
+    "silu",
+    "softsign",
+    # logical operators on 0/1 floats (topos.model.logical)
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
 ]
 
 

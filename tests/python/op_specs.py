@@ -61,8 +61,8 @@ class Domain:
     """Where one operand's values may lie.
 
     ``kind`` is one of "real", "positive", "nonnegative", "nonzero" (either sign, kept away
-    from 0), "index" (int32 values in range, which the op itself checks) and "words" (uint32: a
-    random key or random bits, any words). ``draw`` is the
+    from 0), "unit" (inside (-1, 1)), "above -1" (log1p's), "index" (int32 values in range, which the op itself checks)
+    and "words" (uint32: a random key or random bits, any words). ``draw`` is the
     range a test draws from when it has no reason to choose its own: the magnitudes, for
     "nonzero", whose sign is drawn too.
     """
@@ -86,6 +86,10 @@ class Domain:
             return values.dtype.kind in "iu" and bool(np.all(values >= 0))
         if self.kind == "words":
             return values.dtype == np.uint32
+        if self.kind == "unit":
+            return bool(np.all(np.abs(values) < 1.0 - margin))
+        if self.kind == "above -1":
+            return bool(np.all(values > -1.0 + margin))
         raise ValueError(f"unknown domain kind {self.kind!r}")
 
     def sample(self, rng, shape, low=None, high=None):
@@ -112,6 +116,12 @@ EXPONENT = Domain("an exponent", "real", draw=(-2.0, 2.0))
 INDEX = Domain("an index in 0..n-1", "index")
 KEY = Domain("a random key: uint32 [2] (topos.random_key)", "words")
 BITS = Domain("random bits: uint32 words", "words")
+# erfinv's domain, the open interval (-1, 1), drawn off its poles at +-1 (kind "unit").
+UNIT_INTERVAL = Domain("inside (-1, 1)", "unit", draw=(-0.9, 0.9))
+# log1p's domain, x > -1 (kind "above -1").
+ABOVE_MINUS_ONE = Domain("above -1", "above -1", draw=(-0.9, 2.0))
+# tan's gradient check keeps its draw away from the poles at +-pi/2.
+AWAY_FROM_POLES = Domain("away from tan's poles at +-pi/2", "real", draw=(-1.2, 1.2))
 
 
 @dataclass(frozen=True)
@@ -845,6 +855,118 @@ INDEX_TO_FLOAT_EXAMPLES = (
 )
 
 
+
+# Sorting, searching and scattering along an axis (topos.ops.sort) -----------------------------------
+
+# Rows whose equal values (and a -0.0 beside a 0.0) show that the sorts are stable.
+SORT_TIES = np.array([[2.0, -1.0, 2.0, 0.0, -0.0], [1.0, 1.0, 1.0, 3.0, 1.0], [4.0, -2.0, 4.0, -2.0, 0.5]])
+
+
+def _sorted(name, shape, values=None, **attrs):
+    """``topos.sort`` against torch's stable sort (its descending keeps ties in order too)."""
+    return Example(
+        name,
+        [shape],
+        attrs,
+        topos=lambda tape, x, **a: topos_function("sort")(x, **a),
+        torch=lambda x, axis=-1, descending=False: torch.sort(x, dim=axis, descending=descending, stable=True).values,
+        numpy=lambda x, axis=-1, descending=False: np.take_along_axis(
+            x, _np_stable_order(x, axis, descending), axis
+        ),
+        values=values,
+    )
+
+
+def _np_stable_order(x, axis, descending):
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    return x.shape[axis] - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+
+
+def _argsorted(name, shape, values=None, **attrs):
+    """``topos.argsort``'s positions read as a one-hot times the row (exact positions, a gradient to x)."""
+    n = shape[attrs.get("axis", -1)]
+    return Example(
+        name,
+        [shape],
+        attrs,
+        topos=lambda tape, x, **a: (
+            topos_function("one_hot")(topos_function("argsort")(x, **a), n) * topos_function("expand_dims")(x, -2)
+        ),
+        torch=lambda x, axis=-1, descending=False: (
+            torch.nn.functional.one_hot(torch.sort(x, dim=axis, descending=descending, stable=True).indices, n).to(
+                x.dtype
+            )
+            * x.unsqueeze(-2)
+        ),
+        numpy=lambda x, axis=-1, descending=False: np.eye(n)[_np_stable_order(x, axis, descending)] * x[..., None, :],
+        values=values,
+    )
+
+
+SORT_EXAMPLES = (
+    _sorted("sort", (3, 6)),
+    _sorted("sort_axis0_descending", (4, 3), axis=0, descending=True),
+    _sorted("sort_ties_descending", (3, 5), (SORT_TIES,), descending=True),
+)
+ARGSORT_EXAMPLES = (
+    _argsorted("argsort_ties", (3, 5), (SORT_TIES,)),
+    _argsorted("argsort_ties_descending", (3, 5), (SORT_TIES,), descending=True),
+)
+ALONG_IDS = np.array([[4, 0, 4, 1], [2, 2, 2, 2], [0, 1, 3, 4]], dtype=np.int32)
+TAKE_ALONG_EXAMPLES = (
+    Example(
+        "take_along_axis",
+        [(3, 5), Index(5, (3, 4))],
+        dict(axis=1),
+        topos=lambda tape, x, ids, axis: topos_function("take_along_axis")(x, ids, axis),
+        torch=lambda x, ids, axis: torch.take_along_dim(x, ids.long(), axis),
+        numpy=lambda x, ids, axis: np.take_along_axis(x, ids, axis),
+        values=(None, ALONG_IDS),
+    ),
+    Example(
+        "take_along_axis0_broadcast",
+        [(4, 3), Index(4, (2, 1))],
+        dict(axis=0),
+        topos=lambda tape, x, ids, axis: topos_function("take_along_axis")(x, ids, axis),
+        torch=lambda x, ids, axis: torch.take_along_dim(x, ids.long(), axis),
+        numpy=lambda x, ids, axis: np.take_along_axis(x, ids, axis),
+        values=(None, np.array([[3], [0]], dtype=np.int32)),
+    ),
+)
+SCATTER_ALONG_EXAMPLES = (
+    Example(
+        "scatter_add_along_axis",
+        [(3, 4), Index(5, (3, 4))],
+        dict(axis=1, extent=5),
+        topos=lambda tape, u, ids, **a: tape.apply("ScatterAddAlongAxis", [u, ids], **a),
+        torch=lambda u, ids, axis, extent: u.new_zeros(u.shape[:axis] + (extent,) + u.shape[axis + 1 :]).scatter_add(
+            axis, ids.long(), u
+        ),
+        values=(None, ALONG_IDS),
+    ),
+)
+# Values equal to elements of the sorted vector, so that "left" and "right" differ.
+SEARCH_VALUES = (np.array([0.5, -1.0, 2.0, 0.5, 3.0, 0.0]), np.array([[0.5, 2.0, -3.0], [9.0, 0.0, 1.0]]))
+SEARCHSORTED_EXAMPLES = tuple(
+    Example(
+        f"searchsorted_{side}",
+        [(6,), (2, 3)],
+        dict(side=side),
+        topos=lambda tape, a, v, side: (
+            topos_function("one_hot")(topos_function("searchsorted")(topos_function("sort")(a), v, side), 7)
+            * topos_function("expand_dims")(v, -1)
+        ),
+        torch=lambda a, v, side: (
+            torch.nn.functional.one_hot(torch.searchsorted(torch.sort(a).values, v, side=side), 7).to(v.dtype)
+            * v.unsqueeze(-1)
+        ),
+        numpy=lambda a, v, side: np.eye(7)[np.searchsorted(np.sort(a), v, side)] * v[..., None],
+        values=SEARCH_VALUES,
+    )
+    for side in ("left", "right")
+)
+
 def _convolution_attrs(spatial, **given):
     """Every attribute of the Convolution primitive, its defaults unless ``given``."""
     attrs = dict(strides=(1,) * spatial, padding=((0, 0),) * spatial, lhs_dilation=(1,) * spatial)
@@ -1133,6 +1255,27 @@ SPLIT_KEY_EXAMPLES = (_drawn("split_key", (3, 4), (1, 2), "split"),)
 FOLD_IN_EXAMPLES = (_drawn("fold_in", (3, 4), (0x13198A2E, 0x03707344), "fold"),)
 
 
+def _randint_drawn(name, shape, words):
+    """x times the one-hot rows of ``randint(key, rows, 0, n)`` (n x's last extent): jax.random.randint's draws."""
+    n = shape[-1]
+
+    def draws(key):
+        jax = importlib.import_module("jax")
+        return np.asarray(jax.random.randint(_jax_key(key), shape[:-1], 0, n, dtype=np.int32))
+
+    return Example(
+        name,
+        [shape, Key(words)],
+        {},
+        topos=lambda tape, x, key: x * topos_function("one_hot")(topos_function("randint")(key, x.shape[:-1], 0, n), n),
+        torch=lambda x, key: x * torch.nn.functional.one_hot(torch.tensor(draws(key.numpy()).astype(np.int64)), n),
+        numpy=lambda x, key: x * np.eye(n, dtype=x.dtype)[draws(key)],
+    )
+
+
+RANDINT_EXAMPLES = (_randint_drawn("randint", (6, 5), (0, 42)), _randint_drawn("randint_3d", (2, 3, 7), (1, 2)))
+
+
 # The engine's own derivatives in closed form (a softmax's, a log-softmax's, a layer norm's and
 # gelu's), recorded directly: torch spells them with its backward ops, numpy with their formulas.
 GELU_C, GELU_K = np.sqrt(2 / np.pi), 0.044715
@@ -1296,6 +1439,86 @@ SPELLINGS = {
             values=(WITH_TIES, WITH_TIES[::-1].copy()),
         ),
     ),
+    # topos.ops.elementwise_more: the places where 1 + x, e^x - 1, e^x - e^-x or x + sqrt(1 + x^2)
+    # would round away a small result's digits, numpy's halves to even, and the poles of tan.
+    "Log1p": (
+        _spelled(
+            "log1p_small",
+            [(9,)],
+            lambda tape, x: topos_function("log1p")(x),
+            lambda x: torch.log1p(x),
+            np.log1p,
+            values=(np.array([-0.999, -0.3, -1e-5, -1e-12, 0.0, 1e-9, 3e-7, 0.02, 1e3]),),
+        ),
+    ),
+    "Expm1": (
+        _spelled(
+            "expm1_small",
+            [(10,)],
+            lambda tape, x: topos_function("expm1")(x),
+            lambda x: torch.expm1(x),
+            np.expm1,
+            values=(np.array([-40.0, -5.0, -0.4, -1e-6, -1e-15, 1e-10, 2e-4, 0.6, 30.0, 80.0]),),
+        ),
+    ),
+    "Sinh": (
+        _spelled(
+            "sinh_small",
+            [(7,)],
+            lambda tape, x: topos_function("sinh")(x),
+            lambda x: torch.sinh(x),
+            np.sinh,
+            values=(np.array([-1e-7, 1e-20, 0.3, -0.9, 1.2, -30.0, 50.0]),),
+        ),
+    ),
+    "Tan": (
+        _spelled(
+            "tan_near_poles",
+            [(7,)],
+            lambda tape, x: topos_function("tan")(x),
+            lambda x: torch.tan(x),
+            np.tan,
+            values=(np.array([-1.5, -0.2, 1e-9, 1.0, 1.55, 4.0, 100.0]),),
+        ),
+    ),
+    "Asinh": (
+        _spelled(
+            "arcsinh_small_and_large",
+            [(8,)],
+            lambda tape, x: topos_function("arcsinh")(x),
+            lambda x: torch.asinh(x),
+            np.arcsinh,
+            values=(np.array([-1e10, -3.0, -1e-8, 0.0, 2e-5, 0.7, 5000.0, 1e8]),),
+        ),
+    ),
+    "RoundNearestEven": (
+        _spelled(
+            "round_method_halves",
+            [(8,)],
+            lambda tape, x: x.round(),
+            lambda x: torch.round(x),
+            np.round,
+            values=(np.array([-2.5, -1.5, -0.5, -0.0, 0.5, 1.5, 2.5, 3.5]),),
+        ),
+        Example(
+            "round_decimals",
+            [(3, 4)],
+            dict(decimals=2),
+            topos=lambda tape, x, decimals: topos_function("round")(x, decimals),
+            torch=lambda x, decimals: torch.round(x, decimals=decimals),
+            numpy=lambda x, decimals: np.round(x, decimals),
+            scale=10.0,
+        ),
+        Example(
+            "round_negative_decimals",
+            [(3, 4)],
+            dict(decimals=-1),
+            topos=lambda tape, x, decimals: topos_function("round")(x, decimals),
+            torch=lambda x, decimals: torch.round(x, decimals=decimals),
+            numpy=lambda x, decimals: np.round(x, decimals),
+            scale=100.0,
+        ),
+    ),
 }
 
 
@@ -1328,6 +1551,15 @@ OP_SPECS = {
     ),
     # The gradient check keeps a away from 0: across it, with b < 0, the angle jumps by 2 pi.
     "Atan2": binary(Api("topos.atan2"), smooth=(NONZERO, REAL), torch="torch.atan2", numpy="numpy.arctan2"),
+    # The special functions (topos.ops.special); scipy.special is the float64 oracle. erfinv's
+    # spread reaches 1 - 2^-20 (its float32 tail piece, w > 5, starts near |x| = 0.9966).
+    "ErfInv": unary(
+        Api("topos.erfinv"),
+        UNIT_INTERVAL,
+        torch="torch.erfinv",
+        numpy="scipy.special.erfinv",
+        spread=(-0.999999, 0.999999),
+    ),
     "Maximum": binary(Api("topos.maximum"), notes=(TIES,), ties=True, torch="torch.maximum"),
     "Minimum": binary(Api("topos.minimum"), notes=(TIES,), ties=True, torch="torch.minimum"),
     "Less": binary(Api("topos.less"), ties=True, torch="torch.lt"),
@@ -1420,6 +1652,20 @@ OP_SPECS = {
     "TopK": OpSpec(
         (REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",), examples=TOP_K_EXAMPLES
     ),
+    "Sort": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.sort"), examples=SORT_EXAMPLES),
+    "Argsort": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.argsort"), notes=("int32 indices, no derivative",), examples=ARGSORT_EXAMPLES
+    ),
+    "TakeAlongAxis": OpSpec((REAL, INDEX), docs=Api("topos.take_along_axis"), examples=TAKE_ALONG_EXAMPLES),
+    "ScatterAddAlongAxis": OpSpec(
+        (REAL, INDEX), internal=DERIVATIVE_ONLY.format("take_along_axis and sort"), examples=SCATTER_ALONG_EXAMPLES
+    ),
+    "SearchSorted": OpSpec(
+        (REAL, REAL),
+        docs=Api("topos.searchsorted"),
+        notes=("int32 counts, no derivative",),
+        examples=SEARCHSORTED_EXAMPLES,
+    ),
     "IndexToFloat": OpSpec(
         (INDEX,),
         dtypes=("int32",),
@@ -1481,10 +1727,26 @@ OP_SPECS = {
     ),
     "Cos": unary(Api("topos.cos"), torch="torch.cos", spread=(-3.0, 3.0)),
     "Sin": unary(Api("topos.sin"), torch="torch.sin", spread=(-3.0, 3.0)),
+    # topos.ops.elementwise_more: each spread reaches float32's ends (expm1 and sinh overflow past
+    # 88.7 and 89.4, tan's poles), and SPELLINGS places values where digits are easily lost.
+    "Log1p": unary(Api("topos.log1p"), ABOVE_MINUS_ONE, torch="torch.log1p", numpy="numpy.log1p", spread=(-0.99, 40.0)),
+    "Expm1": unary(Api("topos.expm1"), torch="torch.expm1", numpy="numpy.expm1", spread=(-30.0, 88.0)),
+    "Floor": unary(Api("topos.floor"), torch="torch.floor", numpy="numpy.floor", spread=(-9.0, 9.0)),
+    "Ceil": unary(Api("topos.ceil"), torch="torch.ceil", numpy="numpy.ceil", spread=(-9.0, 9.0)),
+    "RoundNearestEven": unary(Api("topos.round"), torch="torch.round", numpy="numpy.rint", spread=(-9.0, 9.0)),
+    "Trunc": unary(Api("topos.trunc"), torch="torch.trunc", numpy="numpy.trunc", spread=(-9.0, 9.0)),
+    "Atan": unary(Api("topos.arctan"), torch="torch.atan", numpy="numpy.arctan", spread=(-60.0, 60.0)),
+    "Tan": unary(Api("topos.tan"), smooth=AWAY_FROM_POLES, torch="torch.tan", numpy="numpy.tan", spread=(-60.0, 60.0)),
+    "Sinh": unary(Api("topos.sinh"), torch="torch.sinh", numpy="numpy.sinh", spread=(-89.0, 89.0)),
+    "Cosh": unary(Api("topos.cosh"), torch="torch.cosh", numpy="numpy.cosh", spread=(-89.0, 89.0)),
+    "Asinh": unary(Api("topos.arcsinh"), torch="torch.asinh", numpy="numpy.arcsinh", spread=(-60.0, 60.0)),
     "RandomBits": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.random_bits"), examples=RANDOM_BITS_EXAMPLES),
     "SplitKey": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.split_key"), examples=SPLIT_KEY_EXAMPLES),
     "FoldIn": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.fold_in"), examples=FOLD_IN_EXAMPLES),
     "Uniform": OpSpec((BITS,), docs=Api("topos.uniform"), examples=UNIFORM_EXAMPLES),
+    "RandomInt": OpSpec(
+        (BITS,), docs=Api("topos.randint"), notes=("int32 integers, no derivative",), examples=RANDINT_EXAMPLES
+    ),
     "WindowSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.avg_pool"), examples=WINDOW_SUM_EXAMPLES),
     "WindowMax": OpSpec(
         (REAL,),
@@ -1732,11 +1994,69 @@ def _np_logsumexp(x, axis=-1, keepdims=False):
     return out if keepdims else np.squeeze(out, axis)
 
 
+def _np_put_along_axis(x, ids, v, axis):
+    out = x.copy()
+    np.put_along_axis(out, ids, v, axis)
+    return out
+
+
+def _np_add_at(x, ids, u):
+    out = x.copy()
+    np.add.at(out, ids, u)
+    return out
+
+
+def _np_set_columns(x, ids, u):
+    out = x.copy()
+    out[:, ids] = u
+    return out
+
+
 def _composite(docs, operands, *examples):
     return OpSpec(operands, docs=Api(f"topos.{docs}"), examples=examples)
 
 
 COMPOSITES = {
+    # The scatters (topos.model.sorting): each index once where a set is compared, repeated where sums are.
+    "put_along_axis": _composite(
+        "put_along_axis",
+        (REAL, INDEX, REAL),
+        _call(
+            "put_along_axis",
+            [(3, 5), Index(5, (3, 2)), (3, 2)],
+            "put_along_axis",
+            lambda x, ids, v, axis: x.scatter(axis, ids.long(), v),
+            lambda x, ids, v, axis: _np_put_along_axis(x, ids, v, axis),
+            values=(None, np.array([[4, 0], [2, 1], [3, 2]], dtype=np.int32), None),
+            axis=1,
+        ),
+    ),
+    "scatter_add": _composite(
+        "scatter_add",
+        (REAL, INDEX, REAL),
+        _call(
+            "scatter_add_embedding",
+            [(5, 3), Index(5, (4,)), (4, 3)],
+            "scatter_add",
+            lambda x, ids, u, axis: x.index_add(axis, ids, u),
+            lambda x, ids, u, axis: _np_add_at(x, ids, u),
+            values=(None, np.array([3, 0, 3, 3], dtype=np.int32), None),
+            axis=0,
+        ),
+    ),
+    "scatter": _composite(
+        "scatter",
+        (REAL, INDEX, REAL),
+        _call(
+            "scatter_rows",
+            [(4, 5), Index(5, (2,)), (4, 2)],
+            "scatter",
+            lambda x, ids, u, axis: x.index_copy(axis, ids.long(), u),
+            lambda x, ids, u, axis: _np_set_columns(x, ids, u),
+            values=(None, np.array([4, 1], dtype=np.int32), None),
+            axis=1,
+        ),
+    ),
     "softmax": _composite(
         "softmax",
         (REAL,),
@@ -1895,3 +2215,461 @@ COMPOSITES = {
         ),
     ),
 }
+
+
+# Composite activations and logical operators (topos.model.activations_more, topos.model.logical) ---
+#
+# A unary example's [2, 7] and a binary one's [14, 14] against [14, 1] are the shapes that
+# test_nonfinite tiles its 14 special values over: each value once, and every pair of them.
+
+SPECIALS_ONCE = [(2, 7)]
+SPECIALS_PAIRED = [(14, 14), (14, 1)]
+# Truth values at chosen places: zeros of either sign against tiny and ordinary ones, every pair
+# of truths. NaN (true, as numpy reads it) is read in test_nonfinite, which tiles its special
+# values over these shapes, and in test_logical: here it would be the kernels' error scale.
+TRUTHS = (
+    np.array([[0.0, -0.0, 2.0, 1e-30], [0.5, 0.0, -3.0, 0.0]]),
+    np.array([[0.0, 1.0, 0.0, -0.0], [-1e-30, -0.0, 7.0, -2.0]]),
+)
+# elu near 0, where exp(x) - 1 would lose x's digits, and out to where exp underflows; selu's
+# stay 2e-5 from its kink at 0, which the gradient check's step (1e-6) must not cross (elu's
+# slope is 1 on both sides: no kink).
+NEAR_ZERO = (np.array([[-1e-12, -3e-9, -2e-6, 1e-9], [-0.03, -1.5, -40.0, -800.0]]),)
+NEAR_KINK = (np.array([[-2e-5, -7e-5, -3e-4, 2e-5], [-0.03, -1.5, -40.0, -800.0]]),)
+
+
+def _np_elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
+
+
+def _np_selu(x):
+    return _np_elu(x, SELU_ALPHA) * SELU_SCALE
+
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _logical(name, torch_name, numpy_function, compared):
+    """``topos.<name>`` of two operands, on the truth values above, or (``compared``) on drawn
+    values first compared with 0, as a recording spells a condition; torch's and numpy's answers
+    are booleans, read as 0/1 floats of the operand's dtype (neither has a gradient)."""
+    if compared:
+        return Example(
+            f"{name}_compared",
+            [(3, 4), (4,)],
+            {},
+            topos=lambda tape, a, b: topos_function(name)(
+                topos_function("greater")(a, 0.0), topos_function("less")(b, 0.5)
+            ),
+            torch=lambda a, b: getattr(torch, torch_name)(a > 0, b < 0.5).to(a.dtype),
+            numpy=lambda a, b: numpy_function(a > 0, b < 0.5).astype(a.dtype),
+        )
+    return Example(
+        name,
+        [(2, 4), (2, 4)],
+        {},
+        topos=lambda tape, a, b: topos_function(name)(a, b),
+        torch=lambda a, b: getattr(torch, torch_name)(a, b).to(a.dtype),
+        numpy=lambda a, b: numpy_function(a, b).astype(a.dtype),
+        values=TRUTHS,
+    )
+
+
+COMPOSITES.update(
+    {
+        "clip": _composite(
+            "clip",
+            (REAL, REAL, REAL),
+            _call(
+                "clip",
+                SPECIALS_ONCE,
+                "clip",
+                lambda x, a_min, a_max: torch.clip(x, a_min, a_max),
+                lambda x, a_min, a_max: np.clip(x, a_min, a_max),
+                a_min=-0.5,
+                a_max=0.75,
+            ),
+            Example(
+                "clip_method_upper",
+                [(3, 4)],
+                {},
+                topos=lambda tape, x: x.clip(max=0.25),
+                torch=lambda x: x.clamp(max=0.25),
+                numpy=lambda x: x.clip(max=0.25),
+            ),
+            # Bounds of their own, broadcast; where a_min > a_max the result is a_max (both orders).
+            _call(
+                "clip_value_bounds",
+                [(3, 4), (4,), (3, 1)],
+                "clip",
+                lambda x, lo, hi: torch.clip(x, lo, hi),
+                lambda x, lo, hi: np.clip(x, lo, hi),
+            ),
+        ),
+        "logaddexp": _composite(
+            "logaddexp",
+            (REAL, REAL),
+            _call(
+                "logaddexp", SPECIALS_PAIRED, "logaddexp", lambda a, b: torch.logaddexp(a, b), np.logaddexp, scale=3.0
+            ),
+            # Far apart (the tail underflows), far out (exp would overflow) and tied.
+            _call(
+                "logaddexp_far",
+                [(2, 4), (2, 4)],
+                "logaddexp",
+                lambda a, b: torch.logaddexp(a, b),
+                np.logaddexp,
+                values=(
+                    np.array([[1000.0, -1000.0, 0.0, 30.0], [2.0, -50.0, 1e-3, -700.0]]),
+                    np.array([[1000.0, 999.0, -80.0, -20.0], [2.0, -50.0, 4.0, -700.5]]),
+                ),
+            ),
+        ),
+        "silu": _composite(
+            "silu",
+            (REAL,),
+            _call(
+                "silu",
+                SPECIALS_ONCE,
+                "silu",
+                lambda x: torch.nn.functional.silu(x),
+                lambda x: x / (1.0 + np.exp(-x)),
+                scale=3.0,
+            ),
+        ),
+        "leaky_relu": _composite(
+            "leaky_relu",
+            (AWAY_FROM_KINK,),
+            _call(
+                "leaky_relu",
+                SPECIALS_ONCE,
+                "leaky_relu",
+                lambda x: torch.nn.functional.leaky_relu(x),
+                lambda x: np.where(x >= 0, x, 0.01 * x),
+            ),
+            _call(
+                "leaky_relu_slope",
+                [(3, 4)],
+                "leaky_relu",
+                lambda x, negative_slope: torch.nn.functional.leaky_relu(x, negative_slope),
+                lambda x, negative_slope: np.where(x >= 0, x, negative_slope * x),
+                negative_slope=0.2,
+            ),
+        ),
+        "elu": _composite(
+            "elu",
+            (AWAY_FROM_KINK,),
+            _call("elu", SPECIALS_ONCE, "elu", lambda x: torch.nn.functional.elu(x), _np_elu, scale=2.0),
+            _call("elu_near_zero", [(2, 4)], "elu", lambda x: torch.nn.functional.elu(x), _np_elu, values=NEAR_ZERO),
+            _call(
+                "elu_alpha",
+                [(3, 4)],
+                "elu",
+                lambda x, alpha: torch.nn.functional.elu(x, alpha),
+                _np_elu,
+                scale=2.0,
+                alpha=0.5,
+            ),
+        ),
+        "selu": _composite(
+            "selu",
+            (AWAY_FROM_KINK,),
+            _call("selu", SPECIALS_ONCE, "selu", lambda x: torch.nn.functional.selu(x), _np_selu, scale=2.0),
+            _call(
+                "selu_near_zero", [(2, 4)], "selu", lambda x: torch.nn.functional.selu(x), _np_selu, values=NEAR_KINK
+            ),
+        ),
+        "softsign": _composite(
+            "softsign",
+            (REAL,),
+            _call(
+                "softsign",
+                SPECIALS_ONCE,
+                "softsign",
+                lambda x: torch.nn.functional.softsign(x),
+                lambda x: x / (1.0 + np.abs(x)),
+                scale=3.0,
+            ),
+        ),
+        "hard_tanh": _composite(
+            "hard_tanh",
+            (REAL,),
+            _call(
+                "hard_tanh",
+                SPECIALS_ONCE,
+                "hard_tanh",
+                lambda x: torch.nn.functional.hardtanh(x),
+                lambda x: np.clip(x, -1, 1),
+                scale=2.0,
+            ),
+        ),
+        "logical_not": _composite(
+            "logical_not",
+            (REAL,),
+            _call(
+                "logical_not",
+                [(2, 4)],
+                "logical_not",
+                lambda x: torch.logical_not(x).to(x.dtype),
+                lambda x: np.logical_not(x).astype(x.dtype),
+                values=TRUTHS[:1],
+            ),
+        ),
+        **{
+            name: _composite(
+                name,
+                (REAL, REAL),
+                _logical(name, name, numpy_function, compared=False),
+                _logical(name, name, numpy_function, compared=True),
+            )
+            for name, numpy_function in (
+                ("logical_and", np.logical_and),
+                ("logical_or", np.logical_or),
+                ("logical_xor", np.logical_xor),
+            )
+        },
+    }
+)
+
+
+# Array building and shaping (topos.model.building, topos.model.einsum) ----------------------------
+
+
+def _torch_symmetric(x, before, after):
+    """numpy's ``pad(mode="symmetric")`` along the last axis (torch has no such mode): mirrored edges."""
+    return torch.cat([x[..., :before].flip(-1), x, x[..., x.shape[-1] - after :].flip(-1)], -1)
+
+
+def _pad(name, mode, torch_mode, pad_width, shape=(2, 3, 4), **attrs):
+    """``topos.pad`` of the last two axes, against torch's ``F.pad`` (its widths last axis first)."""
+    (top, bottom), (left, right) = pad_width
+    return _call(
+        name,
+        [shape],
+        "pad",
+        lambda x, pad_width, mode, constant_values=None: torch.nn.functional.pad(
+            x, (left, right, top, bottom), torch_mode, **({} if constant_values is None else {"value": constant_values})
+        ),
+        np.pad,
+        pad_width=((0, 0),) + pad_width,
+        mode=mode,
+        **attrs,
+    )
+
+
+def _einsum(name, subscripts, shapes):
+    """``topos.einsum(subscripts, ...)`` against ``torch.einsum`` and ``numpy.einsum``."""
+    return Example(
+        name,
+        shapes,
+        {"subscripts": subscripts},
+        topos=lambda tape, *xs, subscripts: topos_function("einsum")(subscripts, *xs),
+        torch=lambda *xs, subscripts: torch.einsum(subscripts, *xs),
+        numpy=lambda *xs, subscripts: np.einsum(subscripts, *xs),
+    )
+
+
+def _times_constant(name, shape, constant, torch_constant, numpy_constant):
+    """``x * topos.<constant>(tape, ...)``: a leaf the readings show, used by a differentiable operand."""
+    return Example(
+        name,
+        [shape],
+        {},
+        topos=lambda tape, x: x * constant(tape),
+        torch=lambda x: x * torch_constant(),
+        numpy=lambda x: x * numpy_constant(),
+    )
+
+
+COMPOSITES.update(
+    {
+        "einsum": _composite(
+            "einsum",
+            (REAL, REAL, REAL),
+            _einsum("einsum_matmul", "ij,jk->ik", [(2, 3), (3, 4)]),
+            _einsum("einsum_implicit", "ij,jk", [(2, 3), (3, 4)]),
+            _einsum("einsum_scores", "bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+            _einsum("einsum_ellipsis_broadcast", "...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
+            _einsum("einsum_trace", "ii", [(3, 3)]),
+            _einsum("einsum_diagonal_outer", "ii,j->ij", [(3, 3), (4,)]),
+            _einsum("einsum_chain", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+            _einsum("einsum_sum_transpose", "ijk->kj", [(2, 3, 4)]),
+            _einsum("einsum_hadamard_broadcast", "ij,ij->ij", [(1, 3), (2, 3)]),
+        ),
+        "pad": _composite(
+            "pad",
+            (REAL,),
+            _pad("pad_constant", "constant", "constant", ((1, 2), (0, 3)), constant_values=1.5),
+            _pad("pad_reflect", "reflect", "reflect", ((2, 1), (3, 1))),
+            _pad("pad_edge", "edge", "replicate", ((2, 0), (1, 3))),
+            _pad("pad_wrap", "wrap", "circular", ((1, 2), (3, 2))),
+            _call(
+                "pad_symmetric",
+                [(2, 5)],
+                "pad",
+                lambda x, pad_width, mode: _torch_symmetric(x, *pad_width[1]),
+                np.pad,
+                pad_width=((0, 0), (3, 2)),
+                mode="symmetric",
+            ),
+        ),
+        "tril": _composite(
+            "tril", (REAL,), _call("tril", [(2, 3, 4)], "tril", lambda x, k: torch.tril(x, k), np.tril, k=1)
+        ),
+        "triu": _composite(
+            "triu", (REAL,), _call("triu", [(4, 3)], "triu", lambda x, k: torch.triu(x, k), np.triu, k=-1)
+        ),
+        "eye": _composite(
+            "eye",
+            (REAL,),
+            _times_constant(
+                "eye_times",
+                (3, 5),
+                lambda tape: topos_function("eye")(tape, 3, 5, k=1),
+                lambda: torch.ones(3, 5).triu(1).tril(1),
+                lambda: np.eye(3, 5, 1),
+            ),
+        ),
+        "arange": _composite(
+            "arange",
+            (REAL,),
+            _times_constant(
+                "arange_times",
+                (4,),
+                lambda tape: topos_function("arange")(tape, 1.0, 3.0, 0.5),
+                lambda: torch.arange(1.0, 3.0, 0.5),
+                lambda: np.arange(1.0, 3.0, 0.5),
+            ),
+        ),
+        "linspace": _composite(
+            "linspace",
+            (REAL,),
+            _times_constant(
+                "linspace_times",
+                (7,),
+                lambda tape: topos_function("linspace")(tape, -1.0, 2.0, 7),
+                lambda: torch.linspace(-1.0, 2.0, 7),
+                lambda: np.linspace(-1.0, 2.0, 7),
+            ),
+        ),
+        "tile": _composite(
+            "tile",
+            (REAL,),
+            _call("tile", [(2, 3)], "tile", lambda x, reps: torch.tile(x, reps), np.tile, reps=(2, 1, 3)),
+        ),
+        "repeat": _composite(
+            "repeat",
+            (REAL,),
+            _call(
+                "repeat",
+                [(2, 3)],
+                "repeat",
+                lambda x, repeats, axis: torch.repeat_interleave(x, repeats, axis),
+                np.repeat,
+                repeats=2,
+                axis=1,
+            ),
+            _call(
+                "repeat_each",
+                [(3, 2)],
+                "repeat",
+                lambda x, repeats, axis: torch.repeat_interleave(x, torch.tensor(repeats), axis),
+                np.repeat,
+                repeats=[2, 0, 3],
+                axis=0,
+            ),
+            _call(
+                "repeat_flat",
+                [(2, 3)],
+                "repeat",
+                lambda x, repeats: x.flatten().repeat_interleave(repeats),
+                np.repeat,
+                repeats=2,
+            ),
+        ),
+        "roll": _composite(
+            "roll",
+            (REAL,),
+            _call(
+                "roll",
+                [(3, 4)],
+                "roll",
+                lambda x, shift, axis: torch.roll(x, shift, axis),
+                np.roll,
+                shift=(1, -3),
+                axis=(0, 1),
+            ),
+            _call("roll_flat", [(3, 4)], "roll", lambda x, shift: torch.roll(x, shift), np.roll, shift=5),
+        ),
+        "flip": _composite(
+            "flip",
+            (REAL,),
+            _call("flip", [(2, 3, 4)], "flip", lambda x, axis: torch.flip(x, axis), np.flip, axis=(0, 2)),
+        ),
+        "diag": _composite(
+            "diag",
+            (REAL,),
+            _call("diag_matrix", [(4,)], "diag", lambda v, k: torch.diag(v, k), np.diag, k=-1),
+            _call("diag_of_matrix", [(3, 5)], "diag", lambda v, k: torch.diag(v, k), np.diag, k=1),
+        ),
+        "diagonal": _composite(
+            "diagonal",
+            (REAL,),
+            _call(
+                "diagonal",
+                [(3, 2, 4)],
+                "diagonal",
+                lambda x, offset, axis1, axis2: torch.diagonal(x, offset, axis1, axis2),
+                np.diagonal,
+                offset=-1,
+                axis1=2,
+                axis2=0,
+            ),
+        ),
+        "trace": _composite(
+            "trace",
+            (REAL,),
+            _call("trace", [(4, 3)], "trace", lambda x, offset: torch.diagonal(x, offset).sum(), np.trace, offset=1),
+        ),
+        "outer": _composite(
+            "outer",
+            (REAL, REAL),
+            _call("outer", [(2, 2), (3,)], "outer", lambda a, b: torch.outer(a.flatten(), b), np.outer),
+        ),
+        "kron": _composite("kron", (REAL, REAL), _call("kron", [(2, 3), (2, 1, 2)], "kron", torch.kron, np.kron)),
+    }
+)
+
+# arcsin and arccos (topos.model.elementwise_more): composites of Atan2 and Sqrt, drawn inside
+# (-1, 1), then next to its ends, where 1 - x^2 would round.
+COMPOSITES.update(
+    {
+        "arcsin": _composite(
+            "arcsin",
+            (UNIT_INTERVAL,),
+            _call("arcsin", [(3, 4)], "arcsin", lambda x: torch.asin(x), np.arcsin),
+            _call(
+                "arcsin_near_ends",
+                [(7,)],
+                "arcsin",
+                lambda x: torch.asin(x),
+                np.arcsin,
+                values=(np.array([-0.999, -0.99, -1e-8, 0.0, 0.5, 0.99, 0.999]),),
+            ),
+        ),
+        "arccos": _composite(
+            "arccos",
+            (UNIT_INTERVAL,),
+            _call("arccos", [(3, 4)], "arccos", lambda x: torch.acos(x), np.arccos),
+            _call(
+                "arccos_near_ends",
+                [(7,)],
+                "arccos",
+                lambda x: torch.acos(x),
+                np.arccos,
+                values=(np.array([-0.999, -0.99, -1e-8, 0.0, 0.5, 0.99, 0.999]),),
+            ),
+        ),
+    }
+)

@@ -263,6 +263,7 @@ CASES = [
     ("show.progress", lambda: show.progress(-1), ArgumentError, "show.progress() takes a step of 0 or more"),
     ("show.progress", lambda: show.progress("one"), ArgumentTypeError, "takes a whole number as step"),
     ("atan2", lambda: topos.atan2("a", "b"), ArgumentTypeError, ""),
+    ("erfinv", lambda: topos.erfinv("a"), ArgumentTypeError, "ErfInv takes a recorded value"),
     ("linalg.cholesky", lambda: topos.linalg.cholesky(_matrix()), ShapeError, "needs square matrices"),
     ("linalg.cho_solve", lambda: topos.linalg.cho_solve(_matrix(), "b"), ArgumentTypeError, "type str"),
     ("linalg.triangular_solve", lambda: topos.linalg.triangular_solve(_matrix(), "b"), ArgumentTypeError, "type str"),

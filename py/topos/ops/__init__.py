@@ -3,7 +3,9 @@
 from . import (  # noqa: F401  (registers the primitives)
     activations,
     convolution,
+    cumulative,
     elementwise,
+    elementwise_more,
     fft,
     index,
     linalg,
@@ -14,7 +16,9 @@ from . import (  # noqa: F401  (registers the primitives)
     rows,
     scans,
     shape,
+    sort,
     sources,
+    special,
     windows,
 )
 from .registry import Meta, Primitive, lookup, missing_rules, primitives, register, unregister
