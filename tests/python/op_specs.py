@@ -97,11 +97,15 @@ class Domain:
         low, high = self.draw if low is None else (low, high)
         if self.kind == "nonzero":
             if low <= 0:
-                raise ValueError(f"{self.name}: magnitudes from [{low}, {high}) reach 0")
+                raise ValueError(
+                    f"{self.name}: magnitudes from [{low}, {high}) reach 0"
+                )
             return rng.choice([-1.0, 1.0], shape) * rng.uniform(low, high, shape)
         values = rng.uniform(low, high, shape)
         if not self.admits(np.array([low])):
-            raise ValueError(f"{self.name}: a draw from [{low}, {high}) leaves the domain")
+            raise ValueError(
+                f"{self.name}: a draw from [{low}, {high}) leaves the domain"
+            )
         return values
 
 
@@ -147,7 +151,8 @@ class Api:
 
     def found_in(self, text):
         return f"`{self.name}(" in text and any(
-            line.startswith(("### `", "#### `")) and f"`{self.name}(" in line for line in text.splitlines()
+            line.startswith(("### `", "#### `")) and f"`{self.name}(" in line
+            for line in text.splitlines()
         )
 
 
@@ -163,7 +168,9 @@ class Guide:
 
 
 OPERATORS = Guide("recording.md", "the operators `+ - * / ** @` and unary\n`-`")
-INDEXING = Guide("recording.md", "| ints, slices, `None` (`np.newaxis`), `...` | a `Slice`")
+INDEXING = Guide(
+    "recording.md", "| ints, slices, `None` (`np.newaxis`), `...` | a `Slice`"
+)
 
 
 @dataclass(frozen=True)
@@ -255,7 +262,9 @@ class OpSpec:
 
 
 def unary(docs, domain=REAL, smooth=None, **more):
-    return OpSpec((domain,), smooth=None if smooth is None else (smooth,), docs=docs, **more)
+    return OpSpec(
+        (domain,), smooth=None if smooth is None else (smooth,), docs=docs, **more
+    )
 
 
 def binary(docs, left=REAL, right=REAL, smooth=None, **more):
@@ -292,7 +301,9 @@ def _torch_triangle(a, b, lower, transpose_a, left_side, unit_diagonal):
     tri, upper = (a.tril(), False) if lower else (a.triu(), True)
     if transpose_a:
         tri, upper = tri.mT, not upper
-    return torch.linalg.solve_triangular(tri, b, upper=upper, left=left_side, unitriangular=unit_diagonal)
+    return torch.linalg.solve_triangular(
+        tri, b, upper=upper, left=left_side, unitriangular=unit_diagonal
+    )
 
 
 CHOLESKY_EXAMPLES = tuple(
@@ -303,7 +314,9 @@ CHOLESKY_EXAMPLES = tuple(
         topos=lambda tape, x: topos_function("linalg").cholesky(
             _gram(x, topos_function("swapaxes"), lambda n, dtype: np.eye(n))
         ),
-        torch=lambda x: torch.linalg.cholesky(_gram(x, torch.swapaxes, lambda n, dtype: torch.eye(n, dtype=dtype))),
+        torch=lambda x: torch.linalg.cholesky(
+            _gram(x, torch.swapaxes, lambda n, dtype: torch.eye(n, dtype=dtype))
+        ),
         numpy=lambda x: np.linalg.cholesky(_gram(x, np.swapaxes, np.eye)),
     )
     for name, shape in (("cholesky", (4, 4)), ("cholesky_batched", (2, 3, 3)))
@@ -312,11 +325,18 @@ TRIANGULAR_SOLVE_EXAMPLES = tuple(
     Example(
         name,
         [(2, 3, 3), b_shape],
-        dict(lower=lower, transpose_a=transpose_a, left_side=left_side, unit_diagonal=unit_diagonal),
+        dict(
+            lower=lower,
+            transpose_a=transpose_a,
+            left_side=left_side,
+            unit_diagonal=unit_diagonal,
+        ),
         topos=lambda tape, a, b, **o: topos_function("linalg").triangular_solve(
             _dominant(a, lambda n, dtype: np.eye(n)), b, **o
         ),
-        torch=lambda a, b, **o: _torch_triangle(_dominant(a, lambda n, dtype: torch.eye(n, dtype=dtype)), b, **o),
+        torch=lambda a, b, **o: _torch_triangle(
+            _dominant(a, lambda n, dtype: torch.eye(n, dtype=dtype)), b, **o
+        ),
     )
     for name, b_shape, lower, transpose_a, left_side, unit_diagonal in (
         ("triangular_solve_lower", (2, 3, 2), True, False, True, False),
@@ -332,7 +352,12 @@ LU_EXAMPLES = (
         {},
         topos=lambda tape, x: sum(topos_function("linalg").lu(x + 4 * np.eye(4))[1:]),
         torch=lambda x: sum(torch.linalg.lu(x + 4 * torch.eye(4, dtype=x.dtype))[1:]),
-        numpy=lambda x: np.stack([sum(importlib.import_module("scipy.linalg").lu(m + 4 * np.eye(4))[1:]) for m in x]),
+        numpy=lambda x: np.stack(
+            [
+                sum(importlib.import_module("scipy.linalg").lu(m + 4 * np.eye(4))[1:])
+                for m in x
+            ]
+        ),
     ),
 )
 
@@ -365,16 +390,24 @@ EIGH_EXAMPLES = (
         "eigh_values",
         [(2, 4, 4)],
         {},
-        topos=lambda tape, x: topos_function("linalg").eigvalsh(_separated(x, np.diag, False)),
-        torch=lambda x: torch.linalg.eigvalsh(_separated(x, lambda d: _torch_diag(d).to(x.dtype))),
+        topos=lambda tape, x: topos_function("linalg").eigvalsh(
+            _separated(x, np.diag, False)
+        ),
+        torch=lambda x: torch.linalg.eigvalsh(
+            _separated(x, lambda d: _torch_diag(d).to(x.dtype))
+        ),
         numpy=lambda x: np.linalg.eigvalsh(_separated(x, np.diag)),
     ),
     Example(
         "eigh_vectors",
         [(3, 3)],
         {},
-        topos=lambda tape, x: topos_function("linalg").eigh(_separated(x, np.diag, False))[1],
-        torch=lambda x: _torch_signs_fixed(torch.linalg.eigh(_separated(x, lambda d: _torch_diag(d).to(x.dtype)))[1]),
+        topos=lambda tape, x: topos_function("linalg").eigh(
+            _separated(x, np.diag, False)
+        )[1],
+        torch=lambda x: _torch_signs_fixed(
+            torch.linalg.eigh(_separated(x, lambda d: _torch_diag(d).to(x.dtype)))[1]
+        ),
         numpy=lambda x: importlib.import_module("topos.ops.linalg_spectral").fix_signs(
             np.linalg.eigh(_separated(x, np.diag))[1]
         ),
@@ -393,8 +426,12 @@ QR_EXAMPLES = tuple(
         name,
         [shape],
         {},
-        topos=lambda tape, x, part=part: topos_function("linalg").qr(_tall(x, np.eye))[part],
-        torch=lambda x, part=part: torch.linalg.qr(_tall(x, lambda m, n: torch.eye(m, n, dtype=x.dtype)))[part],
+        topos=lambda tape, x, part=part: topos_function("linalg").qr(_tall(x, np.eye))[
+            part
+        ],
+        torch=lambda x, part=part: torch.linalg.qr(
+            _tall(x, lambda m, n: torch.eye(m, n, dtype=x.dtype))
+        )[part],
         numpy=lambda x, part=part: np.linalg.qr(_tall(x, np.eye))[part],
     )
     for name, shape, part in (("qr_q", (5, 3), 0), ("qr_r_batched", (2, 4, 4), 1))
@@ -404,7 +441,13 @@ QR_EXAMPLES = tuple(
 def _torch_svd(x):
     """torch's reduced SVD under topos's sign rule (u[:, i]'s largest component positive, vh[i] with it)."""
     u, s, vh = torch.linalg.svd(x, full_matrices=False)
-    sign = torch.where(torch.gather(u, -2, u.abs().argmax(dim=-2, keepdim=True)) < 0, -1.0, 1.0).to(u.dtype).detach()
+    sign = (
+        torch.where(
+            torch.gather(u, -2, u.abs().argmax(dim=-2, keepdim=True)) < 0, -1.0, 1.0
+        )
+        .to(u.dtype)
+        .detach()
+    )
     return u * sign, s, vh * sign.transpose(-1, -2)
 
 
@@ -427,16 +470,26 @@ SVD_EXAMPLES = tuple(
         name,
         [shape],
         {},
-        topos=lambda tape, x, part=part: topos_function("linalg").svd(x + _apart(x.shape))[part],
-        torch=lambda x, part=part: _torch_svd(x + torch.tensor(_apart(x.shape), dtype=x.dtype))[part],
+        topos=lambda tape, x, part=part: topos_function("linalg").svd(
+            x + _apart(x.shape)
+        )[part],
+        torch=lambda x, part=part: _torch_svd(
+            x + torch.tensor(_apart(x.shape), dtype=x.dtype)
+        )[part],
         numpy=lambda x, part=part: _numpy_svd(x + _apart(x.shape))[part],
     )
-    for name, shape, part in (("svd_values", (2, 4, 3), 1), ("svd_u_tall", (4, 3), 0), ("svd_vh_wide", (2, 4), 2))
+    for name, shape, part in (
+        ("svd_values", (2, 4, 3), 1),
+        ("svd_u_tall", (4, 3), 0),
+        ("svd_vh_wide", (2, 4), 2),
+    )
 )
 
 
 # Values at chosen places: ties (a maximum's gradient splits them evenly, as torch.amax's).
-WITH_TIES = np.array([[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.0], [5.0, -4.0, 5.0, 5.0]])
+WITH_TIES = np.array(
+    [[1.0, 3.0, 3.0, -1.0], [2.0, 2.0, 2.0, 0.0], [5.0, -4.0, 5.0, 5.0]]
+)
 
 
 def _sum(name, shape, **attrs):
@@ -445,7 +498,9 @@ def _sum(name, shape, **attrs):
         [shape],
         attrs,
         topos=lambda tape, x, **a: x.sum(**a),
-        torch=lambda x, axis=None, keepdims=False: x.sum() if axis is None else x.sum(dim=axis, keepdim=keepdims),
+        torch=lambda x, axis=None, keepdims=False: (
+            x.sum() if axis is None else x.sum(dim=axis, keepdim=keepdims)
+        ),
         numpy=lambda x, **a: np.sum(x, **a),
     )
 
@@ -455,8 +510,12 @@ def _max(name, shape, values=None, method=True, **attrs):
         name,
         [shape],
         attrs,
-        topos=(lambda tape, x, **a: x.max(**a)) if method else (lambda tape, x, **a: topos_function("max")(x, **a)),
-        torch=lambda x, axis=None, keepdims=False: torch.amax(x) if axis is None else torch.amax(x, axis, keepdims),
+        topos=(lambda tape, x, **a: x.max(**a))
+        if method
+        else (lambda tape, x, **a: topos_function("max")(x, **a)),
+        torch=lambda x, axis=None, keepdims=False: (
+            torch.amax(x) if axis is None else torch.amax(x, axis, keepdims)
+        ),
         numpy=lambda x, **a: np.max(x, **a),
         values=values,
     )
@@ -542,9 +601,15 @@ SLICE_EXAMPLES = (
 
 def _strided_pad(x, low, high, interior):
     """XLA's padding with interior zeros, as a strided assignment (torch can differentiate it)."""
-    shape = [lo + hi + n + max(n - 1, 0) * inner for n, lo, hi, inner in zip(x.shape, low, high, interior)]
+    shape = [
+        lo + hi + n + max(n - 1, 0) * inner
+        for n, lo, hi, inner in zip(x.shape, low, high, interior)
+    ]
     out = x.new_zeros(shape) if hasattr(x, "new_zeros") else np.zeros(shape, x.dtype)
-    index = tuple(slice(lo, lo + (n - 1) * (inner + 1) + 1, inner + 1) for n, lo, inner in zip(x.shape, low, interior))
+    index = tuple(
+        slice(lo, lo + (n - 1) * (inner + 1) + 1, inner + 1)
+        for n, lo, inner in zip(x.shape, low, interior)
+    )
     out[index] = x
     return out
 
@@ -564,7 +629,9 @@ CONCATENATE_EXAMPLES = (
         "concatenate",
         [(2, 1), (2, 3), (2, 2)],
         dict(axis=1),
-        topos=lambda tape, *xs, axis: topos_function("concatenate")(list(xs), axis=axis),
+        topos=lambda tape, *xs, axis: topos_function("concatenate")(
+            list(xs), axis=axis
+        ),
         torch=lambda *xs, axis: torch.cat(list(xs), dim=axis),
         numpy=lambda *xs, axis: np.concatenate(xs, axis=axis),
     ),
@@ -639,7 +706,9 @@ def _fourier(name, shapes, function, torch_name, complex_in, complex_out, **attr
     """``topos.fft.<function>`` with numpy's ``n``/``axis``, torch's ``n``/``dim``."""
 
     def topos_call(tape, x, n=None, axis=-1):
-        return getattr(importlib.import_module("topos").fft, function)(x, n=n, axis=axis)
+        return getattr(importlib.import_module("topos").fft, function)(
+            x, n=n, axis=axis
+        )
 
     def torch_call(x, n=None, axis=-1):
         spelled = getattr(torch.fft, torch_name)
@@ -654,7 +723,9 @@ def _fourier(name, shapes, function, torch_name, complex_in, complex_out, **attr
         out = getattr(np.fft, function)(x, n=n, axis=axis)
         return np.stack([out.real, out.imag], -1) if complex_out else out
 
-    return Example(name, shapes, attrs, topos=topos_call, torch=torch_call, numpy=numpy_call)
+    return Example(
+        name, shapes, attrs, topos=topos_call, torch=torch_call, numpy=numpy_call
+    )
 
 
 FFT_EXAMPLES = (
@@ -668,7 +739,9 @@ RFFT_EXAMPLES = (
 )
 IRFFT_EXAMPLES = (
     _fourier("irfft", [(3, 5, 2)], "irfft", "irfft", True, False),
-    _fourier("irfft_axis0_odd", [(4, 3, 2)], "irfft", "irfft", True, False, axis=0, n=7),
+    _fourier(
+        "irfft_axis0_odd", [(4, 3, 2)], "irfft", "irfft", True, False, axis=0, n=7
+    ),
 )
 
 
@@ -677,7 +750,9 @@ IRFFT_EXAMPLES = (
 # Where's condition as a leaf the topos call makes (torch and numpy read the same mask), or as an
 # operand at chosen values: nonzero (-2, 0.5) is true, 0 false.
 WHERE_MASK = np.array([1.0, 0.0, 0.0, 1.0])
-WHERE_CONDITION = np.array([[0.0, 1.0, -2.0, 0.0], [3.0, 0.0, 0.5, 1.0], [0.0, 0.0, 1.0, 1.0]])
+WHERE_CONDITION = np.array(
+    [[0.0, 1.0, -2.0, 0.0], [3.0, 0.0, 0.5, 1.0], [0.0, 0.0, 1.0, 1.0]]
+)
 WHERE_EXAMPLES = (
     Example(
         "where",
@@ -705,7 +780,9 @@ def _product(name, shapes, method=True):
         name,
         shapes,
         {},
-        topos=(lambda tape, a, b: a @ b) if method else (lambda tape, a, b: topos_function("matmul")(a, b)),
+        topos=(lambda tape, a, b: a @ b)
+        if method
+        else (lambda tape, a, b: topos_function("matmul")(a, b)),
         torch=lambda a, b: torch.matmul(a, b),
         numpy=np.matmul,
     )
@@ -722,11 +799,19 @@ MATMUL_EXAMPLES = (
 
 
 def _torch_cumsum(x, axis=-1, reverse=False):
-    return torch.flip(torch.cumsum(torch.flip(x, [axis]), axis), [axis]) if reverse else torch.cumsum(x, axis)
+    return (
+        torch.flip(torch.cumsum(torch.flip(x, [axis]), axis), [axis])
+        if reverse
+        else torch.cumsum(x, axis)
+    )
 
 
 def _np_cumsum(x, axis=-1, reverse=False):
-    return np.flip(np.cumsum(np.flip(x, axis), axis), axis) if reverse else np.cumsum(x, axis)
+    return (
+        np.flip(np.cumsum(np.flip(x, axis), axis), axis)
+        if reverse
+        else np.cumsum(x, axis)
+    )
 
 
 CUMSUM_EXAMPLES = tuple(
@@ -743,6 +828,105 @@ CUMSUM_EXAMPLES = tuple(
         ("cumsum_axis0", (4, 2, 3), dict(axis=0)),
         ("cumsum_reverse", (2, 5, 3), dict(axis=1, reverse=True)),
     )
+)
+
+
+# The product and the running folds (topos.ops.cumulative) ------------------------------------------
+
+
+def _torch_prod(x, axis=None, keepdims=False):
+    """torch.prod over a tuple of axes, one at a time (torch takes one dim), from the last."""
+    axes = (
+        range(x.dim()) if axis is None else (axis,) if isinstance(axis, int) else axis
+    )
+    for a in sorted((a % x.dim() for a in axes), reverse=True):
+        x = torch.prod(x, a, keepdim=keepdims)
+    return x
+
+
+def _prod(name, shape, values=None, method=True, **attrs):
+    return Example(
+        name,
+        [shape],
+        attrs,
+        topos=(lambda tape, x, **a: x.prod(**a))
+        if method
+        else (lambda tape, x, **a: topos_function("prod")(x, **a)),
+        torch=_torch_prod,
+        numpy=lambda x, **a: np.prod(x, **a),
+        values=values,
+    )
+
+
+# One zero in row 0 (its gradient is the product of the rest), two in row 1 (every gradient 0), none in row 2.
+PROD_ZEROS = np.array(
+    [[0.5, 0.0, 1.5, -2.0], [0.0, 1.2, 0.0, 0.7], [1.1, -0.9, 1.3, 0.8]]
+)
+PROD_EXAMPLES = (
+    _prod("prod_all", (3, 4)),
+    _prod("prod_axis", (3, 4), method=False, axis=1),
+    _prod("prod_zeros", (3, 4), values=(PROD_ZEROS,), axis=-1),
+    _prod("prod_axes_keepdims", (2, 3, 4), axis=(0, 2), keepdims=True),
+)
+
+
+def _flipped(function, x, axis, reverse, flip):
+    """``function`` along ``axis``, from the end where ``reverse`` (the axis flipped around it)."""
+    return flip(function(flip(x, axis), axis), axis) if reverse else function(x, axis)
+
+
+def _running(opcode, torch_name, ufunc, rows=(("", (3, 5), {}),), values=None):
+    """Examples of the running fold ``opcode`` (topos.<name>), torch's ``torch_name`` and numpy's
+    ``ufunc.accumulate``, along the last axis, along axis 0 and reversed along a middle axis."""
+    name = {
+        "CumProd": "cumprod",
+        "CumMax": "cummax",
+        "CumMin": "cummin",
+        "LogCumSumExp": "logcumsumexp",
+    }[opcode]
+
+    def torch_fold(x, axis):
+        out = getattr(torch, torch_name)(x, axis)
+        return out.values if torch_name in ("cummax", "cummin") else out
+
+    return tuple(
+        Example(
+            name + suffix,
+            [shape],
+            attrs,
+            topos=lambda tape, x, **a: topos_function(name)(x, **a),
+            torch=lambda x, axis=-1, reverse=False: _flipped(
+                torch_fold, x, axis, reverse, lambda t, a: t.flip(a)
+            ),
+            numpy=lambda x, axis=-1, reverse=False: _flipped(
+                lambda t, a: getattr(np, ufunc).accumulate(t, a),
+                x,
+                axis,
+                reverse,
+                np.flip,
+            ),
+            values=values,
+        )
+        for suffix, shape, attrs in rows
+    )
+
+
+RUNNING_ROWS = (
+    ("", (3, 5), {}),
+    ("_axis0", (4, 2, 3), dict(axis=0)),
+    ("_reverse", (2, 5, 3), dict(axis=1, reverse=True)),
+)
+CUMPROD_EXAMPLES = _running("CumProd", "cumprod", "multiply", RUNNING_ROWS) + _running(
+    "CumProd", "cumprod", "multiply", (("_zeros", (3, 4), {}),), values=(PROD_ZEROS,)
+)
+CUMMAX_EXAMPLES = _running("CumMax", "cummax", "maximum", RUNNING_ROWS)
+CUMMIN_EXAMPLES = _running(
+    "CumMin", "cummin", "minimum", RUNNING_ROWS[:1] + RUNNING_ROWS[2:]
+)
+# scale 3: terms from e^-4.5 to e^4.5, so that the running maximum changes and the small ones still count.
+LOGCUMSUMEXP_EXAMPLES = tuple(
+    replace(example, scale=3.0)
+    for example in _running("LogCumSumExp", "logcumsumexp", "logaddexp", RUNNING_ROWS)
 )
 
 
@@ -775,11 +959,14 @@ def _picked(name, function, axis, values=None, shape=(4, 3)):
             * x.transpose(*_last(axis, len(x.shape)))
         ),
         torch=lambda x, axis: (
-            torch.nn.functional.one_hot(getattr(torch, function)(x, axis), x.shape[axis]).to(x.dtype)
+            torch.nn.functional.one_hot(
+                getattr(torch, function)(x, axis), x.shape[axis]
+            ).to(x.dtype)
             * x.permute(*_last(axis, x.dim()))
         ),
         numpy=lambda x, axis: (
-            np.eye(x.shape[axis])[getattr(np, function)(x, axis)] * np.transpose(x, _last(axis, x.ndim))
+            np.eye(x.shape[axis])[getattr(np, function)(x, axis)]
+            * np.transpose(x, _last(axis, x.ndim))
         ),
         values=None if values is None else (values,),
     )
@@ -794,15 +981,24 @@ ARGMAX_EXAMPLES = (
             topos_function("one_hot")(topos_function("argmax")(x, 1, keepdims=True), 4)
             * topos_function("expand_dims")(x, 1)
         ),
-        torch=lambda x: torch.nn.functional.one_hot(torch.argmax(x, 1, keepdim=True), 4).to(x.dtype) * x.unsqueeze(1),
+        torch=lambda x: (
+            torch.nn.functional.one_hot(torch.argmax(x, 1, keepdim=True), 4).to(x.dtype)
+            * x.unsqueeze(1)
+        ),
         numpy=lambda x: np.eye(4)[np.argmax(x, 1)[:, None]] * x[:, None],
         values=(WITH_TIES,),
     ),
-    *(_picked(f"argmax_ties_axis{axis}", "argmax", axis, TIES_3D, (3, 4, 5)) for axis in (0, 1, 2)),
+    *(
+        _picked(f"argmax_ties_axis{axis}", "argmax", axis, TIES_3D, (3, 4, 5))
+        for axis in (0, 1, 2)
+    ),
 )
 ARGMIN_EXAMPLES = (
     _picked("argmin_axis0", "argmin", 0),
-    *(_picked(f"argmin_ties_axis{axis}", "argmin", axis, TIES_3D, (3, 4, 5)) for axis in (1, 2)),
+    *(
+        _picked(f"argmin_ties_axis{axis}", "argmin", axis, TIES_3D, (3, 4, 5))
+        for axis in (1, 2)
+    ),
 )
 
 
@@ -824,15 +1020,18 @@ def _top_k(name, shape, k, values=None):
         [shape],
         dict(k=k),
         topos=lambda tape, x, k: (
-            topos_function("one_hot")(topos_function("top_k")(x, k)[1], n) * topos_function("expand_dims")(x, -2)
+            topos_function("one_hot")(topos_function("top_k")(x, k)[1], n)
+            * topos_function("expand_dims")(x, -2)
         ),
         torch=lambda x, k: (
-            torch.nn.functional.one_hot(torch.sort(x, dim=-1, descending=True, stable=True).indices[..., :k], n).to(
-                x.dtype
-            )
+            torch.nn.functional.one_hot(
+                torch.sort(x, dim=-1, descending=True, stable=True).indices[..., :k], n
+            ).to(x.dtype)
             * x.unsqueeze(-2)
         ),
-        numpy=lambda x, k: np.eye(n)[np.argsort(-x, -1, kind="stable")[..., :k]] * x[..., None, :],
+        numpy=lambda x, k: (
+            np.eye(n)[np.argsort(-x, -1, kind="stable")[..., :k]] * x[..., None, :]
+        ),
         values=(values,),
     )
 
@@ -848,18 +1047,25 @@ INDEX_TO_FLOAT_EXAMPLES = (
         "equal_indices",
         [(2, 3), Index(3, (2, 3)), Index(3, (2, 3))],
         {},
-        topos=lambda tape, x, a, b: topos_function("equal")(a, b) * x + topos_function("not_equal")(a, b),
+        topos=lambda tape, x, a, b: (
+            topos_function("equal")(a, b) * x + topos_function("not_equal")(a, b)
+        ),
         torch=lambda x, a, b: (a == b).to(x.dtype) * x + (a != b).to(x.dtype),
         numpy=lambda x, a, b: (a == b) * x + (a != b),
     ),
 )
 
 
-
 # Sorting, searching and scattering along an axis (topos.ops.sort) -----------------------------------
 
 # Rows whose equal values (and a -0.0 beside a 0.0) show that the sorts are stable.
-SORT_TIES = np.array([[2.0, -1.0, 2.0, 0.0, -0.0], [1.0, 1.0, 1.0, 3.0, 1.0], [4.0, -2.0, 4.0, -2.0, 0.5]])
+SORT_TIES = np.array(
+    [
+        [2.0, -1.0, 2.0, 0.0, -0.0],
+        [1.0, 1.0, 1.0, 3.0, 1.0],
+        [4.0, -2.0, 4.0, -2.0, 0.5],
+    ]
+)
 
 
 def _sorted(name, shape, values=None, **attrs):
@@ -869,7 +1075,9 @@ def _sorted(name, shape, values=None, **attrs):
         [shape],
         attrs,
         topos=lambda tape, x, **a: topos_function("sort")(x, **a),
-        torch=lambda x, axis=-1, descending=False: torch.sort(x, dim=axis, descending=descending, stable=True).values,
+        torch=lambda x, axis=-1, descending=False: (
+            torch.sort(x, dim=axis, descending=descending, stable=True).values
+        ),
         numpy=lambda x, axis=-1, descending=False: np.take_along_axis(
             x, _np_stable_order(x, axis, descending), axis
         ),
@@ -880,7 +1088,20 @@ def _sorted(name, shape, values=None, **attrs):
 def _np_stable_order(x, axis, descending):
     if not descending:
         return np.argsort(x, axis=axis, kind="stable")
-    return x.shape[axis] - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+    return (
+        x.shape[axis]
+        - 1
+        - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
+    )
+
+
+def _np_scatter_along(u, ids, axis, extent):
+    """numpy's np.add.at at each index along ``axis``, every other coordinate kept."""
+    out = np.zeros(u.shape[:axis] + (extent,) + u.shape[axis + 1 :], dtype=u.dtype)
+    at = list(np.indices(ids.shape))
+    at[axis] = ids
+    np.add.at(out, tuple(at), u)
+    return out
 
 
 def _argsorted(name, shape, values=None, **attrs):
@@ -891,15 +1112,18 @@ def _argsorted(name, shape, values=None, **attrs):
         [shape],
         attrs,
         topos=lambda tape, x, **a: (
-            topos_function("one_hot")(topos_function("argsort")(x, **a), n) * topos_function("expand_dims")(x, -2)
+            topos_function("one_hot")(topos_function("argsort")(x, **a), n)
+            * topos_function("expand_dims")(x, -2)
         ),
         torch=lambda x, axis=-1, descending=False: (
-            torch.nn.functional.one_hot(torch.sort(x, dim=axis, descending=descending, stable=True).indices, n).to(
-                x.dtype
-            )
+            torch.nn.functional.one_hot(
+                torch.sort(x, dim=axis, descending=descending, stable=True).indices, n
+            ).to(x.dtype)
             * x.unsqueeze(-2)
         ),
-        numpy=lambda x, axis=-1, descending=False: np.eye(n)[_np_stable_order(x, axis, descending)] * x[..., None, :],
+        numpy=lambda x, axis=-1, descending=False: (
+            np.eye(n)[_np_stable_order(x, axis, descending)] * x[..., None, :]
+        ),
         values=values,
     )
 
@@ -919,7 +1143,9 @@ TAKE_ALONG_EXAMPLES = (
         "take_along_axis",
         [(3, 5), Index(5, (3, 4))],
         dict(axis=1),
-        topos=lambda tape, x, ids, axis: topos_function("take_along_axis")(x, ids, axis),
+        topos=lambda tape, x, ids, axis: topos_function("take_along_axis")(
+            x, ids, axis
+        ),
         torch=lambda x, ids, axis: torch.take_along_dim(x, ids.long(), axis),
         numpy=lambda x, ids, axis: np.take_along_axis(x, ids, axis),
         values=(None, ALONG_IDS),
@@ -928,7 +1154,9 @@ TAKE_ALONG_EXAMPLES = (
         "take_along_axis0_broadcast",
         [(4, 3), Index(4, (2, 1))],
         dict(axis=0),
-        topos=lambda tape, x, ids, axis: topos_function("take_along_axis")(x, ids, axis),
+        topos=lambda tape, x, ids, axis: topos_function("take_along_axis")(
+            x, ids, axis
+        ),
         torch=lambda x, ids, axis: torch.take_along_dim(x, ids.long(), axis),
         numpy=lambda x, ids, axis: np.take_along_axis(x, ids, axis),
         values=(None, np.array([[3], [0]], dtype=np.int32)),
@@ -939,37 +1167,52 @@ SCATTER_ALONG_EXAMPLES = (
         "scatter_add_along_axis",
         [(3, 4), Index(5, (3, 4))],
         dict(axis=1, extent=5),
-        topos=lambda tape, u, ids, **a: tape.apply("ScatterAddAlongAxis", [u, ids], **a),
-        torch=lambda u, ids, axis, extent: u.new_zeros(u.shape[:axis] + (extent,) + u.shape[axis + 1 :]).scatter_add(
-            axis, ids.long(), u
+        topos=lambda tape, u, ids, **a: tape.apply(
+            "ScatterAddAlongAxis", [u, ids], **a
         ),
+        torch=lambda u, ids, axis, extent: u.new_zeros(
+            u.shape[:axis] + (extent,) + u.shape[axis + 1 :]
+        ).scatter_add(axis, ids.long(), u),
+        numpy=lambda u, ids, axis, extent: _np_scatter_along(u, ids, axis, extent),
         values=(None, ALONG_IDS),
     ),
 )
 # Values equal to elements of the sorted vector, so that "left" and "right" differ.
-SEARCH_VALUES = (np.array([0.5, -1.0, 2.0, 0.5, 3.0, 0.0]), np.array([[0.5, 2.0, -3.0], [9.0, 0.0, 1.0]]))
+SEARCH_VALUES = (
+    np.array([0.5, -1.0, 2.0, 0.5, 3.0, 0.0]),
+    np.array([[0.5, 2.0, -3.0], [9.0, 0.0, 1.0]]),
+)
 SEARCHSORTED_EXAMPLES = tuple(
     Example(
         f"searchsorted_{side}",
         [(6,), (2, 3)],
         dict(side=side),
         topos=lambda tape, a, v, side: (
-            topos_function("one_hot")(topos_function("searchsorted")(topos_function("sort")(a), v, side), 7)
+            topos_function("one_hot")(
+                topos_function("searchsorted")(topos_function("sort")(a), v, side), 7
+            )
             * topos_function("expand_dims")(v, -1)
         ),
         torch=lambda a, v, side: (
-            torch.nn.functional.one_hot(torch.searchsorted(torch.sort(a).values, v, side=side), 7).to(v.dtype)
+            torch.nn.functional.one_hot(
+                torch.searchsorted(torch.sort(a).values, v, side=side), 7
+            ).to(v.dtype)
             * v.unsqueeze(-1)
         ),
-        numpy=lambda a, v, side: np.eye(7)[np.searchsorted(np.sort(a), v, side)] * v[..., None],
+        numpy=lambda a, v, side: (
+            np.eye(7)[np.searchsorted(np.sort(a), v, side)] * v[..., None]
+        ),
         values=SEARCH_VALUES,
     )
     for side in ("left", "right")
 )
 
+
 def _convolution_attrs(spatial, **given):
     """Every attribute of the Convolution primitive, its defaults unless ``given``."""
-    attrs = dict(strides=(1,) * spatial, padding=((0, 0),) * spatial, lhs_dilation=(1,) * spatial)
+    attrs = dict(
+        strides=(1,) * spatial, padding=((0, 0),) * spatial, lhs_dilation=(1,) * spatial
+    )
     attrs.update(rhs_dilation=(1,) * spatial, batch_groups=1, feature_groups=1)
     attrs.update(given)
     return attrs
@@ -977,21 +1220,41 @@ def _convolution_attrs(spatial, **given):
 
 def _np_convolution(x, w, **attrs):
     """The interpreter's own forward: the numpy spelling of a primitive torch spells another way."""
-    return importlib.import_module("topos.ops").lookup("Convolution").forward([x, w], attrs)
+    return (
+        importlib.import_module("topos.ops")
+        .lookup("Convolution")
+        .forward([x, w], attrs)
+    )
 
 
-def _torch_convolution(x, w, strides, padding, lhs_dilation, rhs_dilation, batch_groups, feature_groups):
+def _torch_convolution(
+    x, w, strides, padding, lhs_dilation, rhs_dilation, batch_groups, feature_groups
+):
     """XLA's convolution in torch: zeros between the input's elements (lhs dilation), then (low,
     high) padding, a negative side cropping; batch groups as one convolution a contiguous group."""
     spatial = x.dim() - 2
-    x = _strided_pad(x, (0,) * x.dim(), (0,) * x.dim(), (0, 0) + tuple(d - 1 for d in lhs_dilation))
-    x = torch.nn.functional.pad(x, [max(side, 0) for pair in reversed(padding) for side in pair])
-    x = x[(slice(None),) * 2 + tuple(slice(max(-lo, 0), n - max(-hi, 0)) for n, (lo, hi) in zip(x.shape[2:], padding))]
+    x = _strided_pad(
+        x, (0,) * x.dim(), (0,) * x.dim(), (0, 0) + tuple(d - 1 for d in lhs_dilation)
+    )
+    x = torch.nn.functional.pad(
+        x, [max(side, 0) for pair in reversed(padding) for side in pair]
+    )
+    x = x[
+        (slice(None),) * 2
+        + tuple(
+            slice(max(-lo, 0), n - max(-hi, 0))
+            for n, (lo, hi) in zip(x.shape[2:], padding)
+        )
+    ]
     conv = [torch.nn.functional.conv1d, torch.nn.functional.conv2d][spatial - 1]
     groups = x.reshape(batch_groups, -1, *x.shape[1:])
     kernels = w.chunk(batch_groups, 0)
     return torch.cat(
-        [conv(g, k, stride=strides, dilation=rhs_dilation, groups=feature_groups) for g, k in zip(groups, kernels)], 1
+        [
+            conv(g, k, stride=strides, dilation=rhs_dilation, groups=feature_groups)
+            for g, k in zip(groups, kernels)
+        ],
+        1,
     )
 
 
@@ -1003,7 +1266,9 @@ def _np_conv(x, w, stride, padding, dilation, groups):
         return tuple(v) if isinstance(v, tuple) else (v,) * spatial
 
     pads = tuple((p, p) for p in each(padding))
-    attrs = _convolution_attrs(spatial, strides=each(stride), padding=pads, rhs_dilation=each(dilation))
+    attrs = _convolution_attrs(
+        spatial, strides=each(stride), padding=pads, rhs_dilation=each(dilation)
+    )
     return _np_convolution(x, w, **dict(attrs, feature_groups=groups))
 
 
@@ -1032,8 +1297,24 @@ def _applied(name, opcode, shapes, torch, numpy, values=None, **attrs):
 
 
 CONVOLUTION_EXAMPLES = (
-    _conv("conv2d", [(2, 4, 7, 6), (6, 2, 3, 3)], "conv2d", stride=(2, 1), padding=1, dilation=(1, 2), groups=2),
-    _conv("conv1d_depthwise", [(2, 3, 9), (3, 1, 3)], "conv1d", stride=2, padding=0, dilation=1, groups=3),
+    _conv(
+        "conv2d",
+        [(2, 4, 7, 6), (6, 2, 3, 3)],
+        "conv2d",
+        stride=(2, 1),
+        padding=1,
+        dilation=(1, 2),
+        groups=2,
+    ),
+    _conv(
+        "conv1d_depthwise",
+        [(2, 3, 9), (3, 1, 3)],
+        "conv1d",
+        stride=2,
+        padding=0,
+        dilation=1,
+        groups=3,
+    ),
     # Both dilations, and a negative padding that crops (the backward's own convolutions have them).
     _applied(
         "convolution_dilated",
@@ -1041,7 +1322,13 @@ CONVOLUTION_EXAMPLES = (
         [(2, 3, 6, 5), (4, 3, 3, 2)],
         _torch_convolution,
         _np_convolution,
-        **_convolution_attrs(2, strides=(2, 1), padding=((1, 0), (-1, 2)), lhs_dilation=(1, 2), rhs_dilation=(2, 1)),
+        **_convolution_attrs(
+            2,
+            strides=(2, 1),
+            padding=((1, 0), (-1, 2)),
+            lhs_dilation=(1, 2),
+            rhs_dilation=(2, 1),
+        ),
     ),
     # Batch groups in the forward, so that the backward has feature groups, and the other way round.
     _applied(
@@ -1067,8 +1354,12 @@ def _np_pool(x, window, stride, padding, reduce):
     """``topos.max_pool``/``avg_pool``'s window over the spatial axes (ints), through numpy's sliding windows."""
     spatial = x.ndim - 2
     fill = -np.inf if reduce is np.max else 0.0
-    padded = np.pad(x, ((0, 0),) * 2 + ((padding, padding),) * spatial, constant_values=fill)
-    views = np.lib.stride_tricks.sliding_window_view(padded, (1, 1) + (window,) * spatial)
+    padded = np.pad(
+        x, ((0, 0),) * 2 + ((padding, padding),) * spatial, constant_values=fill
+    )
+    views = np.lib.stride_tricks.sliding_window_view(
+        padded, (1, 1) + (window,) * spatial
+    )
     views = views[(slice(None),) * 2 + (slice(None, None, stride),) * spatial]
     out = reduce(views, axis=tuple(range(x.ndim, 2 * x.ndim)))
     return out if reduce is np.max else out / window**spatial
@@ -1082,26 +1373,36 @@ def _pool(name, shape, function, **attrs):
         [shape],
         attrs,
         topos=lambda tape, x, **a: topos_function(function)(x, **a),
-        torch=lambda x, window, stride, padding: getattr(torch.nn.functional, torch_name)(x, window, stride, padding),
-        numpy=lambda x, **a: _np_pool(x, **a, reduce=np.max if function == "max_pool" else np.sum),
+        torch=lambda x, window, stride, padding: getattr(
+            torch.nn.functional, torch_name
+        )(x, window, stride, padding),
+        numpy=lambda x, **a: _np_pool(
+            x, **a, reduce=np.max if function == "max_pool" else np.sum
+        ),
     )
 
 
 def _window_op(opcode):
     """The interpreter's own forward of a window op: its numpy spelling (torch spells it below)."""
-    return lambda *xs, **attrs: importlib.import_module("topos.ops").lookup(opcode).forward(list(xs), attrs)
+    return lambda *xs, **attrs: (
+        importlib.import_module("topos.ops").lookup(opcode).forward(list(xs), attrs)
+    )
 
 
 def _torch_max_window(x, window, strides, padding):
     """(maxima, their flat indices in the padded input) of a window over [N, C, *spatial]: -inf
     padding, then torch's max pool, whose first maximum wins a tie as topos's does."""
-    padded = torch.nn.functional.pad(x, [side for pair in reversed(padding[2:]) for side in pair], value=-torch.inf)
+    padded = torch.nn.functional.pad(
+        x, [side for pair in reversed(padding[2:]) for side in pair], value=-torch.inf
+    )
     pool = [torch.nn.functional.max_pool1d, torch.nn.functional.max_pool2d][x.dim() - 3]
     return padded, *pool(padded, window[2:], strides[2:], return_indices=True)
 
 
 def _torch_window_sum(x, window, strides, padding):
-    padded = torch.nn.functional.pad(x, [side for pair in reversed(padding[2:]) for side in pair])
+    padded = torch.nn.functional.pad(
+        x, [side for pair in reversed(padding[2:]) for side in pair]
+    )
     pool = [torch.nn.functional.avg_pool1d, torch.nn.functional.avg_pool2d][x.dim() - 3]
     return pool(padded, window[2:], strides[2:]) * float(np.prod(window))
 
@@ -1118,19 +1419,32 @@ def _torch_select_and_scatter_add(g, x, **attrs):
 def _torch_select_and_gather(g, x, **attrs):
     """The derivative's derivative: each window reads g at its first maximum."""
     _, _, indices = _torch_max_window(x, **attrs)
-    g = torch.nn.functional.pad(g, [side for pair in reversed(attrs["padding"][2:]) for side in pair])
+    g = torch.nn.functional.pad(
+        g, [side for pair in reversed(attrs["padding"][2:]) for side in pair]
+    )
     flat = g.reshape(g.shape[0], g.shape[1], -1)
-    return flat.gather(2, indices.reshape(indices.shape[0], indices.shape[1], -1)).reshape(indices.shape)
+    return flat.gather(
+        2, indices.reshape(indices.shape[0], indices.shape[1], -1)
+    ).reshape(indices.shape)
 
 
 # A window of 3 x 2 with strides 2 and 1 and (low, high) padding; small integers tie in it.
-POOL_WINDOW = dict(window=(1, 1, 3, 2), strides=(1, 1, 2, 1), padding=((0, 0), (0, 0), (1, 1), (0, 1)))
+POOL_WINDOW = dict(
+    window=(1, 1, 3, 2), strides=(1, 1, 2, 1), padding=((0, 0), (0, 0), (1, 1), (0, 1))
+)
 POOL_TIES = np.random.default_rng(7).integers(-2, 3, (2, 3, 5, 4)).astype(float)
 # Its maxima's grid: (5 + 2 - 3) // 2 + 1 = 3 rows, (4 + 1 - 2) // 1 + 1 = 4 columns.
 POOL_GRID = (2, 3, 3, 4)
 WINDOW_SUM_EXAMPLES = (
     _pool("avg_pool2d", (2, 3, 6, 5), "avg_pool", window=3, stride=2, padding=1),
-    _applied("window_sum", "WindowSum", [(2, 3, 5, 4)], _torch_window_sum, _window_op("WindowSum"), **POOL_WINDOW),
+    _applied(
+        "window_sum",
+        "WindowSum",
+        [(2, 3, 5, 4)],
+        _torch_window_sum,
+        _window_op("WindowSum"),
+        **POOL_WINDOW,
+    ),
 )
 WINDOW_MAX_EXAMPLES = (
     _pool("max_pool2d", (2, 3, 6, 5), "max_pool", window=2, stride=2, padding=1),
@@ -1195,7 +1509,12 @@ def _jax_uniform(key, shape, dtype):
     jax = importlib.import_module("jax")
     if dtype == "float32":
         return np.asarray(jax.random.uniform(key, tuple(shape), dtype=np.float32))
-    return np.asarray(jax.random.bits(key, tuple(shape), dtype=np.uint32)).astype(np.float64) * 2.0**-32
+    return (
+        np.asarray(jax.random.bits(key, tuple(shape), dtype=np.uint32)).astype(
+            np.float64
+        )
+        * 2.0**-32
+    )
 
 
 def _derived_key(key, how):
@@ -1219,29 +1538,58 @@ def _drawn(name, shape, words, how="key"):
         name,
         [shape, Key(words)],
         {},
-        topos=lambda tape, x, key: x * topos_function("uniform")(_topos_key(key, how), x.shape, tape.dtype),
-        torch=lambda x, key: (
-            x * torch.tensor(_jax_uniform(_derived_key(key.numpy(), how), x.shape, str(x.dtype).rpartition(".")[2]))
+        topos=lambda tape, x, key: (
+            x * topos_function("uniform")(_topos_key(key, how), x.shape, tape.dtype)
         ),
-        numpy=lambda x, key: x * _jax_uniform(_derived_key(key, how), x.shape, x.dtype.name),
+        torch=lambda x, key: (
+            x
+            * torch.tensor(
+                _jax_uniform(
+                    _derived_key(key.numpy(), how),
+                    x.shape,
+                    str(x.dtype).rpartition(".")[2],
+                )
+            )
+        ),
+        numpy=lambda x, key: (
+            x * _jax_uniform(_derived_key(key, how), x.shape, x.dtype.name)
+        ),
     )
 
 
 # Dropout's mask: kept where the bits are below 0.75 * 2^32 (uniform < 0.75 in float32 and float64 alike).
 def _dropout(name, shape, words, derived):
-    topos_key = (lambda key: topos_function("fold_in")(topos_function("split_key")(key, 3)[1], 7)) if derived else None
+    topos_key = (
+        (
+            lambda key: topos_function("fold_in")(
+                topos_function("split_key")(key, 3)[1], 7
+            )
+        )
+        if derived
+        else None
+    )
 
     def keep(key, shape):
         jax = importlib.import_module("jax")
-        key = jax.random.fold_in(jax.random.split(_jax_key(key), 3)[1], 7) if derived else _jax_key(key)
-        return np.asarray(jax.random.bits(key, tuple(shape), dtype=np.uint32)) < np.uint32(0.75 * 2**32)
+        key = (
+            jax.random.fold_in(jax.random.split(_jax_key(key), 3)[1], 7)
+            if derived
+            else _jax_key(key)
+        )
+        return np.asarray(
+            jax.random.bits(key, tuple(shape), dtype=np.uint32)
+        ) < np.uint32(0.75 * 2**32)
 
     return Example(
         name,
         [shape, Key(words)],
         {},
-        topos=lambda tape, x, key: topos_function("dropout")(x, 0.25, topos_key(key) if derived else key),
-        torch=lambda x, key: torch.where(torch.tensor(keep(key.numpy(), x.shape)), x / 0.75, torch.zeros_like(x)),
+        topos=lambda tape, x, key: topos_function("dropout")(
+            x, 0.25, topos_key(key) if derived else key
+        ),
+        torch=lambda x, key: torch.where(
+            torch.tensor(keep(key.numpy(), x.shape)), x / 0.75, torch.zeros_like(x)
+        ),
         numpy=lambda x, key: np.where(keep(key, x.shape), x / 0.75, 0.0),
     )
 
@@ -1261,19 +1609,34 @@ def _randint_drawn(name, shape, words):
 
     def draws(key):
         jax = importlib.import_module("jax")
-        return np.asarray(jax.random.randint(_jax_key(key), shape[:-1], 0, n, dtype=np.int32))
+        return np.asarray(
+            jax.random.randint(_jax_key(key), shape[:-1], 0, n, dtype=np.int32)
+        )
 
     return Example(
         name,
         [shape, Key(words)],
         {},
-        topos=lambda tape, x, key: x * topos_function("one_hot")(topos_function("randint")(key, x.shape[:-1], 0, n), n),
-        torch=lambda x, key: x * torch.nn.functional.one_hot(torch.tensor(draws(key.numpy()).astype(np.int64)), n),
+        topos=lambda tape, x, key: (
+            x
+            * topos_function("one_hot")(
+                topos_function("randint")(key, x.shape[:-1], 0, n), n
+            )
+        ),
+        torch=lambda x, key: (
+            x
+            * torch.nn.functional.one_hot(
+                torch.tensor(draws(key.numpy()).astype(np.int64)), n
+            )
+        ),
         numpy=lambda x, key: x * np.eye(n, dtype=x.dtype)[draws(key)],
     )
 
 
-RANDINT_EXAMPLES = (_randint_drawn("randint", (6, 5), (0, 42)), _randint_drawn("randint_3d", (2, 3, 7), (1, 2)))
+RANDINT_EXAMPLES = (
+    _randint_drawn("randint", (6, 5), (0, 42)),
+    _randint_drawn("randint_3d", (2, 3, 7), (1, 2)),
+)
 
 
 # The engine's own derivatives in closed form (a softmax's, a log-softmax's, a layer norm's and
@@ -1283,7 +1646,9 @@ GELU_C, GELU_K = np.sqrt(2 / np.pi), 0.044715
 
 def _np_gelu_grad(g, x):
     t = np.tanh(GELU_C * (x + GELU_K * x**3))
-    return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_K * x**2))
+    return g * (
+        0.5 * (1 + t) + 0.5 * x * (1 - t * t) * GELU_C * (1 + 3 * GELU_K * x**2)
+    )
 
 
 DERIVATIVE_EXAMPLES = {
@@ -1313,8 +1678,12 @@ DERIVATIVE_EXAMPLES = {
         "layer_norm_grad",
         "LayerNormGrad",
         [(2, 3, 6), (2, 3, 6), (2, 3, 1)],
-        lambda g, n, r: r * (g - g.mean(-1, keepdim=True) - n * (g * n).mean(-1, keepdim=True)),
-        lambda g, n, r: r * (g - g.mean(-1, keepdims=True) - n * (g * n).mean(-1, keepdims=True)),
+        lambda g, n, r: (
+            r * (g - g.mean(-1, keepdim=True) - n * (g * n).mean(-1, keepdim=True))
+        ),
+        lambda g, n, r: (
+            r * (g - g.mean(-1, keepdims=True) - n * (g * n).mean(-1, keepdims=True))
+        ),
     ),
 }
 
@@ -1336,15 +1705,46 @@ def _np_sigmoid(x):
 
 
 def _spelled(name, shapes, topos, torch, numpy, values=None, scale=1.0):
-    return Example(name, shapes, {}, topos=topos, torch=torch, numpy=numpy, values=values, scale=scale)
+    return Example(
+        name,
+        shapes,
+        {},
+        topos=topos,
+        torch=torch,
+        numpy=numpy,
+        values=values,
+        scale=scale,
+    )
 
 
 SPELLINGS = {
-    "Sqrt": (_spelled("sqrt_method", [(3, 4)], lambda tape, x: x.sqrt(), lambda x: torch.sqrt(x), np.sqrt),),
-    "Tanh": (_spelled("tanh_method", [(3, 4)], lambda tape, x: x.tanh(), lambda x: torch.tanh(x), np.tanh, scale=2.0),),
+    "Sqrt": (
+        _spelled(
+            "sqrt_method",
+            [(3, 4)],
+            lambda tape, x: x.sqrt(),
+            lambda x: torch.sqrt(x),
+            np.sqrt,
+        ),
+    ),
+    "Tanh": (
+        _spelled(
+            "tanh_method",
+            [(3, 4)],
+            lambda tape, x: x.tanh(),
+            lambda x: torch.tanh(x),
+            np.tanh,
+            scale=2.0,
+        ),
+    ),
     "Sigmoid": (
         _spelled(
-            "sigmoid_method", [(3, 4)], lambda tape, x: x.sigmoid(), lambda x: torch.sigmoid(x), _np_sigmoid, scale=10.0
+            "sigmoid_method",
+            [(3, 4)],
+            lambda tape, x: x.sigmoid(),
+            lambda x: torch.sigmoid(x),
+            _np_sigmoid,
+            scale=10.0,
         ),
         _spelled(
             "sigmoid_extremes",
@@ -1385,9 +1785,33 @@ SPELLINGS = {
             lambda x: x * x,
         ),
     ),
-    "Add": (_spelled("add_broadcast", [(3, 1), (4,)], lambda tape, a, b: a + b, lambda a, b: a + b, np.add),),
-    "Sub": (_spelled("rsub_number", [(2, 3)], lambda tape, a: 1.5 - a, lambda a: 1.5 - a, lambda a: 1.5 - a),),
-    "Mul": (_spelled("mul_broadcast", [(2, 1, 3), (4, 1)], lambda tape, a, b: a * b, lambda a, b: a * b, np.multiply),),
+    "Add": (
+        _spelled(
+            "add_broadcast",
+            [(3, 1), (4,)],
+            lambda tape, a, b: a + b,
+            lambda a, b: a + b,
+            np.add,
+        ),
+    ),
+    "Sub": (
+        _spelled(
+            "rsub_number",
+            [(2, 3)],
+            lambda tape, a: 1.5 - a,
+            lambda a: 1.5 - a,
+            lambda a: 1.5 - a,
+        ),
+    ),
+    "Mul": (
+        _spelled(
+            "mul_broadcast",
+            [(2, 1, 3), (4, 1)],
+            lambda tape, a, b: a * b,
+            lambda a, b: a * b,
+            np.multiply,
+        ),
+    ),
     # A Python number over a positive denominator (the drawn first operand is the divisor here).
     "Div": (
         _spelled(
@@ -1400,7 +1824,13 @@ SPELLINGS = {
         ),
     ),
     "Pow": (
-        _spelled("pow_number", [(5,)], lambda tape, a: a**3.0, lambda a: a**3.0, lambda a: a**3.0),
+        _spelled(
+            "pow_number",
+            [(5,)],
+            lambda tape, a: a**3.0,
+            lambda a: a**3.0,
+            lambda a: a**3.0,
+        ),
         _spelled(
             "pow_negative_base",
             [(2, 3)],
@@ -1448,7 +1878,9 @@ SPELLINGS = {
             lambda tape, x: topos_function("log1p")(x),
             lambda x: torch.log1p(x),
             np.log1p,
-            values=(np.array([-0.999, -0.3, -1e-5, -1e-12, 0.0, 1e-9, 3e-7, 0.02, 1e3]),),
+            values=(
+                np.array([-0.999, -0.3, -1e-5, -1e-12, 0.0, 1e-9, 3e-7, 0.02, 1e3]),
+            ),
         ),
     ),
     "Expm1": (
@@ -1458,7 +1890,11 @@ SPELLINGS = {
             lambda tape, x: topos_function("expm1")(x),
             lambda x: torch.expm1(x),
             np.expm1,
-            values=(np.array([-40.0, -5.0, -0.4, -1e-6, -1e-15, 1e-10, 2e-4, 0.6, 30.0, 80.0]),),
+            values=(
+                np.array(
+                    [-40.0, -5.0, -0.4, -1e-6, -1e-15, 1e-10, 2e-4, 0.6, 30.0, 80.0]
+                ),
+            ),
         ),
     ),
     "Sinh": (
@@ -1523,24 +1959,49 @@ SPELLINGS = {
 
 
 OP_SPECS = {
-    "Neg": unary(OPERATORS, call="topos.model.functions.neg", torch="torch.neg", spread=(-9.0, 9.0)),
+    "Neg": unary(
+        OPERATORS,
+        call="topos.model.functions.neg",
+        torch="torch.neg",
+        spread=(-9.0, 9.0),
+    ),
     "Exp": unary(Api("topos.exp"), torch="torch.exp", spread=(-20.0, 20.0)),
     "Log": unary(Api("topos.log"), POSITIVE, torch="torch.log"),
-    "Sqrt": unary(Api("topos.sqrt"), NONNEGATIVE, smooth=POSITIVE, torch="torch.sqrt", spread=(0.0, 100.0)),
+    "Sqrt": unary(
+        Api("topos.sqrt"),
+        NONNEGATIVE,
+        smooth=POSITIVE,
+        torch="torch.sqrt",
+        spread=(0.0, 100.0),
+    ),
     "Rsqrt": unary(Api("topos.rsqrt"), POSITIVE, torch="torch.rsqrt"),
-    "Tanh": unary(Api("topos.tanh"), smooth=WIDE, torch="torch.tanh", spread=(-9.0, 9.0)),
-    "Sigmoid": unary(Api("topos.sigmoid"), smooth=WIDE, torch="torch.sigmoid", spread=(-30.0, 30.0)),
+    "Tanh": unary(
+        Api("topos.tanh"), smooth=WIDE, torch="torch.tanh", spread=(-9.0, 9.0)
+    ),
+    "Sigmoid": unary(
+        Api("topos.sigmoid"), smooth=WIDE, torch="torch.sigmoid", spread=(-30.0, 30.0)
+    ),
     "Relu": unary(Api("topos.relu"), smooth=AWAY_FROM_KINK, torch="torch.relu"),
     # The spread reaches float32's tail (exp(-|x|) under 2^-24 below -16.6) and stops short of
     # 20, past which torch's softplus returns x itself (its threshold), 2e-9 away in float64.
-    "Softplus": unary(Api("topos.softplus"), torch="torch.nn.functional.softplus", spread=(-30.0, 18.0)),
+    "Softplus": unary(
+        Api("topos.softplus"),
+        torch="torch.nn.functional.softplus",
+        spread=(-30.0, 18.0),
+    ),
     "Gelu": unary(Api("topos.gelu"), smooth=WIDE, spread=(-9.0, 9.0)),
-    "GeluGrad": binary(None, internal=DERIVATIVE_ONLY.format("gelu"), examples=(DERIVATIVE_EXAMPLES["GeluGrad"],)),
+    "GeluGrad": binary(
+        None,
+        internal=DERIVATIVE_ONLY.format("gelu"),
+        examples=(DERIVATIVE_EXAMPLES["GeluGrad"],),
+    ),
     "StopGradient": unary(Api("topos.stop_gradient")),
     "Add": binary(OPERATORS, call="topos.model.functions.add", torch="torch.add"),
     "Sub": binary(OPERATORS, call="topos.model.functions.sub", torch="torch.sub"),
     "Mul": binary(OPERATORS, call="topos.model.functions.mul", torch="torch.mul"),
-    "Div": binary(OPERATORS, right=NONZERO, call="topos.model.functions.div", torch="torch.div"),
+    "Div": binary(
+        OPERATORS, right=NONZERO, call="topos.model.functions.div", torch="torch.div"
+    ),
     "Pow": OpSpec(
         (POSITIVE, REAL),
         smooth=(POSITIVE, EXPONENT),
@@ -1550,7 +2011,12 @@ OP_SPECS = {
         numpy="numpy.power",
     ),
     # The gradient check keeps a away from 0: across it, with b < 0, the angle jumps by 2 pi.
-    "Atan2": binary(Api("topos.atan2"), smooth=(NONZERO, REAL), torch="torch.atan2", numpy="numpy.arctan2"),
+    "Atan2": binary(
+        Api("topos.atan2"),
+        smooth=(NONZERO, REAL),
+        torch="torch.atan2",
+        numpy="numpy.arctan2",
+    ),
     # The special functions (topos.ops.special); scipy.special is the float64 oracle. erfinv's
     # spread reaches 1 - 2^-20 (its float32 tail piece, w > 5, starts near |x| = 0.9966).
     "ErfInv": unary(
@@ -1560,15 +2026,21 @@ OP_SPECS = {
         numpy="scipy.special.erfinv",
         spread=(-0.999999, 0.999999),
     ),
-    "Maximum": binary(Api("topos.maximum"), notes=(TIES,), ties=True, torch="torch.maximum"),
-    "Minimum": binary(Api("topos.minimum"), notes=(TIES,), ties=True, torch="torch.minimum"),
+    "Maximum": binary(
+        Api("topos.maximum"), notes=(TIES,), ties=True, torch="torch.maximum"
+    ),
+    "Minimum": binary(
+        Api("topos.minimum"), notes=(TIES,), ties=True, torch="torch.minimum"
+    ),
     "Less": binary(Api("topos.less"), ties=True, torch="torch.lt"),
     "LessEqual": binary(Api("topos.less_equal"), ties=True, torch="torch.le"),
     "Greater": binary(Api("topos.greater"), ties=True, torch="torch.gt"),
     "GreaterEqual": binary(Api("topos.greater_equal"), ties=True, torch="torch.ge"),
     "Equal": binary(Api("topos.equal"), ties=True, torch="torch.eq"),
     "NotEqual": binary(Api("topos.not_equal"), ties=True, torch="torch.ne"),
-    "Where": OpSpec((REAL, REAL, REAL), docs=Api("topos.where"), examples=WHERE_EXAMPLES),
+    "Where": OpSpec(
+        (REAL, REAL, REAL), docs=Api("topos.where"), examples=WHERE_EXAMPLES
+    ),
     "Take": OpSpec((REAL, INDEX), docs=Api("topos.take"), examples=TAKE_EXAMPLES),
     "ScatterAdd": OpSpec(
         (REAL, INDEX),
@@ -1595,12 +2067,16 @@ OP_SPECS = {
                 [Index(4, (2, 3))],
                 dict(n=4),
                 topos=lambda tape, ids, n: topos_function("one_hot")(ids, n),
-                torch=lambda ids, n: torch.nn.functional.one_hot(ids, n).to(torch.get_default_dtype()),
+                torch=lambda ids, n: torch.nn.functional.one_hot(ids, n).to(
+                    torch.get_default_dtype()
+                ),
                 numpy=lambda ids, n: np.eye(n)[ids],
             ),
         ),
     ),
-    "MatMul": OpSpec((REAL, REAL), shapes=ROWS, docs=Api("topos.matmul"), examples=MATMUL_EXAMPLES),
+    "MatMul": OpSpec(
+        (REAL, REAL), shapes=ROWS, docs=Api("topos.matmul"), examples=MATMUL_EXAMPLES
+    ),
     "Sum": unary(Api("topos.sum"), examples=SUM_EXAMPLES),
     "Max": unary(
         Api("topos.max"),
@@ -1629,8 +2105,18 @@ OP_SPECS = {
     "Broadcast": unary(Api("topos.broadcast_to"), examples=BROADCAST_EXAMPLES),
     "Transpose": unary(Api("topos.transpose"), examples=TRANSPOSE_EXAMPLES),
     "Slice": unary(INDEXING, shapes=ROWS, examples=SLICE_EXAMPLES),
-    "Pad": unary(None, shapes=ROWS, internal=DERIVATIVE_ONLY.format("a strided slice"), examples=PAD_EXAMPLES),
-    "Concatenate": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.concatenate"), examples=CONCATENATE_EXAMPLES),
+    "Pad": unary(
+        None,
+        shapes=ROWS,
+        internal=DERIVATIVE_ONLY.format("a strided slice"),
+        examples=PAD_EXAMPLES,
+    ),
+    "Concatenate": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.concatenate"),
+        examples=CONCATENATE_EXAMPLES,
+    ),
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
     "Leaf": OpSpec((), docs=Api("Tape.leaf"), kernel_declined=SOURCE),
@@ -1648,17 +2134,57 @@ OP_SPECS = {
         notes=("int32 indices, no derivative",),
         examples=ARGMIN_EXAMPLES,
     ),
-    "CumSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.cumsum"), examples=CUMSUM_EXAMPLES),
+    "CumSum": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.cumsum"), examples=CUMSUM_EXAMPLES
+    ),
+    "Prod": unary(Api("topos.prod"), examples=PROD_EXAMPLES),
+    "CumProd": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.cumprod"), examples=CUMPROD_EXAMPLES
+    ),
+    "CumMax": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.cummax"),
+        notes=("the gradient check draws distinct values: a tie splits the gradient",),
+        examples=CUMMAX_EXAMPLES,
+    ),
+    "CumMin": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.cummin"),
+        notes=("the gradient check draws distinct values: a tie splits the gradient",),
+        examples=CUMMIN_EXAMPLES,
+    ),
+    "LogCumSumExp": OpSpec(
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.logcumsumexp"),
+        examples=LOGCUMSUMEXP_EXAMPLES,
+    ),
     "TopK": OpSpec(
-        (REAL,), shapes=ROWS, docs=Api("topos.top_k"), notes=("int32 indices, no derivative",), examples=TOP_K_EXAMPLES
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.top_k"),
+        notes=("int32 indices, no derivative",),
+        examples=TOP_K_EXAMPLES,
     ),
-    "Sort": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.sort"), examples=SORT_EXAMPLES),
+    "Sort": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.sort"), examples=SORT_EXAMPLES
+    ),
     "Argsort": OpSpec(
-        (REAL,), shapes=ROWS, docs=Api("topos.argsort"), notes=("int32 indices, no derivative",), examples=ARGSORT_EXAMPLES
+        (REAL,),
+        shapes=ROWS,
+        docs=Api("topos.argsort"),
+        notes=("int32 indices, no derivative",),
+        examples=ARGSORT_EXAMPLES,
     ),
-    "TakeAlongAxis": OpSpec((REAL, INDEX), docs=Api("topos.take_along_axis"), examples=TAKE_ALONG_EXAMPLES),
+    "TakeAlongAxis": OpSpec(
+        (REAL, INDEX), docs=Api("topos.take_along_axis"), examples=TAKE_ALONG_EXAMPLES
+    ),
     "ScatterAddAlongAxis": OpSpec(
-        (REAL, INDEX), internal=DERIVATIVE_ONLY.format("take_along_axis and sort"), examples=SCATTER_ALONG_EXAMPLES
+        (REAL, INDEX),
+        internal=DERIVATIVE_ONLY.format("take_along_axis and sort"),
+        examples=SCATTER_ALONG_EXAMPLES,
     ),
     "SearchSorted": OpSpec(
         (REAL, REAL),
@@ -1674,7 +2200,10 @@ OP_SPECS = {
         examples=INDEX_TO_FLOAT_EXAMPLES,
     ),
     "Convolution": OpSpec(
-        (REAL, REAL), shapes=ShapeRange(min_rank=3, max_rank=5), docs=Api("topos.conv"), examples=CONVOLUTION_EXAMPLES
+        (REAL, REAL),
+        shapes=ShapeRange(min_rank=3, max_rank=5),
+        docs=Api("topos.conv"),
+        examples=CONVOLUTION_EXAMPLES,
     ),
     # The transforms take complex values as real/imaginary pairs, a trailing axis of 2 (topos.ops.fft).
     "Fft": OpSpec(
@@ -1683,7 +2212,9 @@ OP_SPECS = {
         docs=Api("topos.fft.fft"),
         examples=FFT_EXAMPLES,
     ),
-    "Rfft": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), examples=RFFT_EXAMPLES),
+    "Rfft": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.fft.rfft"), examples=RFFT_EXAMPLES
+    ),
     "Irfft": OpSpec(
         (REAL,),
         shapes=ShapeRange(min_rank=2),
@@ -1707,7 +2238,9 @@ OP_SPECS = {
         Api("topos.linalg.lu"),
         shapes=MATRICES,
         kernel_declined=FACTOR_DECLINED,
-        notes=("a singular matrix factors without error, as LAPACK's; p has no derivative",),
+        notes=(
+            "a singular matrix factors without error, as LAPACK's; p has no derivative",
+        ),
         examples=LU_EXAMPLES,
     ),
     "Reverse": unary(
@@ -1729,34 +2262,95 @@ OP_SPECS = {
     "Sin": unary(Api("topos.sin"), torch="torch.sin", spread=(-3.0, 3.0)),
     # topos.ops.elementwise_more: each spread reaches float32's ends (expm1 and sinh overflow past
     # 88.7 and 89.4, tan's poles), and SPELLINGS places values where digits are easily lost.
-    "Log1p": unary(Api("topos.log1p"), ABOVE_MINUS_ONE, torch="torch.log1p", numpy="numpy.log1p", spread=(-0.99, 40.0)),
-    "Expm1": unary(Api("topos.expm1"), torch="torch.expm1", numpy="numpy.expm1", spread=(-30.0, 88.0)),
-    "Floor": unary(Api("topos.floor"), torch="torch.floor", numpy="numpy.floor", spread=(-9.0, 9.0)),
-    "Ceil": unary(Api("topos.ceil"), torch="torch.ceil", numpy="numpy.ceil", spread=(-9.0, 9.0)),
-    "RoundNearestEven": unary(Api("topos.round"), torch="torch.round", numpy="numpy.rint", spread=(-9.0, 9.0)),
-    "Trunc": unary(Api("topos.trunc"), torch="torch.trunc", numpy="numpy.trunc", spread=(-9.0, 9.0)),
-    "Atan": unary(Api("topos.arctan"), torch="torch.atan", numpy="numpy.arctan", spread=(-60.0, 60.0)),
-    "Tan": unary(Api("topos.tan"), smooth=AWAY_FROM_POLES, torch="torch.tan", numpy="numpy.tan", spread=(-60.0, 60.0)),
-    "Sinh": unary(Api("topos.sinh"), torch="torch.sinh", numpy="numpy.sinh", spread=(-89.0, 89.0)),
-    "Cosh": unary(Api("topos.cosh"), torch="torch.cosh", numpy="numpy.cosh", spread=(-89.0, 89.0)),
-    "Asinh": unary(Api("topos.arcsinh"), torch="torch.asinh", numpy="numpy.arcsinh", spread=(-60.0, 60.0)),
-    "RandomBits": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.random_bits"), examples=RANDOM_BITS_EXAMPLES),
-    "SplitKey": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.split_key"), examples=SPLIT_KEY_EXAMPLES),
-    "FoldIn": OpSpec((KEY,), dtypes=("uint32",), docs=Api("topos.fold_in"), examples=FOLD_IN_EXAMPLES),
+    "Log1p": unary(
+        Api("topos.log1p"),
+        ABOVE_MINUS_ONE,
+        torch="torch.log1p",
+        numpy="numpy.log1p",
+        spread=(-0.99, 40.0),
+    ),
+    "Expm1": unary(
+        Api("topos.expm1"),
+        torch="torch.expm1",
+        numpy="numpy.expm1",
+        spread=(-30.0, 88.0),
+    ),
+    "Floor": unary(
+        Api("topos.floor"), torch="torch.floor", numpy="numpy.floor", spread=(-9.0, 9.0)
+    ),
+    "Ceil": unary(
+        Api("topos.ceil"), torch="torch.ceil", numpy="numpy.ceil", spread=(-9.0, 9.0)
+    ),
+    "RoundNearestEven": unary(
+        Api("topos.round"), torch="torch.round", numpy="numpy.rint", spread=(-9.0, 9.0)
+    ),
+    "Trunc": unary(
+        Api("topos.trunc"), torch="torch.trunc", numpy="numpy.trunc", spread=(-9.0, 9.0)
+    ),
+    "Atan": unary(
+        Api("topos.arctan"),
+        torch="torch.atan",
+        numpy="numpy.arctan",
+        spread=(-60.0, 60.0),
+    ),
+    "Tan": unary(
+        Api("topos.tan"),
+        smooth=AWAY_FROM_POLES,
+        torch="torch.tan",
+        numpy="numpy.tan",
+        spread=(-60.0, 60.0),
+    ),
+    "Sinh": unary(
+        Api("topos.sinh"), torch="torch.sinh", numpy="numpy.sinh", spread=(-89.0, 89.0)
+    ),
+    "Cosh": unary(
+        Api("topos.cosh"), torch="torch.cosh", numpy="numpy.cosh", spread=(-89.0, 89.0)
+    ),
+    "Asinh": unary(
+        Api("topos.arcsinh"),
+        torch="torch.asinh",
+        numpy="numpy.arcsinh",
+        spread=(-60.0, 60.0),
+    ),
+    "RandomBits": OpSpec(
+        (KEY,),
+        dtypes=("uint32",),
+        docs=Api("topos.random_bits"),
+        examples=RANDOM_BITS_EXAMPLES,
+    ),
+    "SplitKey": OpSpec(
+        (KEY,),
+        dtypes=("uint32",),
+        docs=Api("topos.split_key"),
+        examples=SPLIT_KEY_EXAMPLES,
+    ),
+    "FoldIn": OpSpec(
+        (KEY,), dtypes=("uint32",), docs=Api("topos.fold_in"), examples=FOLD_IN_EXAMPLES
+    ),
     "Uniform": OpSpec((BITS,), docs=Api("topos.uniform"), examples=UNIFORM_EXAMPLES),
     "RandomInt": OpSpec(
-        (BITS,), docs=Api("topos.randint"), notes=("int32 integers, no derivative",), examples=RANDINT_EXAMPLES
+        (BITS,),
+        docs=Api("topos.randint"),
+        notes=("int32 integers, no derivative",),
+        examples=RANDINT_EXAMPLES,
     ),
-    "WindowSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.avg_pool"), examples=WINDOW_SUM_EXAMPLES),
+    "WindowSum": OpSpec(
+        (REAL,), shapes=ROWS, docs=Api("topos.avg_pool"), examples=WINDOW_SUM_EXAMPLES
+    ),
     "WindowMax": OpSpec(
         (REAL,),
         shapes=ROWS,
         docs=Api("topos.max_pool"),
-        notes=("the gradient check draws distinct values: at a tie the first maximum takes the gradient",),
+        notes=(
+            "the gradient check draws distinct values: at a tie the first maximum takes the gradient",
+        ),
         examples=WINDOW_MAX_EXAMPLES,
     ),
     "SelectAndScatterAdd": OpSpec(
-        (REAL, REAL), shapes=ROWS, internal=DERIVATIVE_ONLY.format("max_pool"), examples=SELECT_AND_SCATTER_ADD_EXAMPLES
+        (REAL, REAL),
+        shapes=ROWS,
+        internal=DERIVATIVE_ONLY.format("max_pool"),
+        examples=SELECT_AND_SCATTER_ADD_EXAMPLES,
     ),
     "SelectAndGather": OpSpec(
         (REAL, REAL),
@@ -1767,27 +2361,38 @@ OP_SPECS = {
     "Eigh": unary(
         Api("topos.linalg.eigh"),
         shapes=ShapeRange(min_rank=2),
-        notes=("repeated eigenvalues: a gradient through the eigenvectors is inf or NaN, as JAX's",),
+        notes=(
+            "repeated eigenvalues: a gradient through the eigenvectors is inf or NaN, as JAX's",
+        ),
         examples=EIGH_EXAMPLES,
     ),
     "Qr": unary(
         Api("topos.linalg.qr"),
         shapes=ShapeRange(min_rank=2),
         kernel_declined="no Householder QR kernel yet: the interpreter runs the factorisation on the host",
-        notes=("m >= n (topos.linalg.qr splits a wide matrix); dependent columns give an inf or NaN gradient",),
+        notes=(
+            "m >= n (topos.linalg.qr splits a wide matrix); dependent columns give an inf or NaN gradient",
+        ),
         examples=QR_EXAMPLES,
     ),
     "Svd": unary(
         Api("topos.linalg.svd"),
         shapes=ShapeRange(min_rank=2),
         kernel_declined="no Jacobi SVD kernel yet: the interpreter runs the factorisation on the host",
-        notes=("repeated singular values: a gradient through u or vh is inf or NaN, as JAX's",),
+        notes=(
+            "repeated singular values: a gradient through u or vh is inf or NaN, as JAX's",
+        ),
         examples=SVD_EXAMPLES,
     ),
 }
 
 # The elementwise rows' examples, attached here so that each row above stays one line.
-OP_SPECS.update({opcode: replace(OP_SPECS[opcode], examples=examples) for opcode, examples in SPELLINGS.items()})
+OP_SPECS.update(
+    {
+        opcode: replace(OP_SPECS[opcode], examples=examples)
+        for opcode, examples in SPELLINGS.items()
+    }
+)
 
 
 def spec(opcode):
@@ -1809,7 +2414,9 @@ def check_operand(opcode, position, values, smooth=False):
     row = OP_SPECS[opcode]
     domain = (row.smooth_domains() if smooth else row.operands)[position]
     if not domain.admits(values):
-        raise ValueError(f"{opcode}'s operand {position} must be {domain.name}: the test drew {np.asarray(values)}")
+        raise ValueError(
+            f"{opcode}'s operand {position} must be {domain.name}: the test drew {np.asarray(values)}"
+        )
     return values
 
 
@@ -1834,9 +2441,15 @@ def derived_rows(local, arity=None):
 
     def plain(op):
         row = OP_SPECS[op]
-        return isinstance(lookup(op), (Unary, Binary)) and (isinstance(row.docs, Api) or row.call is not None)
+        return isinstance(lookup(op), (Unary, Binary)) and (
+            isinstance(row.docs, Api) or row.call is not None
+        )
 
-    rows = [op for op in OP_SPECS if plain(op) and arity in (None, len(OP_SPECS[op].operands))]
+    rows = [
+        op
+        for op in OP_SPECS
+        if plain(op) and arity in (None, len(OP_SPECS[op].operands))
+    ]
     return [op for op in rows if op not in local]
 
 
@@ -1884,7 +2497,9 @@ def numpy_forward(opcode):
     """The op's own numpy forward, as a numpy oracle: float64 in, float64 out (float32 in, float32 out)."""
     from topos.ops import lookup
 
-    return lambda *operands: np.asarray(lookup(opcode).forward([np.asarray(x) for x in operands], {}))
+    return lambda *operands: np.asarray(
+        lookup(opcode).forward([np.asarray(x) for x in operands], {})
+    )
 
 
 def numpy_oracle(opcode):
@@ -1898,7 +2513,11 @@ def spread_sampler(opcode, operand=0):
     unless given; a binary row's ``spread`` is one range an operand)."""
     row = OP_SPECS[opcode]
     domain = row.operands[operand]
-    spread = row.spread if row.spread is None or len(row.operands) == 1 else row.spread[operand]
+    spread = (
+        row.spread
+        if row.spread is None or len(row.operands) == 1
+        else row.spread[operand]
+    )
     low, high = spread or domain.draw
     return lambda rng, shape: domain.sample(rng, shape, low, high)
 
@@ -2060,7 +2679,14 @@ COMPOSITES = {
     "softmax": _composite(
         "softmax",
         (REAL,),
-        _call("softmax", [(3, 5)], "softmax", lambda x: torch.softmax(x, -1), _np_softmax, scale=3.0),
+        _call(
+            "softmax",
+            [(3, 5)],
+            "softmax",
+            lambda x: torch.softmax(x, -1),
+            _np_softmax,
+            scale=3.0,
+        ),
         _call(
             "softmax_large",
             [(2, 3)],
@@ -2070,7 +2696,13 @@ COMPOSITES = {
             values=(np.array([[1000.0, 0.0, -1000.0], [50.0, 51.0, 49.0]]),),
         ),
         _call(
-            "softmax_axis0", [(3, 5)], "softmax", lambda x, axis: torch.softmax(x, axis), _np_softmax, scale=3.0, axis=0
+            "softmax_axis0",
+            [(3, 5)],
+            "softmax",
+            lambda x, axis: torch.softmax(x, axis),
+            _np_softmax,
+            scale=3.0,
+            axis=0,
         ),
     ),
     "log_softmax": _composite(
@@ -2088,7 +2720,14 @@ COMPOSITES = {
     "logsumexp": _composite(
         "logsumexp",
         (REAL,),
-        _call("logsumexp", [(3, 5)], "logsumexp", lambda x: torch.logsumexp(x, -1), _np_logsumexp, scale=3.0),
+        _call(
+            "logsumexp",
+            [(3, 5)],
+            "logsumexp",
+            lambda x: torch.logsumexp(x, -1),
+            _np_logsumexp,
+            scale=3.0,
+        ),
         _call(
             "logsumexp_keepdims_axis0",
             [(3, 5)],
@@ -2118,13 +2757,18 @@ COMPOSITES = {
             [(2, 3), Index(3, (2,))],
             "cross_entropy",
             lambda logits, ids: torch.nn.functional.cross_entropy(logits, ids),
-            values=(np.array([[300.0, -300.0, 0.0], [0.0, 0.0, 700.0]]), np.array([1, 2], dtype=np.int32)),
+            values=(
+                np.array([[300.0, -300.0, 0.0], [0.0, 0.0, 700.0]]),
+                np.array([1, 2], dtype=np.int32),
+            ),
         ),
         _call(
             "cross_entropy",
             [(2, 3, 5), Index(5, (2, 3))],
             "cross_entropy",
-            lambda logits, ids: torch.nn.functional.cross_entropy(logits.reshape(-1, 5), ids.reshape(-1)),
+            lambda logits, ids: torch.nn.functional.cross_entropy(
+                logits.reshape(-1, 5), ids.reshape(-1)
+            ),
             scale=2.0,
         ),
     ),
@@ -2135,7 +2779,9 @@ COMPOSITES = {
             "attention_causal",
             [(2, 4, 3), (2, 4, 3), (2, 4, 5)],
             "attention",
-            lambda q, k, v, causal: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal),
+            lambda q, k, v, causal: torch.nn.functional.scaled_dot_product_attention(
+                q, k, v, is_causal=causal
+            ),
             causal=True,
         ),
         _call(
@@ -2146,18 +2792,85 @@ COMPOSITES = {
         ),
     ),
     "mean": _composite(
-        "mean", (REAL,), _call("mean", [(3, 4)], "mean", lambda x, axis: x.mean(dim=axis), np.mean, axis=0)
+        "mean",
+        (REAL,),
+        _call(
+            "mean", [(3, 4)], "mean", lambda x, axis: x.mean(dim=axis), np.mean, axis=0
+        ),
     ),
     "var": _composite(
         "var",
         (REAL,),
-        _call("var", [(3, 4)], "var", lambda x, axis: torch.var(x, axis, correction=0), np.var, axis=-1),
+        _call(
+            "var",
+            [(3, 4)],
+            "var",
+            lambda x, axis: torch.var(x, axis, correction=0),
+            np.var,
+            axis=-1,
+        ),
     ),
     "min": _composite(
-        "min", (REAL,), _call("min", [(3, 4)], "min", lambda x, axis: torch.amin(x, axis), np.min, axis=1)
+        "min",
+        (REAL,),
+        _call(
+            "min", [(3, 4)], "min", lambda x, axis: torch.amin(x, axis), np.min, axis=1
+        ),
+    ),
+    # numpy's truthiness on 0/1 floats: NaN is nonzero; row 1 all zero, row 2 all nonzero (a NaN among them).
+    "any": _composite(
+        "any",
+        (REAL,),
+        _call(
+            "any",
+            [(3, 4)],
+            "any",
+            lambda x, axis: torch.any(x, axis).to(x.dtype),
+            lambda x, axis: np.any(x, axis=axis).astype(x.dtype),
+            values=(
+                np.array(
+                    [
+                        [0.0, 0.0, 2.0, 0.0],
+                        [0.0, -0.0, 0.0, 0.0],
+                        [np.nan, 1.0, -3.0, 0.5],
+                    ]
+                ),
+            ),
+            axis=1,
+        ),
+    ),
+    "all": _composite(
+        "all",
+        (REAL,),
+        _call(
+            "all",
+            [(3, 4)],
+            "all",
+            lambda x, axis: torch.all(x, axis).to(x.dtype),
+            lambda x, axis: np.all(x, axis=axis).astype(x.dtype),
+            values=(
+                np.array(
+                    [
+                        [0.0, 0.0, 2.0, 0.0],
+                        [0.0, -0.0, 0.0, 0.0],
+                        [np.nan, 1.0, -3.0, 0.5],
+                    ]
+                ),
+            ),
+            axis=1,
+        ),
     ),
     "abs": _composite(
-        "abs", (REAL,), _call("abs", [(3, 4)], "abs", lambda x: torch.abs(x), np.abs, values=(WITH_TIES + 0.5,))
+        "abs",
+        (REAL,),
+        _call(
+            "abs",
+            [(3, 4)],
+            "abs",
+            lambda x: torch.abs(x),
+            np.abs,
+            values=(WITH_TIES + 0.5,),
+        ),
     ),
     "sign": _composite(
         "sign",
@@ -2166,7 +2879,9 @@ COMPOSITES = {
             "sign_square",
             [(3, 4)],
             {},
-            topos=lambda tape, x: topos_function("sign")(x) * topos_function("square")(x),
+            topos=lambda tape, x: (
+                topos_function("sign")(x) * topos_function("square")(x)
+            ),
             torch=lambda x: torch.sign(x) * x * x,
             numpy=lambda x: np.sign(x) * x * x,
             values=(WITH_TIES,),
@@ -2179,7 +2894,9 @@ COMPOSITES = {
             "squeeze_expand_dims",
             [(3, 1, 4)],
             {},
-            topos=lambda tape, x: topos_function("expand_dims")(topos_function("squeeze")(x, 1), -1),
+            topos=lambda tape, x: topos_function("expand_dims")(
+                topos_function("squeeze")(x, 1), -1
+            ),
             torch=lambda x: x.squeeze(1).unsqueeze(-1),
             numpy=lambda x: np.expand_dims(np.squeeze(x, 1), -1),
         ),
@@ -2311,7 +3028,12 @@ COMPOSITES.update(
             "logaddexp",
             (REAL, REAL),
             _call(
-                "logaddexp", SPECIALS_PAIRED, "logaddexp", lambda a, b: torch.logaddexp(a, b), np.logaddexp, scale=3.0
+                "logaddexp",
+                SPECIALS_PAIRED,
+                "logaddexp",
+                lambda a, b: torch.logaddexp(a, b),
+                np.logaddexp,
+                scale=3.0,
             ),
             # Far apart (the tail underflows), far out (exp would overflow) and tied.
             _call(
@@ -2321,8 +3043,12 @@ COMPOSITES.update(
                 lambda a, b: torch.logaddexp(a, b),
                 np.logaddexp,
                 values=(
-                    np.array([[1000.0, -1000.0, 0.0, 30.0], [2.0, -50.0, 1e-3, -700.0]]),
-                    np.array([[1000.0, 999.0, -80.0, -20.0], [2.0, -50.0, 4.0, -700.5]]),
+                    np.array(
+                        [[1000.0, -1000.0, 0.0, 30.0], [2.0, -50.0, 1e-3, -700.0]]
+                    ),
+                    np.array(
+                        [[1000.0, 999.0, -80.0, -20.0], [2.0, -50.0, 4.0, -700.5]]
+                    ),
                 ),
             ),
         ),
@@ -2352,7 +3078,9 @@ COMPOSITES.update(
                 "leaky_relu_slope",
                 [(3, 4)],
                 "leaky_relu",
-                lambda x, negative_slope: torch.nn.functional.leaky_relu(x, negative_slope),
+                lambda x, negative_slope: torch.nn.functional.leaky_relu(
+                    x, negative_slope
+                ),
                 lambda x, negative_slope: np.where(x >= 0, x, negative_slope * x),
                 negative_slope=0.2,
             ),
@@ -2360,8 +3088,22 @@ COMPOSITES.update(
         "elu": _composite(
             "elu",
             (AWAY_FROM_KINK,),
-            _call("elu", SPECIALS_ONCE, "elu", lambda x: torch.nn.functional.elu(x), _np_elu, scale=2.0),
-            _call("elu_near_zero", [(2, 4)], "elu", lambda x: torch.nn.functional.elu(x), _np_elu, values=NEAR_ZERO),
+            _call(
+                "elu",
+                SPECIALS_ONCE,
+                "elu",
+                lambda x: torch.nn.functional.elu(x),
+                _np_elu,
+                scale=2.0,
+            ),
+            _call(
+                "elu_near_zero",
+                [(2, 4)],
+                "elu",
+                lambda x: torch.nn.functional.elu(x),
+                _np_elu,
+                values=NEAR_ZERO,
+            ),
             _call(
                 "elu_alpha",
                 [(3, 4)],
@@ -2375,9 +3117,21 @@ COMPOSITES.update(
         "selu": _composite(
             "selu",
             (AWAY_FROM_KINK,),
-            _call("selu", SPECIALS_ONCE, "selu", lambda x: torch.nn.functional.selu(x), _np_selu, scale=2.0),
             _call(
-                "selu_near_zero", [(2, 4)], "selu", lambda x: torch.nn.functional.selu(x), _np_selu, values=NEAR_KINK
+                "selu",
+                SPECIALS_ONCE,
+                "selu",
+                lambda x: torch.nn.functional.selu(x),
+                _np_selu,
+                scale=2.0,
+            ),
+            _call(
+                "selu_near_zero",
+                [(2, 4)],
+                "selu",
+                lambda x: torch.nn.functional.selu(x),
+                _np_selu,
+                values=NEAR_KINK,
             ),
         ),
         "softsign": _composite(
@@ -2438,7 +3192,9 @@ COMPOSITES.update(
 
 def _torch_symmetric(x, before, after):
     """numpy's ``pad(mode="symmetric")`` along the last axis (torch has no such mode): mirrored edges."""
-    return torch.cat([x[..., :before].flip(-1), x, x[..., x.shape[-1] - after :].flip(-1)], -1)
+    return torch.cat(
+        [x[..., :before].flip(-1), x, x[..., x.shape[-1] - after :].flip(-1)], -1
+    )
 
 
 def _pad(name, mode, torch_mode, pad_width, shape=(2, 3, 4), **attrs):
@@ -2449,7 +3205,10 @@ def _pad(name, mode, torch_mode, pad_width, shape=(2, 3, 4), **attrs):
         [shape],
         "pad",
         lambda x, pad_width, mode, constant_values=None: torch.nn.functional.pad(
-            x, (left, right, top, bottom), torch_mode, **({} if constant_values is None else {"value": constant_values})
+            x,
+            (left, right, top, bottom),
+            torch_mode,
+            **({} if constant_values is None else {"value": constant_values}),
         ),
         np.pad,
         pad_width=((0, 0),) + pad_width,
@@ -2490,7 +3249,9 @@ COMPOSITES.update(
             _einsum("einsum_matmul", "ij,jk->ik", [(2, 3), (3, 4)]),
             _einsum("einsum_implicit", "ij,jk", [(2, 3), (3, 4)]),
             _einsum("einsum_scores", "bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
-            _einsum("einsum_ellipsis_broadcast", "...ij,...jk->...ik", [(2, 3, 4), (4, 5)]),
+            _einsum(
+                "einsum_ellipsis_broadcast", "...ij,...jk->...ik", [(2, 3, 4), (4, 5)]
+            ),
             _einsum("einsum_trace", "ii", [(3, 3)]),
             _einsum("einsum_diagonal_outer", "ii,j->ij", [(3, 3), (4,)]),
             _einsum("einsum_chain", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
@@ -2500,7 +3261,13 @@ COMPOSITES.update(
         "pad": _composite(
             "pad",
             (REAL,),
-            _pad("pad_constant", "constant", "constant", ((1, 2), (0, 3)), constant_values=1.5),
+            _pad(
+                "pad_constant",
+                "constant",
+                "constant",
+                ((1, 2), (0, 3)),
+                constant_values=1.5,
+            ),
             _pad("pad_reflect", "reflect", "reflect", ((2, 1), (3, 1))),
             _pad("pad_edge", "edge", "replicate", ((2, 0), (1, 3))),
             _pad("pad_wrap", "wrap", "circular", ((1, 2), (3, 2))),
@@ -2515,10 +3282,18 @@ COMPOSITES.update(
             ),
         ),
         "tril": _composite(
-            "tril", (REAL,), _call("tril", [(2, 3, 4)], "tril", lambda x, k: torch.tril(x, k), np.tril, k=1)
+            "tril",
+            (REAL,),
+            _call(
+                "tril", [(2, 3, 4)], "tril", lambda x, k: torch.tril(x, k), np.tril, k=1
+            ),
         ),
         "triu": _composite(
-            "triu", (REAL,), _call("triu", [(4, 3)], "triu", lambda x, k: torch.triu(x, k), np.triu, k=-1)
+            "triu",
+            (REAL,),
+            _call(
+                "triu", [(4, 3)], "triu", lambda x, k: torch.triu(x, k), np.triu, k=-1
+            ),
         ),
         "eye": _composite(
             "eye",
@@ -2556,7 +3331,14 @@ COMPOSITES.update(
         "tile": _composite(
             "tile",
             (REAL,),
-            _call("tile", [(2, 3)], "tile", lambda x, reps: torch.tile(x, reps), np.tile, reps=(2, 1, 3)),
+            _call(
+                "tile",
+                [(2, 3)],
+                "tile",
+                lambda x, reps: torch.tile(x, reps),
+                np.tile,
+                reps=(2, 1, 3),
+            ),
         ),
         "repeat": _composite(
             "repeat",
@@ -2574,7 +3356,9 @@ COMPOSITES.update(
                 "repeat_each",
                 [(3, 2)],
                 "repeat",
-                lambda x, repeats, axis: torch.repeat_interleave(x, torch.tensor(repeats), axis),
+                lambda x, repeats, axis: torch.repeat_interleave(
+                    x, torch.tensor(repeats), axis
+                ),
                 np.repeat,
                 repeats=[2, 0, 3],
                 axis=0,
@@ -2600,18 +3384,46 @@ COMPOSITES.update(
                 shift=(1, -3),
                 axis=(0, 1),
             ),
-            _call("roll_flat", [(3, 4)], "roll", lambda x, shift: torch.roll(x, shift), np.roll, shift=5),
+            _call(
+                "roll_flat",
+                [(3, 4)],
+                "roll",
+                lambda x, shift: torch.roll(x, shift),
+                np.roll,
+                shift=5,
+            ),
         ),
         "flip": _composite(
             "flip",
             (REAL,),
-            _call("flip", [(2, 3, 4)], "flip", lambda x, axis: torch.flip(x, axis), np.flip, axis=(0, 2)),
+            _call(
+                "flip",
+                [(2, 3, 4)],
+                "flip",
+                lambda x, axis: torch.flip(x, axis),
+                np.flip,
+                axis=(0, 2),
+            ),
         ),
         "diag": _composite(
             "diag",
             (REAL,),
-            _call("diag_matrix", [(4,)], "diag", lambda v, k: torch.diag(v, k), np.diag, k=-1),
-            _call("diag_of_matrix", [(3, 5)], "diag", lambda v, k: torch.diag(v, k), np.diag, k=1),
+            _call(
+                "diag_matrix",
+                [(4,)],
+                "diag",
+                lambda v, k: torch.diag(v, k),
+                np.diag,
+                k=-1,
+            ),
+            _call(
+                "diag_of_matrix",
+                [(3, 5)],
+                "diag",
+                lambda v, k: torch.diag(v, k),
+                np.diag,
+                k=1,
+            ),
         ),
         "diagonal": _composite(
             "diagonal",
@@ -2630,14 +3442,31 @@ COMPOSITES.update(
         "trace": _composite(
             "trace",
             (REAL,),
-            _call("trace", [(4, 3)], "trace", lambda x, offset: torch.diagonal(x, offset).sum(), np.trace, offset=1),
+            _call(
+                "trace",
+                [(4, 3)],
+                "trace",
+                lambda x, offset: torch.diagonal(x, offset).sum(),
+                np.trace,
+                offset=1,
+            ),
         ),
         "outer": _composite(
             "outer",
             (REAL, REAL),
-            _call("outer", [(2, 2), (3,)], "outer", lambda a, b: torch.outer(a.flatten(), b), np.outer),
+            _call(
+                "outer",
+                [(2, 2), (3,)],
+                "outer",
+                lambda a, b: torch.outer(a.flatten(), b),
+                np.outer,
+            ),
         ),
-        "kron": _composite("kron", (REAL, REAL), _call("kron", [(2, 3), (2, 1, 2)], "kron", torch.kron, np.kron)),
+        "kron": _composite(
+            "kron",
+            (REAL, REAL),
+            _call("kron", [(2, 3), (2, 1, 2)], "kron", torch.kron, np.kron),
+        ),
     }
 )
 
