@@ -43,6 +43,11 @@ def _matrix():
     return topos.Tape().input(np.ones((2, 3)))
 
 
+def _vector():
+    """A recorded [4] input on a fresh tape."""
+    return topos.Tape().input(np.ones(4))
+
+
 def _two(first=(2, 3), second=(2, 3)):
     """Two recorded inputs of one tape."""
     tape = topos.Tape()
@@ -181,6 +186,16 @@ CASES = [
     ("argmin", lambda: topos.argmin("text"), ArgumentTypeError, "argmin takes a recorded value"),
     ("cumsum", lambda: topos.cumsum(_matrix(), axis=5), AxisError, ""),
     ("top_k", lambda: topos.top_k(_matrix(), 9), ShapeError, "k = 9 is outside 0..3"),
+    # Sorting, searching and scattering.
+    ("sort", lambda: topos.sort(_matrix(), axis=2), AxisError, ""),
+    ("sort", lambda: topos.sort(_matrix(), descending="yes"), ShapeError, "descending must be True or False"),
+    ("argsort", lambda: topos.argsort("text"), ArgumentTypeError, "argsort takes a recorded value"),
+    ("searchsorted", lambda: topos.searchsorted(_matrix(), 1.0), ShapeError, "searches a vector"),
+    ("searchsorted", lambda: topos.searchsorted(_vector(), 1.0, side="middle"), ArgumentError, "side must be"),
+    ("take_along_axis", lambda: topos.take_along_axis(_matrix(), np.zeros(2, np.int32), 1), ArgumentError, "ranks"),
+    ("put_along_axis", lambda: topos.put_along_axis(_matrix(), np.zeros((2, 1), np.int32), 1.0, 3), AxisError, ""),
+    ("scatter_add", lambda: topos.scatter_add(_matrix(), np.zeros(2, np.int32), np.ones((3, 3))), ShapeError, ""),
+    ("scatter", lambda: topos.scatter(_matrix(), np.zeros(2, np.int32), 1.0, axis=4), AxisError, ""),
     ("detach", lambda: topos.detach("text"), ArgumentTypeError, "detach() takes recorded values"),
     # Randomness.
     ("bernoulli", lambda: topos.bernoulli(_key(), 0.5, (2,)), ArgumentTypeError, "its key is a recorded value"),
@@ -263,6 +278,21 @@ CASES = [
     ("show.progress", lambda: show.progress(-1), ArgumentError, "show.progress() takes a step of 0 or more"),
     ("show.progress", lambda: show.progress("one"), ArgumentTypeError, "takes a whole number as step"),
     ("atan2", lambda: topos.atan2("a", "b"), ArgumentTypeError, ""),
+    # topos.model.elementwise_more: a value that is no recorded value, and round's decimals.
+    ("log1p", lambda: topos.log1p("text"), ArgumentTypeError, "Log1p takes a recorded value"),
+    ("expm1", lambda: topos.expm1("text"), ArgumentTypeError, "Expm1 takes a recorded value"),
+    ("floor", lambda: topos.floor("text"), ArgumentTypeError, "Floor takes a recorded value"),
+    ("ceil", lambda: topos.ceil("text"), ArgumentTypeError, "Ceil takes a recorded value"),
+    ("trunc", lambda: topos.trunc("text"), ArgumentTypeError, "Trunc takes a recorded value"),
+    ("tan", lambda: topos.tan("text"), ArgumentTypeError, "Tan takes a recorded value"),
+    ("arctan", lambda: topos.arctan("text"), ArgumentTypeError, "Atan takes a recorded value"),
+    ("sinh", lambda: topos.sinh("text"), ArgumentTypeError, "Sinh takes a recorded value"),
+    ("cosh", lambda: topos.cosh("text"), ArgumentTypeError, "Cosh takes a recorded value"),
+    ("arcsinh", lambda: topos.arcsinh("text"), ArgumentTypeError, "Asinh takes a recorded value"),
+    ("arcsin", lambda: topos.arcsin([0.5]), ArgumentTypeError, "arcsin takes a recorded value"),
+    ("arccos", lambda: topos.arccos(0.5), ArgumentTypeError, "arccos takes a recorded value"),
+    ("round", lambda: topos.round(_matrix(), 1.5), ArgumentTypeError, "round takes a whole number of decimals"),
+    ("round", lambda: topos.round("text"), ArgumentTypeError, "round takes a recorded value"),
     ("clip", lambda: topos.clip(_matrix(), "low"), ArgumentTypeError, "type str"),
     ("logaddexp", lambda: topos.logaddexp(*_two((2, 3), (4,))), ShapeError, "cannot broadcast"),
     ("silu", lambda: topos.silu("a"), ArgumentTypeError, "silu takes a recorded value"),
@@ -302,6 +332,28 @@ CASES = [
     ("fft.real", lambda: topos.fft.real(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
     ("fft.imag", lambda: topos.fft.imag(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
     ("fft.abs", lambda: topos.fft.abs(_matrix()), ShapeError, "real/imaginary pairs [..., 2]"),
+    # Array building and shaping (topos.model.building, topos.model.einsum).
+    ("einsum", lambda: topos.einsum("ij,jk->ik", *_two()), ShapeError, "subscript 'j' has lengths 3 and 2"),
+    ("einsum", lambda: topos.einsum("ij->k", _matrix()), ShapeError, "output subscript 'k' names no operand"),
+    ("einsum", lambda: topos.einsum("ij", np.ones((2, 3))), ArgumentTypeError, "must be a recorded value"),
+    ("pad", lambda: topos.pad(_matrix(), ((1, 2), (3, 4), (5, 6))), ShapeError, "does not give (before, after)"),
+    ("pad", lambda: topos.pad(_matrix(), -1), ArgumentError, "must not be negative"),
+    ("pad", lambda: topos.pad(_matrix(), 1, mode="mean"), ArgumentError, "mode must be one of"),
+    ("tril", lambda: topos.tril(_matrix(), k=0.5), ArgumentError, "tril: k must be an integer"),
+    ("triu", lambda: topos.triu("a"), ArgumentTypeError, "triu takes a recorded value"),
+    ("eye", lambda: topos.eye(topos.Tape(), -1), ArgumentError, "eye: N must be at least 0"),
+    ("eye", lambda: topos.eye(3), ArgumentTypeError, "eye takes the tape first"),
+    ("arange", lambda: topos.arange(topos.Tape(), 0, 5, 0), ArgumentError, "step must not be 0"),
+    ("linspace", lambda: topos.linspace(topos.Tape(), 0, 1, num=-2), ArgumentError, "num must be at least 0"),
+    ("tile", lambda: topos.tile(_matrix(), (2, -1)), ArgumentError, "tile: reps must be at least 0"),
+    ("repeat", lambda: topos.repeat(_matrix(), [1, 2], axis=1), ShapeError, "2 repeats for 3 elements"),
+    ("roll", lambda: topos.roll(_matrix(), 1, axis=2), AxisError, "axis 2 is out of range"),
+    ("flip", lambda: topos.flip(_matrix(), (0, 0)), ShapeError, "repeated axis"),
+    ("diag", lambda: topos.diag(_two((2, 2, 2), (2,))[0]), ShapeError, "takes a 1-D value"),
+    ("diagonal", lambda: topos.diagonal(_matrix(), 0, 1, 1), ShapeError, "name the same axis"),
+    ("trace", lambda: topos.trace(_two((3,), (3,))[0]), ShapeError, "needs at least two axes"),
+    ("outer", lambda: topos.outer("a", "b"), ArgumentTypeError, "at least one operand must be a recorded value"),
+    ("kron", lambda: topos.kron(_matrix(), "b"), ArgumentTypeError, "type str"),
 ]
 
 
