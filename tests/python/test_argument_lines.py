@@ -342,7 +342,7 @@ CASES = [
     ("tril", lambda: topos.tril(_matrix(), k=0.5), ArgumentError, "tril: k must be an integer"),
     ("triu", lambda: topos.triu("a"), ArgumentTypeError, "triu takes a recorded value"),
     ("eye", lambda: topos.eye(topos.Tape(), -1), ArgumentError, "eye: N must be at least 0"),
-    ("eye", lambda: topos.eye(3), ArgumentTypeError, "eye takes the tape first"),
+    ("eye", lambda: topos.eye(3, 3), ArgumentTypeError, "eye takes the tape first"),
     ("arange", lambda: topos.arange(topos.Tape(), 0, 5, 0), ArgumentError, "step must not be 0"),
     ("linspace", lambda: topos.linspace(topos.Tape(), 0, 1, num=-2), ArgumentError, "num must be at least 0"),
     ("tile", lambda: topos.tile(_matrix(), (2, -1)), ArgumentError, "tile: reps must be at least 0"),
