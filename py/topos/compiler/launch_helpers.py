@@ -14,6 +14,7 @@ from .wgsl import launch as build
 from .wgsl import linalg as linalg_build
 from .wgsl import random as random_build
 from .wgsl import scans, scatter, windows
+from .wgsl import sort as sort_build
 from .wgsl.program import ViewStep
 from .wgsl.views import element_count
 
@@ -164,13 +165,14 @@ class LaunchHelpers:
         lhs, rhs = (self.operand_node(node, i).shape for i in (0, 1))
         return convolution_build.declines(lhs, rhs, node.attrs)
 
-    def random(self, entry, node, view):
-        """The random kernel family (``kernels/random.wgsl``) for a RandomBits, SplitKey, FoldIn or Uniform
-        node reading ``view`` (the key, or the bits): ``entry`` names the kernel's entry point."""
+    def random(self, entry, node, view, extra=()):
+        """The random kernel family (``kernels/random.wgsl``) for a RandomBits, SplitKey, FoldIn, Uniform or
+        RandomInt node reading ``view`` (the key, or the bits): ``entry`` names the kernel's entry point,
+        ``extra`` the words RandomInt adds (its span, multiplier and low bound)."""
         out = self.output(node)
         source = self.with_buffer(view, node)
         data = node.attrs.get("data", 0)
-        self.launch(random_build.random(entry, source, out.buffer, node.shape, data=data), node.index)
+        self.launch(random_build.random(entry, source, out.buffer, node.shape, data=data, extra=extra), node.index)
         return out
 
     def fill(self, view, value, node):
@@ -247,6 +249,18 @@ class LaunchHelpers:
         self.place(moved.transpose(back), out, node)
         return out
 
+    def cumulative(self, fold, node, view):
+        """The running fold number ``fold`` (CumProd, CumMax, CumMin, LogCumSumExp) along the node's
+        ``axis``, laid out as ``cumsum`` lays out the running sum."""
+        axis, last = node.attrs["axis"], len(node.shape) - 1
+        out = self.output(node)
+        rows, order = self._axis_last(view, axis, node)
+        target = out if axis == last else self.allocate(rows.shape)
+        self.launch(scans.cumulative(fold, rows, target.buffer, node.attrs["reverse"]), node.index)
+        if axis != last:
+            self.place(target.transpose(tuple(order.index(a) for a in range(len(order)))), out, node)
+        return out
+
     def top_k(self, node, view):
         """The int32 indices of the node's ``k`` largest along the last axis."""
         out = self.output(node)
@@ -309,4 +323,66 @@ class LaunchHelpers:
         out = self.output(node)
         a, b = (self.with_buffer(view, node) for view in (a, b))
         self.launch(linalg_build.triangular_solve(a, b, node.attrs, out.buffer), node.index)
+        return out
+
+    # Sorting, gathering and scattering along an axis (kernels/sort.wgsl) ----------------------
+    def _last_dense(self, view, axis, node, dtype="float32"):
+        """``view`` with ``axis`` moved last, dense (a copy of its words where the move strides it)."""
+        order = tuple(a for a in range(view.rank) if a != axis) + (axis,)
+        moved = self.with_buffer(view, node).transpose(order)
+        if moved.is_dense:
+            return moved
+        dense = self.allocate(moved.shape, dtype)
+        self.place(moved, dense, node)
+        return dense
+
+    def _along_axis(self, node, axis, launch):
+        """Run ``launch(out_buffer, shape)`` into the node's value laid out with ``axis`` last, then put
+        that axis back in place (a copy) unless it is the last already."""
+        out = self.output(node)
+        last = len(node.shape) - 1
+        if axis == last:
+            self.launch(launch(out.buffer), node.index)
+            return out
+        order = tuple(a for a in range(len(node.shape)) if a != axis) + (axis,)
+        moved = self.allocate(tuple(node.shape[a] for a in order), node.dtype)
+        self.launch(launch(moved.buffer), node.index)
+        self.place(moved.transpose(tuple(order.index(a) for a in range(len(order)))), out, node)
+        return out
+
+    def sort(self, node, view):
+        """``Sort`` (the values) or ``Argsort`` (the int32 positions) along the node's ``axis``, one
+        workgroup a row (``topos.compiler.wgsl.sort``)."""
+        axis, descending = node.attrs["axis"], node.attrs["descending"]
+        rows = self._last_dense(view, axis, node)
+        indices = node.opcode == "Argsort"
+        return self._along_axis(node, axis, lambda buffer: sort_build.sort_rows(rows, buffer, descending, indices))
+
+    def sort_declines(self, node):
+        """Why the sort kernel cannot sort ``node``'s rows (a sentence), or None."""
+        return sort_build.sort_declines(self.operand_node(node, 0).shape[node.attrs["axis"]])
+
+    def take_along_axis(self, node, values, indices):
+        """``TakeAlongAxis``: one invocation an output element, the axis moved last."""
+        axis = node.attrs["axis"]
+        values = self._last_dense(values, axis, node)
+        indices = self._last_dense(indices, axis, node, "int32")
+        return self._along_axis(node, axis, lambda buffer: sort_build.take_along(values, indices, buffer))
+
+    def scatter_add_along_axis(self, node, updates, indices):
+        """``ScatterAddAlongAxis``: each output element sums its row's updates at its slot, in order."""
+        axis, extent = node.attrs["axis"], node.attrs["extent"]
+        updates = self._last_dense(updates, axis, node)
+        indices = self._last_dense(indices, axis, node, "int32")
+        return self._along_axis(node, axis, lambda buffer: sort_build.scatter_along(updates, indices, extent, buffer))
+
+    def scatter_along_declines(self, node):
+        """Why the scatter entry cannot run ``node`` (a sentence), or None."""
+        return sort_build.scatter_declines(self.operand_node(node, 1).shape[node.attrs["axis"]])
+
+    def search_sorted(self, node, sorted_values, values):
+        """``SearchSorted``: a binary search a value (both operands read dense)."""
+        out = self.output(node)
+        sorted_values, values = (self.dense(self.with_buffer(view, node), node) for view in (sorted_values, values))
+        self.launch(sort_build.search_sorted(sorted_values, values, node.attrs["right"], out.buffer), node.index)
         return out

@@ -19,7 +19,9 @@ numbers is reproducible on every backend. Nothing here is differentiable.
 - ``Uniform(bits)``, attribute ``dtype``: floats in [0, 1). float32 is JAX's
   ``_uniform``: the top 23 bits as the mantissa of a float in [1, 2), minus 1, exact
   on every backend. float64 (which JAX draws from 64 bits; topos has no 64-bit
-  integers) is ``bits * 2**-32``: the same 32 bits, exact in float64, not JAX's stream.
+  integers) is ``bits * 2**-32``: the same 32 bits, exact in float64, not JAX's stream;
+- ``RandomInt(bits)``, attributes ``low`` and ``high``: int32 in [low, high) from [2, ...]
+  words (two draws from a split key), JAX's ``_randint``: the 64 bits reduced modulo the span.
 """
 
 import math
@@ -95,6 +97,24 @@ def uniform_floats(bits, dtype):
     return bits.astype(np.float64) * np.float64(2.0**-32)
 
 
+def randint_words(low, high):
+    """JAX's ``_randint`` constants for int32 bounds: the span (1 when ``high <= low``, so every draw
+    is ``low``) and the multiplier, meant as ``2**32 % span`` and computed as jax does, in uint32:
+    ``(2**16 % span)**2`` wraps to 0 for a span above 2**16, and that 0 is jax's multiplier then."""
+    span = (high - low) % 2**32 if high > low else 1
+    return span, (2**16 % span) ** 2 % 2**32 % span
+
+
+def random_integers(bits, low, high):
+    """int32 in [low, high) from uint32 ``bits`` [2, ...] (``RandomInt``'s forward): with hi, lo the two
+    planes, ``low + ((hi % span) * multiplier + lo % span) % span``, every operation in uint32 wrapping
+    as XLA's, and the sum with ``low`` taken in uint32 and read as int32 (exact: it lies in [low, high))."""
+    span, multiplier = (np.uint32(w) for w in randint_words(low, high))
+    hi, lo = bits.reshape(2, -1)  # planes as arrays: numpy wraps array arithmetic silently, not a scalar's
+    offset = ((hi % span) * multiplier + lo % span) % span
+    return (offset + np.uint32(low % 2**32)).view(np.int32).reshape(bits.shape[1:])
+
+
 def _require_key(primitive, metas):
     key = metas[0]
     if key.dtype != "uint32" or key.shape != (2,):
@@ -118,6 +138,12 @@ def _count_kind(value, metas):
 def _word_kind(value, metas):
     if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**32):
         return "expected a whole number in 0..2**32-1"
+    return None
+
+
+def _int32_kind(value, metas):
+    if not (isinstance(value, int) and not isinstance(value, bool) and -(2**31) <= value < 2**31):
+        return "expected a whole number in int32's range"
     return None
 
 
@@ -308,3 +334,55 @@ class Uniform(RandomPrimitive):
 
     def wgsl_launch(self, k, node, views):
         return k.random("uniform_floats", node, views[0])
+
+
+@register
+class RandomInt(RandomPrimitive):
+    """``RandomInt(bits)``: int32 in [``low``, ``high``) from uint32 words [2, ...], ``jax.random.randint``'s reduction."""
+
+    name = "RandomInt"
+    attributes = {"low": _int32_kind, "high": _int32_kind}
+    device_dtypes = ("int32",)
+    element_flops = 6  # three remainders, a product and two sums
+
+    def normalize(self, metas, attrs):
+        bounds = {}
+        for name in ("low", "high"):
+            value = attrs.get(name)
+            if _int32_kind(value, metas) is not None:
+                self.fail(f"{name} must be a whole number in int32's range, got {value!r}", metas)
+            bounds[name] = value
+        return bounds
+
+    def infer(self, metas, attrs):
+        bits = metas[0]
+        if bits.dtype != "uint32" or bits.shape[:1] != (2,):
+            self.fail(f"takes uint32 words [2, ...] (two draws), got {bits.dtype} {format_shape(bits.shape)}", metas)
+        return Meta(bits.shape[1:], "int32")
+
+    def forward(self, inputs, attrs):
+        return random_integers(inputs[0], attrs["low"], attrs["high"])
+
+    def stablehlo(self, ctx, node):
+        (bits,) = ctx.operands(node)
+        shape, words = node.shape, ctx.tensor_type(node.shape, "uint32")
+        plane_type = ctx.tensor_type((1,) + shape, "uint32")
+        source_type = ctx.tensor_type((2,) + shape, "uint32")
+
+        def plane(index):
+            box = ", ".join([f"{index}:{index + 1}:1"] + [f"0:{extent}:1" for extent in shape])
+            one = ctx.emit(f"stablehlo.slice {bits} [{box}] : ({source_type}) -> {plane_type}")
+            return ctx.reshape(one, (1,) + shape, shape, "uint32")
+
+        def op(name, a, b):
+            return ctx.emit(f"stablehlo.{name} {a}, {b} : {words}")
+
+        span, multiplier = (ctx.splat(w, shape, "uint32") for w in randint_words(node.attrs["low"], node.attrs["high"]))
+        hi, lo = plane(0), plane(1)
+        offset = op("add", op("multiply", op("remainder", hi, span), multiplier), op("remainder", lo, span))
+        shifted = op("add", op("remainder", offset, span), ctx.splat(node.attrs["low"] % 2**32, shape, "uint32"))
+        return ctx.emit(f"stablehlo.bitcast_convert {shifted} : ({words}) -> {ctx.type(node)}")
+
+    def wgsl_launch(self, k, node, views):
+        span, multiplier = randint_words(node.attrs["low"], node.attrs["high"])
+        return k.random("randint", node, views[0], (span, multiplier, node.attrs["low"] % 2**32))

@@ -3,7 +3,7 @@
 ``RandomBits``, ``SplitKey`` and ``FoldIn`` read their key, a [2] view of u32 words
 (a strided one, as a key sliced from ``SplitKey``'s keys is), and write u32 words;
 ``Uniform`` reads bits through their view's strides and writes a float32 value's
-bits. The parameter layout is the one the kernel file's header comment writes.
+bits; ``RandomInt`` reads two planes of bits so and writes int32 words. The parameter layout is the one the kernel file's header comment writes.
 """
 
 from ...errors import ShapeError
@@ -20,19 +20,23 @@ def _key_words(key):
     return [key.offset, key.strides[0] if key.strides else 1]
 
 
-def random(entry, source, out_buffer, shape, data=0, label=""):
-    """The launch of the kernel's ``entry`` (bits, split, fold_in or uniform_floats) reading view ``source``
-    (the key, or the bits) into a new dense ``shape`` in ``out_buffer``; ``data`` is fold_in's."""
+def random(entry, source, out_buffer, shape, data=0, label="", extra=()):
+    """The launch of the kernel's ``entry`` (bits, split, fold_in, uniform_floats or randint) reading view
+    ``source`` (the key, or the bits) into a new dense ``shape`` in ``out_buffer``; ``data`` is fold_in's,
+    ``extra`` randint's span, multiplier and low bound (words 16 to 18)."""
     shape = tuple(shape)
     count = element_count(shape)
-    if entry == "uniform_floats":
-        merged, (out_strides, strides) = merge_jointly(shape, [contiguous_strides(shape), source.strides])
+    if entry in ("uniform_floats", "randint"):
+        # randint reads [2, ...] words as their first plane, the second one plane stride (word 15) beyond.
+        strides = source.strides[1:] if entry == "randint" else source.strides
+        merged, (out_strides, strides) = merge_jointly(shape, [contiguous_strides(shape), strides])
         if len(merged) > MAX_RANK:
-            raise ShapeError(f"uniform: {format_shape(shape)} keeps more than {MAX_RANK} axes", shapes=[shape])
+            raise ShapeError(f"{entry}: {format_shape(shape)} keeps more than {MAX_RANK} axes", shapes=[shape])
         words = [count, len(merged)] + padded(merged, MAX_RANK) + [source.offset] + padded(strides, MAX_RANK)
+        data = source.strides[0] if entry == "randint" else data
     else:
         words = [count, 0] + [0] * MAX_RANK + _key_words(source) + [0] * (MAX_RANK - 1)
-    words = padded(words, DATA_WORD) + [data]
+    words = padded(words, DATA_WORD) + [data] + list(extra)
     invocations = count // 2 if entry == "split" else 1 if entry == "fold_in" else count
     bindings = (Binding(1, out_buffer, "read_write"), Binding(2, source.buffer, "read"))
     return Launch(
