@@ -105,12 +105,7 @@ def distinct(rng, shape):
     return (rng.permutation(size) * 0.5 + rng.uniform(0.0, 0.1, size)).reshape(shape) - size * 0.25
 
 
-shapes = array_shapes(
-    min_dims=ANY_SHAPE.min_rank,
-    max_dims=ANY_SHAPE.max_rank,
-    min_side=1,
-    max_side=ANY_SHAPE.max_side,
-)
+shapes = array_shapes(min_dims=ANY_SHAPE.min_rank, max_dims=ANY_SHAPE.max_rank, min_side=1, max_side=ANY_SHAPE.max_side)
 seeds = st.integers(0, 2**32 - 1)
 
 
@@ -185,10 +180,7 @@ def reduction(draw, method, values):
     axis = draw(axes_of(len(shape)))
     keepdims = draw(st.booleans())
     rng = np.random.default_rng(draw(seeds))
-    return Case(
-        [values(rng, shape)],
-        lambda tape, x: getattr(x, method)(axis=axis, keepdims=keepdims),
-    )
+    return Case([values(rng, shape)], lambda tape, x: getattr(x, method)(axis=axis, keepdims=keepdims))
 
 
 @st.composite
@@ -304,10 +296,7 @@ def factor_case(draw, opcode):
     rng = np.random.default_rng(draw(seeds))
     a = normal(rng, batch + (n, n))
     if opcode == "Cholesky":
-        return Case(
-            [a @ np.swapaxes(a, -1, -2) + n * np.eye(n)],
-            lambda tape, x: topos.linalg.cholesky(x),
-        )
+        return Case([a @ np.swapaxes(a, -1, -2) + n * np.eye(n)], lambda tape, x: topos.linalg.cholesky(x))
     if opcode == "Lu":
         # Both factors, of a matrix whose pivots are clear (a tie between rows would flip p).
         return Case([a + 2 * n * np.eye(n)], lambda tape, x: sum(topos.linalg.lu(x)[1:]))
@@ -389,10 +378,7 @@ def sort_case(draw):
     axis = draw(st.integers(-len(shape), len(shape) - 1))
     descending = draw(st.booleans())
     rng = np.random.default_rng(draw(seeds))
-    return Case(
-        [normal(rng, shape)],
-        lambda tape, x: topos.sort(x, axis=axis, descending=descending),
-    )
+    return Case([normal(rng, shape)], lambda tape, x: topos.sort(x, axis=axis, descending=descending))
 
 
 @st.composite
@@ -450,32 +436,15 @@ def convolution_case(draw):
     rng = np.random.default_rng(draw(seeds))
     x = normal(rng, (batch, channels) + tuple(extents))
     w = normal(rng, (out_channels, per_group) + window)
-    attrs = dict(
-        strides=strides,
-        padding=padding,
-        lhs_dilation=lhs_dilation,
-        rhs_dilation=rhs_dilation,
-    )
-    attrs.update(
-        batch_groups=groups if batch_grouped else 1,
-        feature_groups=1 if batch_grouped else groups,
-    )
+    attrs = dict(strides=strides, padding=padding, lhs_dilation=lhs_dilation, rhs_dilation=rhs_dilation)
+    attrs.update(batch_groups=groups if batch_grouped else 1, feature_groups=1 if batch_grouped else groups)
     return Case([x, w], lambda tape, a, b: tape.apply("Convolution", [a, b], **attrs))
 
 
 @st.composite
 def reverse_case(draw):
     shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4))
-    axes = tuple(
-        draw(
-            st.lists(
-                st.integers(0, len(shape) - 1),
-                min_size=1,
-                max_size=len(shape),
-                unique=True,
-            )
-        )
-    )
+    axes = tuple(draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, max_size=len(shape), unique=True)))
     rng = np.random.default_rng(draw(seeds))
     return Case([normal(rng, shape)], lambda tape, x: tape.apply("Reverse", [x], axes=axes))
 
@@ -714,11 +683,7 @@ def test_composite_vjp_matches_central_differences(name, data):
 
 @pytest.mark.parametrize(
     ("name", "fused"),
-    [
-        ("softmax", "SoftmaxGrad"),
-        ("log_softmax", "LogSoftmaxGrad"),
-        ("layer_norm", "LayerNormGrad"),
-    ],
+    [("softmax", "SoftmaxGrad"), ("log_softmax", "LogSoftmaxGrad"), ("layer_norm", "LayerNormGrad")],
 )
 def test_composites_are_differentiated_in_closed_form_and_agree_with_their_primitives_rules(name, fused):
     """The reverse scan differentiates a softmax, log-softmax or layer norm in one node; asked for

@@ -100,9 +100,7 @@ def rows(dtype):
 
 #: Weights with exact binary fractions: a product of the largest finite value with them never
 #: cancels with another, so XLA, numpy and torch may add the terms in any order.
-WEIGHTS = np.array(
-    [[0.5, 1.0, 2.0], [0.25, 0.5, 1.0], [1.0, 2.0, 0.5], [2.0, 0.25, 1.0]]
-)
+WEIGHTS = np.array([[0.5, 1.0, 2.0], [0.25, 0.5, 1.0], [1.0, 2.0, 0.5], [2.0, 0.25, 1.0]])
 
 
 def single_rows(dtype):
@@ -120,24 +118,14 @@ def target_of(position):
 
 
 def torch_cross_entropy(*logits):
-    return torch.stack(
-        [
-            F.cross_entropy(row, torch.tensor([target_of(i)]))
-            for i, row in enumerate(logits)
-        ]
-    )
+    return torch.stack([F.cross_entropy(row, torch.tensor([target_of(i)])) for i, row in enumerate(logits)])
 
 
 def topos_cross_entropy(*logits):
     # One loss a row (cross_entropy means over the rows): each row's answer stays visible.
     tape = logits[0].tape
-    targets = [
-        tape.leaf(np.array([target_of(i)], np.int32), dtype="int32")
-        for i in range(len(logits))
-    ]
-    return topos.stack(
-        [topos.cross_entropy(row, target) for row, target in zip(logits, targets)]
-    )
+    targets = [tape.leaf(np.array([target_of(i)], np.int32), dtype="int32") for i in range(len(logits))]
+    return topos.stack([topos.cross_entropy(row, target) for row, target in zip(logits, targets)])
 
 
 #: op name -> (inputs, topos function, torch function). Every elementwise op is taken from its
@@ -224,9 +212,7 @@ OPS = {
     "argsort_descending": (
         rows,
         lambda v: topos.one_hot(topos.argsort(v, descending=True), 4),
-        lambda t: F.one_hot(torch.sort(t, descending=True, stable=True)[1], 4).to(
-            t.dtype
-        ),
+        lambda t: F.one_hot(torch.sort(t, descending=True, stable=True)[1], 4).to(t.dtype),
     ),
     "max_pool": (
         pool_rows,
@@ -255,11 +241,7 @@ OPS.update(
             torch_function(opcode),
         )
         for opcode in derived_rows(
-            {
-                opcode
-                for opcode in OP_SPECS
-                if public_name(opcode) in OPS or OP_SPECS[opcode].torch is None
-            }
+            {opcode for opcode in OP_SPECS if public_name(opcode) in OPS or OP_SPECS[opcode].torch is None}
         )
     }
 )
@@ -269,9 +251,7 @@ def example_entry(example):
     """A row's example (op_specs) on the special values, tiled over its operands' shapes."""
 
     def inputs(dtype):
-        return [
-            np.resize(specials(dtype), shape).astype(dtype) for shape in example.shapes
-        ]
+        return [np.resize(specials(dtype), shape).astype(dtype) for shape in example.shapes]
 
     return (
         inputs,
@@ -310,9 +290,7 @@ NOT_ON_SPECIALS.update(
 )
 # A contraction over the largest finite value, its negative and the infinities tiled through it
 # (einsum's MatMul against torch's bmm): max + max - inf is NaN in one order and -inf in another.
-NOT_ON_SPECIALS["einsum_ellipsis_broadcast"] = (
-    "a contraction's sum of max, -max and infinities, whose order decides"
-)
+NOT_ON_SPECIALS["einsum_ellipsis_broadcast"] = "a contraction's sum of max, -max and infinities, whose order decides"
 # Indices read as a one-hot times the scores: XLA folds the product into a select, so 0 where the
 # one-hot is 0 even where the score is NaN or infinite (numpy's 0 * NaN is NaN). The indices
 # themselves are held on the special values by the argmax, argmin and top_k entries above.
@@ -336,11 +314,7 @@ NOT_ON_SPECIALS.update(
 )
 # searchsorted's one-hot times the values, as above; its counts on NaN and infinities are held against
 # numpy by test_sorting (torch's searchsorted counts a NaN value as below every element).
-NOT_ON_SPECIALS.update(
-    dict.fromkeys(
-        ["searchsorted_left", "searchsorted_right"], "numpy's NaN order, not torch's"
-    )
-)
+NOT_ON_SPECIALS.update(dict.fromkeys(["searchsorted_left", "searchsorted_right"], "numpy's NaN order, not torch's"))
 # Left out too: the rows with no kernel (``kernel_declined``), and the transforms and
 # factorisations, kernel or not, whose answers at special values are pocketfft's and LAPACK's
 # (numpy's, XLA's and torch's each their own: a NaN spreads through a whole transform or
@@ -392,6 +366,35 @@ TORCH_DIFFERS = {
 }
 
 
+def exact_remainder(function, divisor=None):
+    """TORCH_DIFFERS's entry for fmod and mod (``divisor``: the number a call divides by): where
+    ``a / b`` overflows, ``b`` finite and non-zero, PyTorch's CPU kernels give NaN, and topos
+    numpy's exact remainder (C's fmod, which never forms the quotient)."""
+
+    def operands(inputs):
+        a = inputs[0]
+        return np.broadcast_arrays(a, inputs[1] if divisor is None else a.dtype.type(divisor))
+
+    def elements(inputs, result):
+        a, b = operands(inputs)
+        with np.errstate(all="ignore"):
+            return np.isfinite(a) & np.isfinite(b) & (b != 0) & ~np.isfinite(a / b)
+
+    def answer(inputs, got):
+        a, b = operands(inputs)
+        with np.errstate(all="ignore"):
+            return np.array_equal(got, function(a, b)[elements(inputs, None)])
+
+    return elements, answer, "the remainder of a quotient that overflows is exact, as numpy's; PyTorch's is NaN"
+
+
+TORCH_DIFFERS.update(
+    fmod=exact_remainder(np.fmod),
+    mod=exact_remainder(np.mod),
+    remainder_number=exact_remainder(np.mod, -0.75),
+)
+
+
 def record(name, dtype):
     make_inputs, function, _ = OPS[name]
     arrays = make_inputs(dtype)
@@ -407,9 +410,7 @@ def record(name, dtype):
 def interpreted(network, inputs, result, arrays):
     plan = network.entry([result]).lower()
     with np.errstate(all="ignore"):
-        return np.asarray(
-            plan.run(network.parameters(), dict(zip(inputs, arrays))).of(result)
-        )
+        return np.asarray(plan.run(network.parameters(), dict(zip(inputs, arrays))).of(result))
 
 
 def flushed(array):
@@ -423,9 +424,7 @@ def flushed(array):
 def value_class(array):
     """0 for NaN, 1 for +inf, -1 for -inf, 2 for a finite value."""
     array = np.asarray(array, dtype=np.float64)
-    return np.select(
-        [np.isnan(array), array == np.inf, array == -np.inf], [0, 1, -1], 2
-    )
+    return np.select([np.isnan(array), array == np.inf, array == -np.inf], [0, 1, -1], 2)
 
 
 def agrees(got, want, dtype):
@@ -474,32 +473,21 @@ XLA_DIFFERS = {
 }
 
 
-def assert_backend_agrees(
-    got, name, dtype, network, inputs, result, arrays, differs=None
-):
+def assert_backend_agrees(got, name, dtype, network, inputs, result, arrays, differs=None):
     """``got`` against the interpreter on the inputs as they are, or with subnormals read as zeros;
     ``differs``: the backend's table of where it decides otherwise (``XLA_DIFFERS``)."""
     want = interpreted(network, inputs, result, arrays)
-    want_flushed = interpreted(
-        network, inputs, result, [flushed(array) for array in arrays]
-    )
+    want_flushed = interpreted(network, inputs, result, [flushed(array) for array in arrays])
     got = np.asarray(got)
     assert got.shape == want.shape
     ok = agrees(got, want, dtype) | agrees(got, want_flushed, dtype)
     # Where the subnormal and its zero give different answers, a backend may give either's kind.
     grey = ~agrees(want, want_flushed, dtype)
-    ok |= grey & (
-        (value_class(got) == value_class(want))
-        | (value_class(got) == value_class(want_flushed))
-    )
+    ok |= grey & ((value_class(got) == value_class(want)) | (value_class(got) == value_class(want_flushed)))
     if name in (differs or {}):
         elements, why = differs[name]
-        excused = elements(arrays) & (
-            np.isnan(got) | agrees(np.abs(got), np.abs(want), dtype)
-        )
-        assert excused.any(), (
-            f"{name}: no element is excused by the stated difference ({why})"
-        )
+        excused = elements(arrays) & (np.isnan(got) | agrees(np.abs(got), np.abs(want), dtype))
+        assert excused.any(), f"{name}: no element is excused by the stated difference ({why})"
         ok |= excused
     assert ok.all(), f"{name} {dtype}: " + describe_disagreement(~ok, got, want, arrays)
 
@@ -510,19 +498,13 @@ def test_the_interpreter_agrees_with_torch(name, dtype):
     network, inputs, result, arrays = record(name, dtype)
     got = interpreted(network, inputs, result, arrays)
     with torch.no_grad():
-        want = (
-            OPS[name][2](*[torch.from_numpy(array) for array in arrays])
-            .double()
-            .numpy()
-        )
+        want = OPS[name][2](*[torch.from_numpy(array) for array in arrays]).double().numpy()
     assert got.shape == want.shape
     ok = agrees(got, want, dtype)
     if name in TORCH_DIFFERS:
         elements, topos_answer, why = TORCH_DIFFERS[name]
         differs = elements(arrays, got)
-        assert topos_answer(arrays, got[differs]), (
-            f"{name}: topos should give its documented answer ({why})"
-        )
+        assert topos_answer(arrays, got[differs]), f"{name}: topos should give its documented answer ({why})"
         ok |= differs
     assert ok.all(), f"{name} {dtype}: " + describe_disagreement(~ok, got, want, arrays)
 
@@ -534,16 +516,10 @@ def test_xla_agrees_with_the_interpreter(name, dtype):
     plan = network.entry([result]).lower()
     feeds = dict(zip(inputs, arrays))
     on_xla = plan.run(network.parameters(), feeds, backend="xla").of(result)
-    assert_backend_agrees(
-        on_xla, name, dtype, network, inputs, result, arrays, XLA_DIFFERS
-    )
+    assert_backend_agrees(on_xla, name, dtype, network, inputs, result, arrays, XLA_DIFFERS)
     # The same module, compiled without XLA's optimisations.
-    (unoptimised,) = run_plan(
-        plan, network.parameters(), feeds, optimize=False
-    ).outputs()
-    assert_backend_agrees(
-        unoptimised, name, dtype, network, inputs, result, arrays, XLA_DIFFERS
-    )
+    (unoptimised,) = run_plan(plan, network.parameters(), feeds, optimize=False).outputs()
+    assert_backend_agrees(unoptimised, name, dtype, network, inputs, result, arrays, XLA_DIFFERS)
 
 
 @pytest.mark.parametrize("name", OPS)
@@ -552,15 +528,9 @@ def test_webgpu_agrees_with_the_interpreter(name):
     plan = network.entry([result]).lower()
     run = plan.run(network.parameters(), dict(zip(inputs, arrays)), backend="webgpu")
     computed = {index for index in plan.schedule if not plan.nodes[index].is_source}
-    on_host = {
-        index: plan.nodes[index].opcode
-        for index in computed
-        if run.backends[index] != "webgpu"
-    }
+    on_host = {index: plan.nodes[index].opcode for index in computed if run.backends[index] != "webgpu"}
     assert not on_host, f"{name}: nodes ran on the host, not in a kernel: {on_host}"
-    assert_backend_agrees(
-        run.of(result), name, "float32", network, inputs, result, arrays
-    )
+    assert_backend_agrees(run.of(result), name, "float32", network, inputs, result, arrays)
 
 
 # Gradients ---------------------------------------------------------------------------------
@@ -573,20 +543,13 @@ ROUNDING_ZEROS = {
     # softmax (above) holds the same rules.
     "softmax_axis0": "a cancelling gradient",
 }
-DIFFERENTIABLE = [
-    name for name in OPS if name not in COMPARISONS and name not in ROUNDING_ZEROS
-]
+DIFFERENTIABLE = [name for name in OPS if name not in COMPARISONS and name not in ROUNDING_ZEROS]
 
 
 def without_largest(arrays):
     """The inputs with the largest finite value replaced by 3: XLA may factor a * b + a * c into
     a * (b + c), so a gradient near the largest finite value may overflow there and not in numpy."""
-    return [
-        np.where(
-            np.abs(array) == np.finfo(array.dtype).max, np.copysign(3.0, array), array
-        )
-        for array in arrays
-    ]
+    return [np.where(np.abs(array) == np.finfo(array.dtype).max, np.copysign(3.0, array), array) for array in arrays]
 
 
 def gradient_plan(name, dtype):
@@ -613,16 +576,9 @@ def assert_gradients_agree(got_run, want_run, sources, dtype, what):
         # A gradient whose terms cancel is rounding noise around zero: judged against the largest one.
         scale = np.max(np.abs(want[np.isfinite(want)]), initial=0.0)
         with np.errstate(invalid="ignore", over="ignore"):
-            close = (
-                np.abs(got - want)
-                <= 1e-4 * np.abs(want) + math.sqrt(np.finfo(dtype).eps) * scale
-            )
-        ok = (value_class(got) == value_class(want)) & (
-            (value_class(want) != 2) | close
-        )
-        assert ok.all(), f"{what} gradient {position}: " + describe_disagreement(
-            ~ok, got, want, []
-        )
+            close = np.abs(got - want) <= 1e-4 * np.abs(want) + math.sqrt(np.finfo(dtype).eps) * scale
+        ok = (value_class(got) == value_class(want)) & ((value_class(want) != 2) | close)
+        assert ok.all(), f"{what} gradient {position}: " + describe_disagreement(~ok, got, want, [])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -661,30 +617,21 @@ def test_the_largest_of_a_nan_and_a_number_is_nan_on_every_backend():
     plan = network.entry([largest, smallest, pairwise]).lower()
     for backend in ("numpy", "xla", "webgpu"):
         run = plan.run(network.parameters(), backend=backend)
-        assert np.isnan(run.of(largest).scalar()) and np.isnan(
-            run.of(smallest).scalar()
-        ), backend
-        assert (
-            np.isnan(np.asarray(run.of(pairwise))[0])
-            and np.asarray(run.of(pairwise))[1] == 3.0
-        ), backend
+        assert np.isnan(run.of(largest).scalar()) and np.isnan(run.of(smallest).scalar()), backend
+        assert np.isnan(np.asarray(run.of(pairwise))[0]) and np.asarray(run.of(pairwise))[1] == 3.0, backend
 
 
 def test_a_cross_entropy_with_an_impossible_class_stays_finite_as_in_torch():
     logits = np.array([[1.0, -2.0, -np.inf, 3.0]])
 
     def build(tape):
-        return topos.cross_entropy(
-            tape.input(logits), tape.leaf(np.array([1], np.int32), dtype="int32")
-        )
+        return topos.cross_entropy(tape.input(logits), tape.leaf(np.array([1], np.int32), dtype="int32"))
 
     network, loss = Tape.record(build)
     want = F.cross_entropy(torch.from_numpy(logits), torch.tensor([1])).item()
     plan = network.entry([loss]).lower()
     for backend in ("numpy", "xla"):
-        assert plan.run(network.parameters(), backend=backend).of(
-            loss
-        ).scalar() == pytest.approx(want, rel=1e-12)
+        assert plan.run(network.parameters(), backend=backend).of(loss).scalar() == pytest.approx(want, rel=1e-12)
 
 
 def test_a_power_of_one_half_is_c_pow_whatever_the_exponents_layout():
@@ -700,6 +647,4 @@ def test_a_power_of_one_half_is_c_pow_whatever_the_exponents_layout():
     for backend in ("numpy", "xla"):
         run = plan.run(network.parameters(), backend=backend)
         for value in (run.of(scalar_exponent), run.of(array_exponent)):
-            assert np.array_equal(
-                np.asarray(value), [np.inf, 0.0, 2.0]
-            ) and not np.signbit(value[1]), backend
+            assert np.array_equal(np.asarray(value), [np.inf, 0.0, 2.0]) and not np.signbit(value[1]), backend
