@@ -9,9 +9,9 @@ work and the gradient is theirs:
    ``Reshape`` and a ``Slice`` of step ``n + 1``: ``topos.diagonal``); an axis of length 1
    under a letter that is longer elsewhere is broadcast (``Broadcast``), as numpy does;
 2. a letter that no other operand and not the output names is summed at once (``Sum``);
-3. the operands are contracted in pairs, left to right (opt_einsum's and JAX's order with
-   ``optimize=False``; no search for a cheaper order): letters both share and a later
-   operand or the output needs are batch axes, the others they share are contracted. With
+3. the operands are contracted in pairs, left to right (numpy's ``optimize=False``), or with
+   ``optimize="greedy"`` in opt_einsum's greedy order (JAX's default): letters both share and
+   another operand or the output needs are batch axes, the others they share are contracted. With
    letters to contract, the pair is transposed and reshaped to ``[batch, M, K]`` and
    ``[batch, K, N]`` and multiplied by one ``MatMul``; with none, it is a broadcast ``Mul``;
 4. the result is transposed into the output's order.
@@ -185,13 +185,40 @@ def _contracted(a, a_term, b, b_term, needed, sizes):
     return F.reshape(product, batch_shape + a_shape + b_shape), batch + a_free + b_free
 
 
+#: What ``optimize`` may ask: numpy's and JAX's spellings, each meaning one of topos's two orders.
+ORDERS = {False: "left", None: "left", "left": "left", True: "greedy", "greedy": "greedy", "auto": "greedy"}
+
+
+def _size(labels, sizes):
+    return int(np.prod([sizes[label] for label in labels], dtype=np.int64))
+
+
+def _pair(operands, output, order, sizes):
+    """The two operands to contract next: the first two (``"left"``), or the pair whose result
+    shrinks the total most (``"greedy"``: opt_einsum's cost, the result's size less the pair's;
+    ties to the pair that comes first)."""
+    if order == "left":
+        return 0, 1
+    best = None
+    for i in range(len(operands)):
+        for j in range(i + 1, len(operands)):
+            rest = {label for n, (_, term) in enumerate(operands) if n not in (i, j) for label in term}
+            kept = (set(operands[i][1]) | set(operands[j][1])) & (rest | set(output))
+            cost = _size(kept, sizes) - _size(operands[i][1], sizes) - _size(operands[j][1], sizes)
+            if best is None or cost < best[0]:
+                best = (cost, i, j)
+    return best[1], best[2]
+
+
 def einsum(subscripts, *operands, optimize=False):
     """The Einstein sum ``subscripts`` of ``operands``, as ``numpy.einsum`` (see the module's docstring).
 
     ``einsum("ij,jk->ik", a, b)`` is a matrix product, ``einsum("ii", a)`` a trace,
     ``einsum("bhqd,bhkd->bhqk", q, k)`` attention's scores; numbers and arrays become leaves.
-    The operands are contracted pairwise left to right whatever ``optimize`` asks (it is taken
-    for numpy's and JAX's signature): order them as the cheapest pairs come.
+    ``optimize=False`` (numpy's default) contracts the operands pairwise left to right, as
+    written; ``True``, ``"greedy"`` or ``"auto"`` (JAX's default) take opt_einsum's greedy
+    order instead: each step the pair whose product shrinks the total most. The result is
+    the same up to rounding; the readings show the order taken.
     """
     if not isinstance(subscripts, str):
         subscripts, operands = _from_sublists((subscripts,) + operands)
@@ -199,21 +226,28 @@ def einsum(subscripts, *operands, optimize=False):
         raise ArgumentError("einsum needs at least one operand")
     if not any(isinstance(operand, Value) for operand in operands):
         raise ArgumentTypeError("einsum: at least one operand must be a recorded value")
+    if not isinstance(optimize, (bool, str, type(None))) or optimize not in ORDERS:
+        raise ArgumentError(f"einsum: optimize must be False, True, 'greedy' or 'auto', got {optimize!r}")
     tape = arguments.tape_of(*operands)
     dtype = arguments.float_dtype(tape, operands)
     values = [arguments.as_value(tape, operand, dtype) for operand in operands]
     labels, output = parse(subscripts, values)
     sizes = _sizes(values, labels)
-    prepared = []
+    remaining = []
     for n, (value, term) in enumerate(zip(values, labels)):
         others = {label for m, other in enumerate(labels) if m != n for label in other}
-        prepared.append(_prepared(value, term, sizes, others | set(output)))
-    result, term = prepared[0]
-    for n in range(1, len(prepared)):
-        later = {label for _, other in prepared[n + 1 :] for label in other} | set(output)
-        result, term = _summed(result, term, later | set(prepared[n][1]))
-        result, term = _contracted(result, term, *prepared[n], later, sizes)
-    result, term = _summed(result, term, set(output))
+        remaining.append(_prepared(value, term, sizes, others | set(output)))
+    while len(remaining) > 1:
+        i, j = _pair(remaining, output, ORDERS[optimize], sizes)
+        (a, a_term), (b, b_term) = remaining[i], remaining[j]
+        rest = [item for n, item in enumerate(remaining) if n not in (i, j)]
+        later = {label for _, term in rest for label in term} | set(output)
+        a, a_term = _summed(a, a_term, later | set(b_term))
+        b, b_term = _summed(b, b_term, later | set(a_term))
+        # The product takes the first one's place: left to right, it is the next step's left operand.
+        rest.insert(i, _contracted(a, a_term, b, b_term, later, sizes))
+        remaining = rest
+    result, term = _summed(*remaining[0], set(output))
     return F.transpose(result, [term.index(label) for label in output])
 
 
