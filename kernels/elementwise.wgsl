@@ -372,24 +372,20 @@ fn scaled_value(s: Scaled, shift: i32) -> f32 {
     return ldexp(ldexp(s.mantissa, e / 2), e - e / 2);
 }
 
-// log(1 + x) to a few ulps: below |x| = 1/64 its series (the first term left out is under
-// 1e-8 of the result), above Goldberg's log(u) x / (u - 1) with u = 1 + x, which cancels the
-// rounding of u; precise_log answers -1 (-inf), x < -1 (NaN) and the ends.
+// log(1 + x) to a few ulps. Near 0 (1 + x in [sqrt(1/2), sqrt(2)), precise_log's range)
+// log(1 + x) = 2 atanh(s) with s = x / (2 + x), formed from x itself, and precise_log's series
+// in s; elsewhere precise_log(1 + x), whose rounding of 1 + x costs under 2 ulps there. Not
+// Goldberg's log(u) x / (u - 1): compilers fold (1 + x) - 1 into x (lavapipe's does, 60 ulps).
 fn precise_log1p(x: f32) -> f32 {
     if (is_nan(x) || x < -1.0) {
         return not_a_number();
     }
-    if (is_infinite(x)) {
-        return x;
+    if (x < -0.29289323 || x > 0.41421357) {
+        return precise_log(1.0 + x);
     }
-    if (abs(x) < 0.015625) {
-        return x * (1.0 - x * (0.5 - x * (0.33333334 - x * (0.25 - x * 0.2))));
-    }
-    let u = 1.0 + x;
-    if (u == 0.0) {
-        return -infinity();
-    }
-    return precise_log(u) * (x / (u - 1.0));
+    let s = x / (2.0 + x);
+    let s2 = s * s;
+    return 2.0 * s + s * s2 * (0.6666666667 + s2 * (0.4 + s2 * (0.2857142857 + s2 * 0.2222222222)));
 }
 
 // e^x - 1 to a few ulps: below |x| = 1/2 its Taylor series to x^8 (the rest is under 1.1e-8 of
@@ -565,4 +561,223 @@ fn erf_inverse(x: f32) -> f32 {
         p = 2.83297682 + p * w;
     }
     return p * x;
+}
+
+// The remainder (topos.ops.remainder) ------------------------------------------------------
+
+// C's fmod for f32, exact as numpy's and XLA's: x - y trunc(x / y) with x's sign. WGSL's % is that
+// formula rounded, wrong by whole multiples of y once |x / y| passes 2^24. Here |x| is reduced by
+// s = |y| 2^k, the largest such that fits (|y|'s mantissa under |x|'s exponent, or one below):
+// s <= r < 2 s, so r - s is exact (Sterbenz) and below r / 2, at most 254 steps. NaN, an infinite
+// x or a zero y give NaN, an infinite y gives x; a subnormal y reads as a zero, as on XLA's CPU.
+fn exact_fmod(x: f32, y_in: f32) -> f32 {
+    let y = select(y_in, 0.0, is_subnormal(y_in));
+    if (is_nan(x) || is_nan(y) || is_infinite(x) || y == 0.0) {
+        return not_a_number();
+    }
+    let d = abs(y);
+    var r = abs(x);
+    let mantissa = bitcast<u32>(d) & 0x007fffffu;
+    loop {
+        if (!(r < d) && !is_infinite(d)) {
+            let exponent = (bitcast<u32>(r) >> 23u) & 0xffu;
+            var s = bitcast<f32>(mantissa | (exponent << 23u));
+            if (s > r) {
+                s = bitcast<f32>(mantissa | ((exponent - 1u) << 23u));
+            }
+            r = r - s;
+        } else {
+            break;
+        }
+    }
+    return select(r, -r, (bitcast<u32>(x) & 0x80000000u) != 0u);
+}
+
+// e^x for x <= 0 (erfc's e^(-x^2)) to a few ulps: Cody and Waite's x = k ln 2 + r, |r| <= ln 2 / 2,
+// where WGSL's exp keeps its promise of a few ulps (it allows 3 + 2|x| on the whole argument).
+fn special_exp(x: f32) -> f32 {
+    if (x < -104.0) {
+        return 0.0;
+    }
+    let k = round(x * 1.442695);
+    let r = (x - k * 0.693145751953125) - k * 1.4286068203e-6;
+    return ldexp(exp(r), i32(k));
+}
+
+// erf(x) for |x| < 1: x P(x^2) (Cephes' erff).
+fn erf_near_zero(x: f32) -> f32 {
+    let s = x * x;
+    var p = 7.85386146e-05;
+    p = -0.000801019371 + p * s;
+    p = 0.00518832775 + p * s;
+    p = -0.0268538129 + p * s;
+    p = 0.112835854 + p * s;
+    p = -0.37612626 + p * s;
+    p = 1.12837911 + p * s;
+    return x * p;
+}
+
+// erfc(|x|) for |x| >= 1: e^(-x^2) / |x| R(1/x^2), R in two pieces (Cephes' erfcf); 0 past the underflow.
+fn erfc_tail(x: f32) -> f32 {
+    let a = abs(x);
+    let exponent = -(x * x);
+    if (is_infinite(x) || exponent < -88.7228394) {
+        return 0.0;
+    }
+    let q = 1.0 / (x * x);
+    var p: f32;
+    if (a < 2.0) {
+        p = 0.0232682;
+        p = -0.138703942 + p * q;
+        p = 0.368742466 + p * q;
+        p = -0.582473278 + p * q;
+        p = 0.621000469 + p * q;
+        p = -0.494451523 + p * q;
+        p = 0.340488 + p * q;
+        p = -0.274112701 + p * q;
+        p = 0.563825965 + p * q;
+    } else {
+        p = -10.477664;
+        p = 12.9772 + p * q;
+        p = -7.49551868 + p * q;
+        p = 2.92101908 + p * q;
+        p = -1.01526523 + p * q;
+        p = 0.42184633 + p * q;
+        p = -0.282076746 + p * q;
+        p = 0.564189494 + p * q;
+    }
+    return special_exp(exponent) * (1.0 / a) * p;
+}
+
+fn error_function(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (abs(x) < 1.0) {
+        return erf_near_zero(x);
+    }
+    let far = 1.0 - erfc_tail(x);
+    return select(far, -far, x < 0.0);
+}
+
+fn error_function_complement(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (abs(x) < 1.0) {
+        return 1.0 - erf_near_zero(x);
+    }
+    let tail = erfc_tail(x);
+    return select(tail, 2.0 - tail, x < 0.0);
+}
+
+// log(g + 1/2 + z) = log(7.5) + log1p(z / 7.5), the Lanczos forms' log t.
+fn lanczos_log_t(z: f32) -> f32 {
+    return special_log1p(z * 0.13333333333333333) + 2.0149030205422647;
+}
+
+// log|Gamma(x)|: Lanczos (g = 7, 9 terms) at z = x - 1 for x >= 1/2, else reflected:
+// log(pi) - log|sin(pi x)| - lgamma(1 - x); +inf at the poles and both infinities.
+fn log_gamma(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (is_infinite(x)) {
+        return infinity();
+    }
+    let reflect = x < 0.5;
+    let z = select(x - 1.0, -x, reflect);
+    var c = array<f32, 8>(676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+                          12.507343278686905, -0.13857109526572012, 9.9843695780195716e-06, 1.5056327351493116e-07);
+    var series = 0.99999999999980993;
+    for (var i = 0; i < 8; i++) {
+        series = series + c[i] / (z + f32(i + 1));
+    }
+    let t = z + 7.5;
+    let log_t = lanczos_log_t(z);
+    let log_y = (z + 0.5 - t / log_t) * log_t + 0.91893853320467267 + precise_log(series);
+    if (!reflect) {
+        return log_y;
+    }
+    let a = abs(x);
+    var fraction = a - floor(a);
+    if (fraction > 0.5) {
+        fraction = 1.0 - fraction;
+    }
+    if (fraction == 0.0) {
+        return infinity();
+    }
+    let log_sine = precise_log(precise_sin(fraction * 3.14159265358979));
+    return 1.1447298858494002 - log_sine - log_y;
+}
+
+// psi(x), the Lanczos form's derivative at x >= 1/2, reflected below by psi(1 - x) - pi / tan(pi x);
+// NaN at the negative integers and -inf, -inf at +0 and +inf at -0 (scipy's psi).
+fn digamma(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (x == 0.0) {
+        return select(-infinity(), infinity(), (bitcast<u32>(x) & 0x80000000u) != 0u);
+    }
+    if (is_infinite(x)) {
+        return select(not_a_number(), x, x > 0.0);
+    }
+    if (x < 0.0 && x == floor(x)) {
+        return not_a_number();
+    }
+    let reflect = x < 0.5;
+    let z = select(x - 1.0, -x, reflect);
+    var c = array<f32, 8>(676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+                          12.507343278686905, -0.13857109526572012, 9.9843695780195716e-06, 1.5056327351493116e-07);
+    var numerator = 0.0;
+    var denominator = 0.99999999999980993;
+    for (var i = 0; i < 8; i++) {
+        let shifted = z + f32(i + 1);
+        numerator = numerator - c[i] / (shifted * shifted);
+        denominator = denominator + c[i] / shifted;
+    }
+    let t = z + 7.5;
+    let y = lanczos_log_t(z) + numerator / denominator - 7.0 / t;
+    if (!reflect) {
+        return y;
+    }
+    let angle = (x + abs(floor(x + 0.5))) * 3.14159265358979;
+    return y - precise_cos(angle) * 3.14159265358979 / precise_sin(angle);
+}
+
+// psi'(x): sum_{k < 15} 1 / (w + k)^2 and the asymptotic series at w + 15 (to B_14) for w = x >= 0;
+// below, pi^2 / sin^2(pi x) - psi'(1 - x). +inf at the poles and -inf, 0 at +inf (scipy's).
+fn trigamma(x: f32) -> f32 {
+    if (is_nan(x)) {
+        return x;
+    }
+    if (is_infinite(x)) {
+        return select(infinity(), 0.0, x > 0.0);
+    }
+    let reflect = x < 0.0;
+    let w = select(x, 1.0 - x, reflect);
+    let inverse = 1.0 / (w + 15.0);
+    let s = inverse * inverse;
+    var p = 1.1666666666666667;
+    p = -0.2531135531135531 + p * s;
+    p = 0.07575757575757576 + p * s;
+    p = -0.03333333333333333 + p * s;
+    p = 0.023809523809523808 + p * s;
+    p = -0.03333333333333333 + p * s;
+    p = 0.16666666666666666 + p * s;
+    var total = (inverse + 0.5 * s) + s * inverse * p;
+    for (var k = 14; k >= 0; k--) {
+        let r = 1.0 / (w + f32(k));
+        total = total + r * r;
+    }
+    if (!reflect) {
+        return total;
+    }
+    let angle = (x - floor(x + 0.5)) * 3.14159265358979;
+    if (angle == 0.0) {
+        return infinity();
+    }
+    let sine = precise_sin(angle);
+    return 9.869604401089358 / (sine * sine) - total;
 }

@@ -1739,6 +1739,74 @@ SPELLINGS = {
 }
 
 
+# The special functions (topos.ops.special) --------------------------------------------------------
+
+# Away from lgamma's and digamma's poles (0, -1, -2, ...): drawn positive; GAMMA_NEGATIVE places
+# values between the poles, no closer than 0.1 to one (the reflection's conditioning, pi^2 /
+# sin^2(pi x), stays under 110 there).
+GAMMA_ARGUMENT = Domain("away from the poles at 0, -1, -2, ...", "positive", draw=(0.5, 4.0))
+GAMMA_NEGATIVE = np.array([[-0.5, -1.5, -2.3, -0.9], [-3.7, -0.1, -10.4, -5.5], [0.2, 1.0, 2.0, 7.25]])
+
+
+def _scipy_special(name):
+    """scipy.special's ``name``, imported at the call (a test-time oracle only)."""
+    return lambda *xs: getattr(importlib.import_module("scipy.special"), name)(*xs)
+
+
+def _polygamma(name, n, values=None):
+    return Example(
+        name,
+        [(3, 4)],
+        {"n": n},
+        topos=lambda tape, x, n: topos_function("polygamma")(n, x),
+        torch=lambda x, n: torch.polygamma(n, x),
+        numpy=lambda x, n: _scipy_special("polygamma")(n, x),
+        values=values,
+    )
+
+
+SPECIAL_EXAMPLES = {
+    "Lgamma": (
+        Example(
+            "lgamma_negative",
+            [(3, 4)],
+            {},
+            topos=lambda tape, x: topos_function("lgamma")(x),
+            torch=lambda x: torch.lgamma(x),
+            numpy=_scipy_special("gammaln"),
+            values=(GAMMA_NEGATIVE,),
+        ),
+        Example(
+            "gammaln",
+            [(2, 3)],
+            {},
+            topos=lambda tape, x: topos_function("gammaln")(x),
+            torch=lambda x: torch.lgamma(x),
+            numpy=_scipy_special("gammaln"),
+            scale=3.0,
+        ),
+    ),
+    "Digamma": (
+        Example(
+            "digamma_negative",
+            [(3, 4)],
+            {},
+            topos=lambda tape, x: topos_function("digamma")(x),
+            torch=lambda x: torch.digamma(x),
+            numpy=_scipy_special("digamma"),
+            values=(GAMMA_NEGATIVE,),
+        ),
+    ),
+    "Polygamma": (
+        _polygamma("trigamma", 1),
+        _polygamma("polygamma_2", 2),
+        _polygamma("polygamma_3", 3),
+        _polygamma("trigamma_negative", 1, (GAMMA_NEGATIVE,)),
+        _polygamma("polygamma_2_negative", 2, (GAMMA_NEGATIVE,)),
+    ),
+}
+
+
 OP_SPECS = {
     "Neg": unary(
         OPERATORS,
@@ -1811,6 +1879,29 @@ OP_SPECS = {
         numpy="scipy.special.erfinv",
         spread=(-0.999999, 0.999999),
     ),
+    # erf's spread reaches 1 in float32 (past 3.9); erfc's the float32 tail (erfc(9) = 4e-37,
+    # normal: past 9.19 it underflows to 0 and WebGPU's subnormals are flushed).
+    "Erf": unary(Api("topos.erf"), torch="torch.erf", numpy="scipy.special.erf", spread=(-6.0, 6.0)),
+    "Erfc": unary(Api("topos.erfc"), torch="torch.erfc", numpy="scipy.special.erfc", spread=(-3.0, 9.0)),
+    # lgamma and digamma have poles at 0 and the negative integers: drawn positive, and negative
+    # between the poles by their examples; the spread reaches from near 0 to where lgamma is large.
+    "Lgamma": unary(
+        Api("topos.lgamma"),
+        GAMMA_ARGUMENT,
+        torch="torch.lgamma",
+        numpy="scipy.special.gammaln",
+        spread=(0.01, 100.0),
+        examples=SPECIAL_EXAMPLES["Lgamma"],
+    ),
+    "Digamma": unary(
+        Api("topos.digamma"),
+        GAMMA_ARGUMENT,
+        torch="torch.digamma",
+        numpy="scipy.special.digamma",
+        spread=(0.01, 100.0),
+        examples=SPECIAL_EXAMPLES["Digamma"],
+    ),
+    "Polygamma": OpSpec((GAMMA_ARGUMENT,), docs=Api("topos.polygamma"), examples=SPECIAL_EXAMPLES["Polygamma"]),
     "Maximum": binary(Api("topos.maximum"), notes=(TIES,), ties=True, torch="torch.maximum"),
     "Minimum": binary(Api("topos.minimum"), notes=(TIES,), ties=True, torch="torch.minimum"),
     "Less": binary(Api("topos.less"), ties=True, torch="torch.lt"),

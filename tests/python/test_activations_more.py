@@ -137,3 +137,35 @@ def test_where_without_both_branches_is_refused_at_the_users_line(arguments):
         # Why (the shape depends on the values) and what to use instead.
         assert "cannot know before it runs" in str(caught.value)
         assert "topos.where(condition, x, 0.0)" in str(caught.value)
+
+
+# Quotients far past 2^24 and 2^53, where a - b * trunc(a / b) is off by whole multiples of b:
+# fmod (numpy's, XLA's stablehlo.remainder, the WGSL exact_fmod) has no rounding to make.
+HUGE_QUOTIENTS = (
+    np.array([3e38, -1e30, 1e10, -7.25e15, 123456789.0, 5.0, -5.0]),
+    np.array([1e-30, 7.0, -3.0, 0.1, 1e-3, -3.0, 3.0]),
+)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["fmod", "mod"])
+def test_remainders_are_exact_past_the_precision(name, dtype):
+    a, b = (t.astype(dtype) for t in HUGE_QUOTIENTS)
+    want = getattr(np, name)(a, b)
+    for backend, got in run_each(getattr(topos, name), [a, b], dtype).items():
+        np.testing.assert_array_equal(got, want, err_msg=backend)
+        # numpy's sign: fmod keeps a's, mod takes b's.
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want), err_msg=backend)
+
+
+def test_remainder_gradients_are_jaxs():
+    a = np.array([5.0, -5.0, 7.5, -7.5])
+    b = np.array([3.0, 3.0, -2.0, -2.0])
+    tape = Tape()
+    x, y = tape.parameter(a), tape.parameter(b)
+    loss = topos.sum(topos.fmod(x, y)) + topos.sum(topos.mod(x, y) * 10.0)
+    network = tape.seal()
+    field = network.forward(network.parameters()).backward(detach(loss))
+    # d/da is 1 for both; d/db is -trunc(a / b) for fmod, -floor(a / b) for mod (jax.grad's).
+    np.testing.assert_array_equal(field.of(detach(x)).numpy(), [11.0] * 4)
+    np.testing.assert_array_equal(field.of(detach(y)).numpy(), -np.trunc(a / b) - 10.0 * np.floor(a / b))

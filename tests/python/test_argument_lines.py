@@ -207,6 +207,11 @@ CASES = [
     ("random_key", lambda: topos.random_key("seed"), ArgumentError, "the seed must be a whole number"),
     ("split_key", lambda: topos.split_key(_key(), 0), ArgumentError, ""),
     ("uniform", lambda: topos.uniform(_recorded_key(), (2,), low=1.0, high=0.0), ArgumentError, ""),
+    ("randint", lambda: topos.randint(_recorded_key(), (2,), 0, 2**31), ArgumentError, "int32's range"),
+    ("gumbel", lambda: topos.gumbel(_key(), (2,)), ArgumentTypeError, "its key is a recorded value"),
+    ("exponential", lambda: topos.exponential(_recorded_key(), (-1,)), ShapeError, "negative extent"),
+    ("categorical", lambda: topos.categorical(_recorded_key(), "logits"), ArgumentTypeError, "recorded value"),
+    ("choice", lambda: topos.choice(_recorded_key(), 0, (2,)), ArgumentError, "cannot draw 2 samples from 0"),
     # The tape, the network and its tables.
     ("Tape", lambda: topos.Tape(dtype="float16"), DtypeError, "unsupported dtype 'float16'"),
     ("Tape", lambda: topos.Tape().parameter("text"), RecordingError, ""),

@@ -1,5 +1,5 @@
 """Elementwise functions recorded as the primitives they are made of: ``topos.clip``,
-``topos.logaddexp`` and the activations jax.nn has beside relu and gelu (``silu``,
+``topos.fmod``, ``topos.mod`` (and ``remainder``), ``topos.logaddexp`` and the activations jax.nn has beside relu and gelu (``silu``,
 ``leaky_relu``, ``elu``, ``selu``, ``softsign``, ``hard_tanh``).
 
 Each is written as JAX writes it (``jax/_src/nn/functions.py``, ``jnp.clip``,
@@ -34,6 +34,35 @@ def clip(a, a_min=None, a_max=None):
     if a_max is not None:
         a = F.minimum(a, a_max)
     return a
+
+
+def fmod(a, b):
+    """The remainder of ``a / b`` truncated toward zero, with ``a``'s sign, elementwise, as
+    ``numpy.fmod`` and C's ``fmod`` (records ``Rem``, ``lax.rem``); operands broadcast numpy's way.
+
+    Exact, as C's: a primitive rather than ``a - b * trunc(a / b)``, which rounds. A zero ``b``, an
+    infinite ``a`` or a NaN gives NaN; an infinite ``b`` gives ``a``. The gradient is 1 and
+    ``-trunc(a / b)``, as JAX's and PyTorch's.
+    """
+    # The functions module's broadcasting recorder: fmod is one elementwise primitive as add is.
+    return F._elementwise("Rem", a, b)
+
+
+def mod(a, b):
+    """The remainder of ``a / b`` with ``b``'s sign (floored division), elementwise, as
+    ``numpy.mod``/``numpy.remainder`` and Python's ``%``; ``value % b`` records it too.
+
+    Recorded as JAX's ``jnp.remainder``: ``fmod(a, b)``, plus ``b`` where that is non-zero and its
+    sign is not ``b``'s, so it is exact (``fmod`` is). An exact zero takes ``b``'s sign, as numpy's
+    (JAX's and PyTorch's keep ``a``'s). A zero ``b``, an infinite ``a`` or a NaN gives NaN;
+    ``mod(-1, inf)`` is inf, as numpy's. The gradient is JAX's: 1 and ``-floor(a / b)``.
+    """
+    tape, (a, b) = F._broadcast_all("mod", [a, b])
+    truncated = tape.apply("Rem", [a, b])
+    below = F.less(b, 0.0)
+    fix = F.not_equal(F.less(truncated, 0.0), below) * F.not_equal(truncated, 0.0)
+    floored = F.where(fix, truncated + b, truncated)
+    return F.where(F.equal(floored, 0.0), F.where(below, -0.0, 0.0), floored)
 
 
 def logaddexp(a, b):
@@ -112,6 +141,8 @@ def hard_tanh(x):
 
 
 # Every public function records atomically (an error leaves the tape as it was).
-for _name in ("clip", "logaddexp", "silu", "leaky_relu", "elu", "selu", "softsign", "hard_tanh"):
+for _name in ("clip", "fmod", "mod", "logaddexp", "silu", "leaky_relu", "elu", "selu", "softsign", "hard_tanh"):
     globals()[_name] = arguments.all_or_nothing(globals()[_name])
 del _name
+#: numpy's other name for ``mod`` (the wrapped function).
+remainder = mod

@@ -159,25 +159,22 @@ def not_equal(a, b):
     return _elementwise("NotEqual", *_indices_as_floats(a, b))
 
 
-_NOT_GIVEN = object()
-
-
-def where(condition, a=_NOT_GIVEN, b=_NOT_GIVEN):
+def where(condition, a=None, b=None):
     """a where ``condition`` is non-zero (or NaN), else b; all three broadcast together (records ``Where``).
 
     numpy's one-argument ``where(condition)`` (``nonzero``) is refused with ``ArgumentError``:
     how many positions it returns depends on the values, and a recording knows every shape
     before it runs (JAX refuses ``jnp.where(x)`` without ``size=`` for the same reason). Keep
     the shape with ``where(condition, x, 0.0)``, or read the positions from the run's result
-    with ``numpy.nonzero``.
+    with ``numpy.nonzero``. One branch alone is refused too, as numpy refuses it.
     """
-    if a is _NOT_GIVEN and b is _NOT_GIVEN:
+    if a is None and b is None:
         raise ArgumentError(
             "where(condition) with one argument (numpy's nonzero) returns as many positions as the "
             "condition holds non-zeros, which a recording cannot know before it runs; keep the shape "
             "with topos.where(condition, x, 0.0), or take numpy.nonzero of the run's value"
         )
-    if a is _NOT_GIVEN or b is _NOT_GIVEN:
+    if a is None or b is None:
         raise ArgumentError("where(condition, a, b) needs both a and b, as numpy.where does")
     return _elementwise("Where", condition, a, b)
 

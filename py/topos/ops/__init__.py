@@ -13,6 +13,7 @@ from . import (  # noqa: F401  (registers the primitives)
     linalg_spectral,
     random,
     reduce,
+    remainder,
     rows,
     scans,
     shape,
