@@ -1079,6 +1079,78 @@ def fft_cases():
         )
 
 
+def sort_cases():
+    """Sort and Argsort (each element's rank) both ways at ties and infinities, TakeAlongAxis, ScatterAddAlongAxis and
+    SearchSorted (a one-hot), from a draw of their own (the shared draw's later cases stay as they were)."""
+    own = np.random.default_rng(32)
+    for n in (1, 7, 64, 65, 1023):
+        x = own.integers(-3, 4, (3, n)).astype(np.float64)  # many ties
+        x[0, :: max(n // 3, 1)] = np.inf
+        x[2, -1] = -np.inf
+        for descending in (False, True):
+            order = _stable_order(x, descending)
+            yield Case(
+                f"Sort and Argsort of [3, {n}] with ties and infinities, {'descending' if descending else 'ascending'}",
+                [(x, F)],
+                lambda t, v, n=n, d=descending: [
+                    topos.sort(v, descending=d),
+                    _ranks(t, topos.argsort(v, descending=d)),
+                ],
+                lambda v, n=n, order=order: [np.take_along_axis(v, order, -1), _oracle_ranks(order)],
+            )
+    ids = own.integers(0, 5, (4, 6, 3)).astype(np.int32)
+    yield Case(
+        "TakeAlongAxis of [4, 5, 3] at [4, 6, 3] along axis 1, and ScatterAddAlongAxis back into 5",
+        [(normal(4, 5, 3), F), (ids, I), (normal(4, 6, 3), F)],
+        lambda t, v, i, u: [
+            topos.take_along_axis(v, i, 1),
+            t.apply("ScatterAddAlongAxis", [u, i], axis=1, extent=5),
+        ],
+        # (The magnitudes' pass hands the indices in as floats: cast back.)
+        lambda v, i, u: [np.take_along_axis(v, i.astype(np.intp), 1), _scatter_along(u, i.astype(np.intp), 1, 5)],
+        terms=6,
+    )
+    a = np.sort(own.integers(-4, 5, 9)).astype(np.float64)
+    v = np.concatenate([a[::2], [-9.0, 9.0, 0.5]])
+    yield Case(
+        "SearchSorted left and right of 8 values in a sorted [9] with repeats, as a one-hot",
+        [(a, F), (v, F)],
+        lambda t, s, w: [
+            topos.one_hot(topos.searchsorted(s, w), 10),
+            topos.one_hot(topos.searchsorted(s, w, side="right"), 10),
+        ],
+        lambda s, w: [np.eye(10)[np.searchsorted(s, w)], np.eye(10)[np.searchsorted(s, w, side="right")]],
+    )
+
+
+def _stable_order(x, descending):
+    if not descending:
+        return np.argsort(x, -1, kind="stable")
+    return x.shape[-1] - 1 - np.argsort(x[:, ::-1], -1, kind="stable")[:, ::-1]
+
+
+def _ranks(t, positions):
+    """Each element's place in the sorted row, as floats (the positions scattered back: exact and n long,
+    where a one-hot of the positions is n^2)."""
+    n = positions.shape[-1]
+    places = t.leaf(np.broadcast_to(np.arange(n, dtype=np.float32), positions.shape))
+    return t.apply("ScatterAddAlongAxis", [places, positions], axis=len(positions.shape) - 1, extent=n)
+
+
+def _oracle_ranks(order):
+    ranks = np.zeros(order.shape)
+    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(order.shape[-1], dtype=float), order.shape), -1)
+    return ranks
+
+
+def _scatter_along(u, ids, axis, extent):
+    out = np.zeros(u.shape[:axis] + (extent,) + u.shape[axis + 1 :])
+    at = list(np.indices(ids.shape))
+    at[axis] = ids
+    np.add.at(out, tuple(at), u)
+    return out
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -1099,6 +1171,7 @@ def all_cases():
         pooling_cases,
         linalg_cases,
         fft_cases,
+        sort_cases,
     ):
         yield from group()
 
