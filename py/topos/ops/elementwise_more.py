@@ -4,9 +4,11 @@ hyperbolic functions, one row each of ``elementwise``'s table.
 Each forward is numpy's own ufunc. Where StableHLO has the function (log_plus_one,
 exponential_minus_one, floor, ceil, round_nearest_even, tan, atan2) the lowering is that op;
 where it has none (trunc, sinh, cosh, asinh: CHLO ops, which a plain StableHLO consumer may
-not take) the lowering composes the form XLA's own CHLO decomposition uses, so no cancellation
-costs digits. The WGSL helpers (kernels/elementwise.wgsl, "Elementwise rows that need their own
-accuracy") do the same on f32, whose builtins WGSL bounds loosely: each says its error.
+not take) the lowering composes StableHLO ops in a form where no cancellation or overflow costs
+digits (CHLO's own decomposition, but for e^|x| / 2, taken as a square rather than CHLO's
+exp(|x| + log(1/2)), whose rounding grows with |x|). The WGSL helpers (kernels/elementwise.wgsl,
+"Elementwise rows that need their own accuracy") do the same on f32, whose builtins WGSL bounds
+loosely: each says its error, and tests/python/test_elementwise_more.py holds each to it.
 ``arcsin`` and ``arccos`` are composites of these rows (``topos.model.elementwise_more``).
 """
 
@@ -92,35 +94,44 @@ Tan = unary(
 # Hyperbolic --------------------------------------------------------------------------
 
 
-def half_exponentials(ctx, node, x):
-    """e^x / 2 and e^-x / 2 as exp(x + log(1/2)) and exp(-x + log(1/2)): CHLO's form, which
-    stays finite up to where sinh and cosh themselves overflow (e^x alone overflows sooner)."""
-    log_half = ctx.splat(np.log(0.5), node.shape, node.dtype)
-    up = ctx.elementwise("stablehlo.exponential", node, [ctx.elementwise("stablehlo.add", node, [x, log_half])])
-    negated = ctx.elementwise("stablehlo.negate", node, [x])
-    down = ctx.elementwise("stablehlo.exponential", node, [ctx.elementwise("stablehlo.add", node, [negated, log_half])])
-    return up, down
+def half_exponentials(ctx, node, magnitude):
+    """e^a / 2 and e^-a / 2 for a = |x|, the first as e^(a/2) (e^(a/2) / 2): finite up to where
+    sinh and cosh themselves overflow (e^a alone overflows sooner), and within a few ulps. CHLO's
+    exp(a + log(1/2)) rounds a + log(1/2), an error that grows with a (500 ulps in float64)."""
+
+    def op(name, *operands):
+        return ctx.elementwise(f"stablehlo.{name}", node, list(operands))
+
+    root = op("exponential", op("multiply", magnitude, ctx.splat(0.5, node.shape, node.dtype)))
+    up = op("multiply", root, op("multiply", root, ctx.splat(0.5, node.shape, node.dtype)))
+    return up, op("divide", ctx.splat(0.25, node.shape, node.dtype), up)
 
 
 def sinh_hlo(ctx, node):
     # Below |x| = 1, (expm1(x) - expm1(-x)) / 2: e^x - e^-x would cancel the digits of a small result.
+    # Above, x's sign on e^|x| / 2 - e^-|x| / 2 (e^x / 2 of a negative x would be subnormal first).
     (x,) = ctx.operands(node)
-    up, down = half_exponentials(ctx, node, x)
-    large = ctx.elementwise("stablehlo.subtract", node, [up, down])
-    rise = ctx.elementwise("stablehlo.exponential_minus_one", node, [x])
-    fall = ctx.elementwise("stablehlo.exponential_minus_one", node, [ctx.elementwise("stablehlo.negate", node, [x])])
-    half = ctx.splat(0.5, node.shape, node.dtype)
-    small = ctx.elementwise(
-        "stablehlo.multiply", node, [ctx.elementwise("stablehlo.subtract", node, [rise, fall]), half]
-    )
-    magnitude = ctx.elementwise("stablehlo.abs", node, [x])
-    near = ctx.compare("LT", magnitude, ctx.splat(1.0, node.shape, node.dtype), node.shape, node.dtype)
+
+    def op(name, *operands):
+        return ctx.elementwise(f"stablehlo.{name}", node, list(operands))
+
+    def splat(value):
+        return ctx.splat(value, node.shape, node.dtype)
+
+    magnitude = op("abs", x)
+    up, down = half_exponentials(ctx, node, magnitude)
+    large = op("subtract", up, down)
+    negative = ctx.compare("LT", x, splat(0.0), node.shape, node.dtype)
+    large = ctx.select(negative, op("negate", large), large, node.shape, node.dtype)
+    rise, fall = op("exponential_minus_one", x), op("exponential_minus_one", op("negate", x))
+    small = op("multiply", op("subtract", rise, fall), splat(0.5))
+    near = ctx.compare("LT", magnitude, splat(1.0), node.shape, node.dtype)
     return ctx.select(near, small, large, node.shape, node.dtype)
 
 
 def cosh_hlo(ctx, node):
     # A sum of two positive halves: nothing cancels.
-    up, down = half_exponentials(ctx, node, ctx.operands(node)[0])
+    up, down = half_exponentials(ctx, node, ctx.elementwise("stablehlo.abs", node, ctx.operands(node)))
     return ctx.elementwise("stablehlo.add", node, [up, down])
 
 
@@ -130,7 +141,7 @@ Sinh = unary(
     hlo=sinh_hlo,
     wgsl="precise_sinh(x)",
     vjp=lambda e, g, x, out: [e.mul(g, e.apply("Cosh", [x]))],
-    element_flops=11,
+    element_flops=14,
 )
 
 Cosh = unary(
@@ -139,7 +150,7 @@ Cosh = unary(
     hlo=cosh_hlo,
     wgsl="precise_cosh(x)",
     vjp=lambda e, g, x, out: [e.mul(g, e.apply("Sinh", [x]))],
-    element_flops=6,
+    element_flops=7,
 )
 
 
