@@ -186,6 +186,64 @@ def test_gumbel_and_exponential_have_their_moments_in_float64():
     assert np.all(np.isfinite(g)) and np.all(e >= 0)
 
 
+# normal: sqrt(2) erfinv(u), jax's algorithm -----------------------------------------------------------
+
+# How far a log1p (erfinv's w = -log1p(-u^2)) may be from exact, in float32 ulps of w: numpy's and XLA's
+# 2; WGSL's special_log1p is precise_log's few (say 4, with Goldberg's product and quotient) and the
+# tail piece's sqrt (WGSL: 2.5 ulps, as 1 / inverseSqrt) moves w by twice its own error: 4 + 5.
+LOG1P_ULPS = {"numpy": 2, "xla": 2, "webgpu": 9}
+
+
+def normal_bound(u, backend):
+    """How far a float32 ``sqrt(2) erfinv(u)`` of ``backend`` may lie from jax's (XLA's).
+
+    erfinv(u) = u p(w), with w = -log1p(-u^2) the one library-dependent step (Giles' polynomial is
+    evaluated in the same order everywhere): an error dw moves erfinv by |d ln p / dw| dw relatively,
+    computed here in float64 from p(w) = erfinv(s) / s, s = sqrt(1 - e^-w). Both libraries' w
+    errors add; the polynomial's last operations, the product by u and by sqrt(2) may round on either
+    side (4 eps more).
+    """
+    from scipy.special import erfinv
+
+    s = np.abs(np.asarray(u, np.float64))
+    w = -np.log1p(-(s**2))
+    z = erfinv(s)
+    slope = np.sqrt(np.pi) / 2 * np.exp(z**2)  # d erfinv / ds
+    ds_dw = np.where(s > 0, np.exp(-w) / (2 * np.maximum(s, TINY32)), 0.0)
+    dlnp_dw = np.abs((slope / np.maximum(z, TINY32) - 1 / np.maximum(s, TINY32)) * ds_dw)
+    dw = (LOG1P_ULPS["xla"] + LOG1P_ULPS[backend]) * EPS32 * w
+    return np.sqrt(2) * z * (dlnp_dw * dw + 4 * EPS32)
+
+
+def jax_normal_uniforms(key, shape):
+    low = np.nextafter(np.float32(-1), np.float32(0))
+    return np.asarray(jax.random.uniform(jax_key(key), shape, np.float32, minval=low, maxval=1.0))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "xla", "webgpu"])
+def test_normal_equals_jax_random_normal_to_erfinvs_rounding(backend):
+    shapes = [(), (7,), (3, 5), (4, 2500)]
+    for key in KEYS if backend == "numpy" else KEYS[:3]:
+        for got, shape in zip(draws(key, lambda t, k: [topos.normal(k, s) for s in shapes], backend), shapes):
+            want = np.asarray(jax.random.normal(jax_key(key), shape, np.float32))
+            bound = normal_bound(jax_normal_uniforms(key, shape), backend)
+            assert got.dtype == np.float32 and got.shape == want.shape
+            assert np.all(np.abs(got.astype(np.float64) - want) <= bound), (backend, key, shape)
+            assert np.all(np.isfinite(got))  # u never reaches -1
+
+
+def test_normal_is_recorded_as_a_uniform_on_its_open_interval_and_erfinv():
+    def build(tape):
+        return topos.normal(tape.input(topos.random_key(0)), (3,))
+
+    network, value = Tape.record(build, dtype="float32")
+    opcodes = [node.opcode for node in network.nodes()]
+    assert opcodes[:3] == ["Input", "RandomBits", "Uniform"] and "ErfInv" in opcodes and opcodes[-1] == "Mul"
+    # The smallest uniform is the float above -1: every draw is finite, the largest about 5.42 in size.
+    low = np.nextafter(np.float32(-1), np.float32(0))
+    assert np.float32(0.0) * np.float32(1.0 - low) + low == low
+
+
 # categorical and choice: indices equal to jax's ------------------------------------------------------
 
 LOGITS = np.random.default_rng(0).normal(size=(4, 6)).astype(np.float32)

@@ -24,7 +24,7 @@ from ..errors import ArgumentError, ArgumentTypeError, DtypeError, ShapeError
 from ..ops import random as threefry
 from ..tensor import Tensor
 from ..text import format_shape
-from . import arguments, functions
+from . import arguments, functions, special
 from .nodes import user_source
 from .value import Value
 
@@ -123,7 +123,7 @@ def fold_in(key, data):
 def _shape(shape, key, what):
     shape = arguments.integer_shape(shape, what, key)
     if any(extent < 0 for extent in shape):
-        # normal() draws ceil(n / 2) pairs: a negative extent would otherwise give an empty draw, unsaid.
+        # A negative extent would otherwise reach a reshape's error (or an empty draw), unsaid.
         raise ShapeError(
             f"{what}: shape {format_shape(shape)} has a negative extent",
             opcode=what,
@@ -167,30 +167,22 @@ def uniform(key, shape, dtype="float32", low=0.0, high=1.0):
 
 
 def normal(key, shape, dtype="float32"):
-    """Standard normal floats of ``shape`` from a recorded key (Box-Muller over ``uniform``).
+    """Standard normal floats of ``shape`` from a recorded key, as ``jax.random.normal(key, shape)``.
 
-    Pairs of uniforms u1, u2 in [0, 1) give r cos(2 pi u2) and r sin(2 pi u2) with
-    r = sqrt(-2 log(1 - u1)): two normals a pair, the first half of the result from
-    the cosines and the second from the sines. This is not ``jax.random.normal``,
-    which maps one uniform through erfinv: topos has no erfinv primitive, and WGSL
-    has none either, while log, sqrt, cos and sin run on every backend. Its values
-    agree across backends to float rounding (the transcendental functions differ in
-    the last bits), not bit for bit as the uniform bits do.
+    jax's algorithm: ``sqrt(2) * erfinv(u)`` with ``u = uniform(key, shape, dtype, low, 1)`` and
+    ``low`` the float just above -1 (so erfinv never meets -1 and no draw is infinite); it records
+    ``RandomBits``, ``Uniform``, the affine map and ``ErfInv``. float32 draws are jax's to erfinv's
+    rounding (a couple of ulps, the transcendental part of Giles' polynomials differing between
+    numpy, XLA and WGSL), on every backend. topos drew Box-Muller pairs before erfinv was a
+    primitive; those values are gone: the same key now gives jax's numbers. float64 maps
+    topos's 32-bit uniforms the same way (jax's float64 draws 64 bits, which topos cannot hold).
     """
     key = _recorded_key(key, "normal")
     dtype = canonical_dtype(dtype, FLOAT_DTYPES)
     shape = _shape(shape, key, "normal")
-    size = math.prod(shape)
-    half = (size + 1) // 2
-    pairs = uniform(key, (2, half), dtype)
-    radius = functions.sqrt(functions.mul(functions.log(functions.sub(1.0, pairs[0])), -2.0))
-    angle = functions.mul(pairs[1], 2.0 * math.pi)
-    both = functions.concatenate(
-        [functions.mul(radius, functions.cos(angle)), functions.mul(radius, functions.sin(angle))]
-    )
-    if size != 2 * half:
-        both = both[:size]
-    return functions.reshape(both, shape)
+    low = np.nextafter(np.array(-1.0, dtype), np.array(0.0, dtype))
+    u = uniform(key, shape, dtype, low=float(low), high=1.0)
+    return functions.mul(special.erfinv(u), np.asarray(math.sqrt(2), dtype=dtype))
 
 
 def bernoulli(key, p, shape, dtype="float32"):
