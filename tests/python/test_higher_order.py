@@ -235,6 +235,7 @@ def test_fused_layer_norm_of_torch_agrees_to_second_order():
 NOT_DIFFERENTIABLE = {
     "ArgMax", "ArgMin", "Equal", "FoldIn", "Greater", "GreaterEqual", "IndexToFloat", "Less", "LessEqual",
     "NotEqual", "OneHot", "RandomBits", "SplitKey", "StopGradient", "TopK", "Uniform",
+    "Floor", "Ceil", "RoundNearestEven", "Trunc",
 }  # fmt: skip
 
 
