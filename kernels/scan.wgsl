@@ -1,6 +1,6 @@
 // topos kernel family "scan": what runs along one axis of rows, for a classifier's scores:
-// the index of the extreme (ArgMax, ArgMin), the running sum (CumSum) and the indices of
-// the k largest (TopK).
+// the index of the extreme (ArgMax, ArgMin), the running sum (CumSum), the other running folds
+// (CumProd, CumMax, CumMin, LogCumSumExp) and the indices of the k largest (TopK).
 //
 // The rows are the operand with the scanned axis moved last (the selector re-views it; nothing
 // moves): row r's element j lives at offset + outer(r) + j * stride, where outer() decodes r
@@ -19,6 +19,8 @@
 //                   of the chunks before it. A float32 sum in this order differs from numpy's
 //                   left-to-right one by rounding.
 //   cumsum_serial   the same, one invocation a row adding left to right (numpy's order): short rows.
+//   cumulative, cumulative_serial  the running product, maximum, minimum or log-sum-exp (CumProd, CumMax,
+//                   CumMin, LogCumSumExp) as cumsum and cumsum_serial, the fold named by word 6.
 //   top_k           picks[r * k + p] = the index of the row's element of rank p, for p < k: an
 //                   element's rank is the number of elements that go before it (larger, a NaN
 //                   before a number, equal with a lower index), so every rank is taken once.
@@ -32,13 +34,14 @@
 //
 // Bindings (group 0):
 //   0  uniform             params  array<vec4<u32>, 16>: the u32 words below
-//   1  storage read_write  out     array<f32>, contiguous (cumsum)
+//   1  storage read_write  out     array<f32>, contiguous (cumsum, cumulative)
 //   2  storage read        source  array<f32>
 //   3  storage read_write  picks   array<i32>, contiguous (argmax, argmin, top_k)
 //
 // Parameters (u32 words):
 //   0 rows, 1 length (elements per row), 2 outer rank (at most 6), 3 offset, 4 stride,
-//   5 k (top_k) or reverse (cumsum: 1 to sum from the end), 8..13 outer shape, 14..19 outer strides
+//   5 k (top_k) or reverse (cumsum, cumulative: 1 to fold from the end), 6 the fold (cumulative:
+//   0 sum, 1 product, 2 maximum, 3 minimum, 4 log-sum-exp), 8..13 outer shape, 14..19 outer strides
 //
 // Dispatch: argmax, argmin and cumsum one workgroup per row; the serial entries workgroups of 64
 // invocations over the rows, top_k over rows * length elements; each as a grid (gx, gy, 1)
@@ -201,6 +204,124 @@ fn add_before(lane: u32, width: u32) {
             out[row * length + j] = carry + sums[lane];
         }
         carry = carry + sums[63];
+        workgroupBarrier();
+    }
+}
+
+// The running folds (CumProd, CumMax, CumMin, LogCumSumExp) --------------------------------------
+// Word 6 names the fold: 0 sum, 1 product, 2 maximum, 3 minimum, 4 log-sum-exp. One branch for the
+// whole launch, so one pipeline serves every fold.
+
+fn fold_identity(kind: u32) -> f32 {
+    switch kind {
+        case 1u: {
+            return 1.0;
+        }
+        case 2u, 4u: {
+            return -infinity();
+        }
+        case 3u: {
+            return infinity();
+        }
+        default: {
+            return 0.0;
+        }
+    }
+}
+
+// log(exp(a) + exp(b)): the larger plus log1p(exp(-|a - b|)), the log1p written as Goldberg's
+// log(u) * t / (u - 1) with u = 1 + t (WGSL has no log1p). NaN spreads; two infinities of one sign
+// give that infinity, as numpy's logaddexp.
+fn log_add_exp(a: f32, b: f32) -> f32 {
+    if (is_nan(a) || is_nan(b)) {
+        return not_a_number();
+    }
+    let larger = max(a, b);
+    let smaller = min(a, b);
+    if (is_infinite(larger) || is_infinite(smaller)) {
+        return larger;
+    }
+    let t = exp(smaller - larger);
+    let u = 1.0 + t;
+    var log1p_t = t;
+    if (u != 1.0) {
+        log1p_t = log(u) * t / (u - 1.0);
+    }
+    return larger + log1p_t;
+}
+
+fn running_fold(a: f32, b: f32, kind: u32) -> f32 {
+    switch kind {
+        case 1u: {
+            return a * b;
+        }
+        case 2u: {
+            return nan_max(a, b);
+        }
+        case 3u: {
+            return nan_min(a, b);
+        }
+        case 4u: {
+            return log_add_exp(a, b);
+        }
+        default: {
+            return a + b;
+        }
+    }
+}
+
+{{ENTRY cumulative_serial}}
+    let row = element(group, groups, lane);
+    if (row >= word(0u)) {
+        return;
+    }
+    let length = word(1u);
+    let stride = word(4u);
+    let reverse = word(5u) != 0u;
+    let kind = word(6u);
+    let start = row_start(row);
+    var total = fold_identity(kind);
+    for (var step = 0u; step < length; step += 1u) {
+        let j = select(step, length - 1u - step, reverse);
+        total = running_fold(total, source[start + j * stride], kind);
+        out[row * length + j] = total;
+    }
+}
+
+// One doubling step of the chunk's inclusive scan under the fold: as add_before.
+fn fold_before(lane: u32, width: u32, kind: u32) {
+    var before = fold_identity(kind);
+    if (lane >= width) {
+        before = sums[lane - width];
+    }
+    workgroupBarrier();
+    sums[lane] = running_fold(before, sums[lane], kind);
+    workgroupBarrier();
+}
+
+{{ROW_ENTRY cumulative}}
+    let reverse = word(5u) != 0u;
+    let kind = word(6u);
+    var carry = fold_identity(kind);
+    for (var base = 0u; base < length; base += 64u) {
+        let step = base + lane;
+        let j = select(step, length - 1u - step, reverse);
+        var x = fold_identity(kind);
+        if (step < length) {
+            x = source[start + j * stride];
+        }
+        sums[lane] = x;
+        workgroupBarrier();
+        fold_before(lane, 1u, kind);
+        fold_before(lane, 2u, kind);
+        fold_before(lane, 4u, kind);
+        fold_before(lane, 8u, kind);
+        fold_before(lane, 16u, kind);
+        fold_before(lane, 32u, kind);
+        if (step < length) {
+            out[row * length + j] = running_fold(carry, sums[lane], kind);
+        }
+        carry = running_fold(carry, sums[63], kind);
         workgroupBarrier();
     }
 }

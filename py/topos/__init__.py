@@ -32,7 +32,19 @@ from .errors import (
     UnknownOpcodeError,
 )
 from .model import Field, Gradients, Network, Parameters, Run, Symbol, Tape, Value, detach
-from .model.activations_more import clip, elu, hard_tanh, leaky_relu, logaddexp, selu, silu, softsign
+from .model.activations_more import (
+    clip,
+    elu,
+    fmod,
+    hard_tanh,
+    leaky_relu,
+    logaddexp,
+    mod,
+    remainder,
+    selu,
+    silu,
+    softsign,
+)
 from .model.building import (
     arange,
     diag,
@@ -124,10 +136,11 @@ from .model.functions import (
 from .model.logical import logical_and, logical_not, logical_or, logical_xor
 from .model.pooling import avg_pool, max_pool
 from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
-from .model.sampling import categorical, choice, exponential, gumbel, randint
+from .model.reductions import all, any, cummax, cummin, cumprod, logcumsumexp, prod
+from .model.sampling import categorical, choice, exponential, gumbel, permutation, randint
 from .model.scans import argmax, argmin, cumsum, top_k
 from .model.sorting import argsort, put_along_axis, scatter, scatter_add, searchsorted, sort, take_along_axis
-from .model.special import erfinv
+from .model.special import digamma, erf, erfc, erfinv, gammaln, lgamma, polygamma
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -222,8 +235,22 @@ __all__ = [
     "argmin",
     "cumsum",
     "top_k",
+    # the product, the truth reductions and the running folds (topos.model.reductions)
+    "prod",
+    "any",
+    "all",
+    "cumprod",
+    "cummax",
+    "cummin",
+    "logcumsumexp",
     # special functions, scipy.special's names (topos.model.special)
+    "erf",
+    "erfc",
     "erfinv",
+    "lgamma",
+    "gammaln",
+    "digamma",
+    "polygamma",
     # sorting, searching and scattering (topos.model.sorting)
     "sort",
     "argsort",
@@ -246,6 +273,7 @@ __all__ = [
     "choice",
     "exponential",
     "gumbel",
+    "permutation",
     "randint",
     "avg_pool",
     "max_pool",
@@ -283,6 +311,9 @@ __all__ = [
     # composite activations and elementwise functions (topos.model.activations_more)
     "clip",
     "elu",
+    "fmod",
+    "mod",
+    "remainder",
     "hard_tanh",
     "leaky_relu",
     "logaddexp",

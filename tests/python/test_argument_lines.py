@@ -186,6 +186,14 @@ CASES = [
     ("argmin", lambda: topos.argmin("text"), ArgumentTypeError, "argmin takes a recorded value"),
     ("cumsum", lambda: topos.cumsum(_matrix(), axis=5), AxisError, ""),
     ("top_k", lambda: topos.top_k(_matrix(), 9), ShapeError, "k = 9 is outside 0..3"),
+    # The product, the truth reductions and the running folds.
+    ("prod", lambda: topos.prod(_matrix(), axis=2), AxisError, ""),
+    ("any", lambda: topos.any("text"), ArgumentTypeError, "any takes a recorded value"),
+    ("all", lambda: topos.all(_matrix(), axis=(1, 1)), ShapeError, "repeated axis"),
+    ("cumprod", lambda: topos.cumprod(_matrix(), axis=5), AxisError, ""),
+    ("cummax", lambda: topos.cummax("text"), ArgumentTypeError, "cummax takes a recorded value"),
+    ("cummin", lambda: topos.cummin(_matrix(), axis=-3), AxisError, ""),
+    ("logcumsumexp", lambda: topos.logcumsumexp(_matrix(), axis=2), AxisError, ""),
     # Sorting, searching and scattering.
     ("sort", lambda: topos.sort(_matrix(), axis=2), AxisError, ""),
     ("sort", lambda: topos.sort(_matrix(), descending="yes"), ShapeError, "descending must be True or False"),

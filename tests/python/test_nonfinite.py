@@ -291,6 +291,12 @@ NOT_ON_SPECIALS.update(
 # A contraction over the largest finite value, its negative and the infinities tiled through it
 # (einsum's MatMul against torch's bmm): max + max - inf is NaN in one order and -inf in another.
 NOT_ON_SPECIALS["einsum_ellipsis_broadcast"] = "a contraction's sum of max, -max and infinities, whose order decides"
+# Running products through the largest finite value and a zero: max * max * 0 is NaN in numpy's
+# order (inf * 0) and 0 in XLA's reduce_window, and torch's float32 cumprod runs in double, where
+# a product that underflows float32 does not. cumprod_axis0 and cumprod_zeros stay on the specials.
+NOT_ON_SPECIALS.update(
+    dict.fromkeys(["cumprod", "cumprod_reverse"], "a running product of max, max and 0, whose order decides overflow")
+)
 # Indices read as a one-hot times the scores: XLA folds the product into a select, so 0 where the
 # one-hot is 0 even where the score is NaN or infinite (numpy's 0 * NaN is NaN). The indices
 # themselves are held on the special values by the argmax, argmin and top_k entries above.

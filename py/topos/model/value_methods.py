@@ -7,8 +7,9 @@ so that they read as the methods they are, and ``attach`` copies them onto
 ``topos.model`` imports this module, and every import of topos goes through it.
 """
 
+from . import activations_more, elementwise_more, indexing, reductions, scans
 from . import functions as F
-from . import indexing, scans
+from .building import diagonal, repeat, trace
 from .value import Value
 
 
@@ -45,6 +46,12 @@ class ValueMethods:
 
     def __rpow__(self, other):
         return F.power(other, self)
+
+    def __mod__(self, other):
+        return activations_more.mod(self, other)
+
+    def __rmod__(self, other):
+        return activations_more.mod(other, self)
 
     def __matmul__(self, other):
         return F.matmul(self, other)
@@ -96,6 +103,10 @@ class ValueMethods:
     def gelu(self):
         """GELU of each element, in its tanh form (PyTorch's ``approximate="tanh"``; records ``Gelu``)."""
         return F.gelu(self)
+
+    def round(self, decimals=0):
+        """Each element rounded to ``decimals`` places, halves to even, as ``ndarray.round``; see ``topos.round``."""
+        return elementwise_more.round(self, decimals)
 
     def sum(self, axis=None, keepdims=False):
         """The sum over ``axis`` (an int, a tuple of ints, or None for every axis), as ``numpy.sum`` (records ``Sum``).
@@ -190,6 +201,46 @@ class ValueMethods:
     def cumsum(self, axis=-1, reverse=False):
         """The running sum along ``axis`` (records ``CumSum``); see ``topos.cumsum``."""
         return scans.cumsum(self, axis, reverse)
+
+    def prod(self, axis=None, keepdims=False):
+        """The product over ``axis``, as ``numpy.prod`` (records ``Prod``); see ``topos.prod``."""
+        return reductions.prod(self, axis, keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        """1.0 where some element over ``axis`` is nonzero (or NaN), else 0.0, as ``numpy.any``; see ``topos.any``."""
+        return reductions.any(self, axis, keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        """1.0 where every element over ``axis`` is nonzero (or NaN), else 0.0, as ``numpy.all``; see ``topos.all``."""
+        return reductions.all(self, axis, keepdims)
+
+    def cumprod(self, axis=-1, reverse=False):
+        """The running product along ``axis`` (records ``CumProd``); see ``topos.cumprod``."""
+        return reductions.cumprod(self, axis, reverse)
+
+    def flatten(self):
+        """The elements in one axis, in row-major order, as ``ndarray.flatten`` (records ``Reshape``)."""
+        return F.reshape(self, (-1,))
+
+    def ravel(self):
+        """The same as ``flatten()``: a recorded value is never a view to share memory with."""
+        return F.reshape(self, (-1,))
+
+    def repeat(self, repeats, axis=None):
+        """Each element repeated ``repeats`` times along ``axis``, as ``ndarray.repeat``; see ``topos.repeat``."""
+        return repeat(self, repeats, axis)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        """The ``offset``-th diagonal on a new last axis, as ``ndarray.diagonal``; see ``topos.diagonal``."""
+        return diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1):
+        """The sum of the ``offset``-th diagonal, as ``ndarray.trace``; see ``topos.trace``."""
+        return trace(self, offset, axis1, axis2)
+
+    def clip(self, min=None, max=None):  # noqa: A002  (numpy's ndarray.clip names them so)
+        """The elements limited to ``[min, max]``, as ``ndarray.clip`` (records ``Maximum``, ``Minimum``); see ``topos.clip``."""
+        return activations_more.clip(self, min, max)
 
 
 def attach():

@@ -1,4 +1,5 @@
-"""The launches of the scan kernels (``kernels/scan.wgsl``): ArgMax, ArgMin, CumSum and TopK.
+"""The launches of the scan kernels (``kernels/scan.wgsl``): ArgMax, ArgMin, CumSum, TopK and the
+running folds (CumProd, CumMax, CumMin, LogCumSumExp).
 
 Each reads a view whose last axis is the scanned one (the selector moves the axis
 there by re-viewing its operand) and writes a contiguous result: one int32 index a
@@ -48,10 +49,10 @@ def _rows(entry, source):
     return rows, words, padded(outer_shape, MAX_RANK) + padded(outer_strides, MAX_RANK)
 
 
-def _launch(entry, source, out_buffer, out_shape, extra, groups, label):
+def _launch(entry, source, out_buffer, out_shape, extra, groups, label, fold=0):
     rows, words, outer = _rows(entry, source)
-    words = words + [extra, 0, 0] + outer
-    out_binding = 1 if entry.startswith("cumsum") else 3
+    words = words + [extra, fold, 0] + outer
+    out_binding = 1 if entry.startswith(("cumsum", "cumulative")) else 3
     bindings = (Binding(out_binding, out_buffer, "read_write"), Binding(2, source.buffer, "read"))
     return Launch(
         "scan",
@@ -77,6 +78,14 @@ def cumsum(source, out_buffer, reverse=False, strategy=None, label=""):
     strategy = strategy or scan_strategy(_rows("cumsum", source)[0], source.shape[-1])
     entry = "cumsum" + ("_serial" if strategy == "serial" else "")
     return _launch(entry, source, out_buffer, source.shape, int(bool(reverse)), _groups(strategy), label)
+
+
+def cumulative(fold, source, out_buffer, reverse=False, strategy=None, label=""):
+    """The running fold number ``fold`` (1 product, 2 maximum, 3 minimum, 4 log-sum-exp: the kernel's
+    word 6) along the last axis of view ``source``, from the end with ``reverse``: as ``cumsum``."""
+    strategy = strategy or scan_strategy(_rows("cumulative", source)[0], source.shape[-1])
+    entry = "cumulative" + ("_serial" if strategy == "serial" else "")
+    return _launch(entry, source, out_buffer, source.shape, int(bool(reverse)), _groups(strategy), label, fold)
 
 
 def top_k(source, k, out_buffer, label=""):
