@@ -5,7 +5,8 @@ torch, XLA, WebGPU, central differences and the special values. Held here: what 
 bounds are too loose to see or their draws cannot place. elu's and logaddexp's tails to a few
 ulps of the result (the suites judge against a row's largest magnitude), the logical operators
 on NaN (the kernels' error scale cannot hold a NaN operand), their zero gradient, clip at its
-bounds, and ``where`` with one argument refused at the user's line.
+bounds, fmod and mod exact past the precision with numpy's signs, their gradients, and
+``where`` with one argument refused at the user's line.
 """
 
 import traceback
@@ -43,10 +44,10 @@ def ulps(got, want, dtype):
     return np.abs(np.asarray(got, np.float64) - want) / (np.abs(want) * np.finfo(dtype).eps)
 
 
-# elu's exp(x) - 1 is recorded as tanh(x / 2) (exp(x) + 1): near 0 both factors carry x's digits.
-# tanh and exp are each within a few ulps (libm, XLA, and kernels/elementwise.wgsl's safe_tanh
-# and WGSL's exp, 3 ulp near 0); the halving is exact, the sum, the product and alpha's product
-# round once each: 8 ulps hold it. exp(x) - 1 itself would be off by 6e-8 / |x|: 6% at -1e-6.
+# elu's exp(x) - 1 is recorded as Expm1 (JAX's form): numpy's expm1, XLA's
+# exponential_minus_one and kernels/elementwise.wgsl's precise_expm1 are each within a few ulps;
+# alpha's product (and selu's scale) round once each: 8 ulps hold it. exp(x) - 1 itself would be
+# off by 6e-8 / |x| in float32: 6% at -1e-6.
 NEAR_ZERO = np.array([-1e-30, -1e-12, -3e-9, -1e-6, -2e-4, -0.01, -0.3, -5.0])
 
 

@@ -10,7 +10,7 @@ guard is recorded too, so that no infinity of the unselected branch reaches the
 gradient as ``0 * inf``.
 """
 
-from . import arguments
+from . import arguments, elementwise_more
 from . import functions as F
 
 #: jax.nn.selu's constants (Klambauer et al. 2017), to float64's precision.
@@ -97,23 +97,16 @@ def leaky_relu(x, negative_slope=0.01):
     return F.where(F.greater_equal(x, 0.0), x, x * negative_slope)
 
 
-def _expm1(x):
-    """``exp(x) - 1`` without losing ``x``'s digits near 0: ``tanh(x / 2) * (exp(x) + 1)`` is the
-    same number, and both factors are accurate to a few ulps there (``exp(x) - 1`` loses all of
-    them once ``|x|`` is below the precision)."""
-    return F.tanh(x * 0.5) * (F.exp(x) + 1.0)
-
-
 def elu(x, alpha=1.0):
     """``x`` where ``x > 0``, else ``alpha * (exp(x) - 1)``, elementwise, as ``jax.nn.elu``.
 
-    The exponential reads ``where(x > 0, 0, x)``, as JAX's, so a large ``x`` sends no overflow
-    through the branch it does not take; ``exp(x) - 1`` is recorded in a form accurate near 0
-    (``tanh(x / 2) * (exp(x) + 1)``). The gradient at 0 is ``alpha``, as JAX's and PyTorch's.
+    Recorded as JAX's: ``Expm1`` (accurate near 0, where ``exp(x) - 1`` would lose ``x``'s
+    digits) of ``where(x > 0, 0, x)``, so a large ``x`` sends no overflow through the branch it
+    does not take. The gradient at 0 is ``alpha``, as JAX's and PyTorch's.
     """
     x = arguments.recorded(x, "elu")
     positive = F.greater(x, 0.0)
-    return F.where(positive, x, _expm1(F.where(positive, 0.0, x)) * alpha)
+    return F.where(positive, x, elementwise_more.expm1(F.where(positive, 0.0, x)) * alpha)
 
 
 def selu(x):
