@@ -1151,6 +1151,47 @@ def _scatter_along(u, ids, axis, extent):
     return out
 
 
+def cumulative_cases():
+    """Prod, CumProd, CumMax, CumMin and LogCumSumExp (topos.ops.cumulative) at edge lengths, from a
+    generator of their own (the cases before keep their draws). Products of terms near 1, so that no
+    running product of 4097 over- or underflows; a product's rounding is bounded as a sum's, by the
+    product's own magnitude."""
+    draw = np.random.default_rng(32)
+    for n in EDGE_SIZES:
+        near_one = draw.uniform(0.95, 1.05, (3, n))
+        near_one[2, n // 2] = 0.0  # a zero: every product from it on is 0
+        yield Case(
+            f"Prod and CumProd of [3, {n}] near 1, forward and reversed",
+            [(near_one, F)],
+            lambda t, v: [topos.prod(v, -1), topos.cumprod(v), topos.cumprod(v, reverse=True)],
+            lambda v: [np.prod(v, -1), np.cumprod(v, -1), np.cumprod(v[:, ::-1], -1)[:, ::-1]],
+            terms=n,
+            magnitudes=lambda v: np.max(np.cumprod(v, -1), -1),
+        )
+        x = draw.normal(0.0, 2.0, (3, n))
+        x[1, n // 2] = x[1, 0]  # a tie of the running maximum and minimum
+        yield Case(
+            f"CumMax and CumMin of [3, {n}] with a tie, forward and reversed",
+            [(x, F)],
+            lambda t, v: [topos.cummax(v), topos.cummin(v, reverse=True)],
+            lambda v: [np.maximum.accumulate(v, -1), np.minimum.accumulate(v[:, ::-1], -1)[:, ::-1]],
+        )
+        yield Case(
+            f"LogCumSumExp of [3, {n}] forward and reversed",
+            [(x, F)],
+            lambda t, v: [topos.logcumsumexp(v), topos.logcumsumexp(v, reverse=True)],
+            lambda v: [np.logaddexp.accumulate(v, -1), np.logaddexp.accumulate(v[:, ::-1], -1)[:, ::-1]],
+            terms=n,
+        )
+    yield Case(
+        "Prod over axes 0 and 2 of [3, 4, 5], kept, and CumMax along axis 0 (strided rows)",
+        [(draw.uniform(0.5, 1.5, (3, 4, 5)), F)],
+        lambda t, v: [topos.prod(v, (0, 2), keepdims=True), topos.cummax(v, 0)],
+        lambda v: [np.prod(v, (0, 2), keepdims=True), np.maximum.accumulate(v, 0)],
+        terms=15,
+    )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -1172,6 +1213,7 @@ def all_cases():
         linalg_cases,
         fft_cases,
         sort_cases,
+        cumulative_cases,
     ):
         yield from group()
 
