@@ -218,3 +218,23 @@ def test_scatter_sets_and_scatter_add_adds_along_an_axis_and_indices_out_of_rang
     network = tape.seal()
     with pytest.raises(IndexingError, match="index 4 at \\[0, 0\\] is out of range for axis 1"):
         network.forward(network.parameters(), {})
+
+
+def test_axis_none_flattens_and_the_second_derivative_goes_through_the_permutation_too():
+    rng = np.random.default_rng(13)
+    x = rng.normal(size=(3, 4))
+    v = rng.normal(size=(3, 4))
+    tape = Tape()
+    p = tape.parameter(x)
+    flat = topos.sort(p, axis=None, descending=True)
+    positions = topos.argsort(p, axis=None)
+    taken = topos.take_along_axis(p, np.array([11, 0, 5], dtype=np.int32), None)
+    loss = topos.sum(topos.sort(p, axis=0) ** 3)
+    curvature = topos.hvp(loss, p, tape.leaf(v))
+    network = tape.seal()
+    run = network.forward(network.parameters(), {})
+    assert np.array_equal(run.of(flat).numpy(), np.sort(x, axis=None)[::-1])
+    assert np.array_equal(run.of(positions).numpy(), np.argsort(x, axis=None, kind="stable"))
+    assert np.array_equal(run.of(taken).numpy(), x.reshape(-1)[[11, 0, 5]])
+    # The loss is sum(x^3) whatever the order: its Hessian is diag(6 x), so H v = 6 x v (exact in float64).
+    assert np.allclose(run.of(curvature).numpy(), 6 * x * v, rtol=1e-15, atol=0)
