@@ -12,6 +12,8 @@
 //   randint  RandomInt(bits) as int32: with hi, lo the two planes of the [2, ...] bits (word 15 apart),
 //            out[i] = low + ((hi % span) * multiplier + lo % span) % span in wrapping u32, written as
 //            the int32's bits (JAX's _randint; topos.ops.random.random_integers).
+//   bit_field  BitField(bits) as float32: out[i] = f32((bits[i] >> shift) & mask), strided as
+//            uniform_floats, written as its u32 bits.
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, strided).
 // The loader declares the parameter block (binding 0) with them, and writes entry point `name`'s
@@ -24,10 +26,10 @@
 //   2  storage read        source  array<u32>: the key (bits, split, fold_in) or the bits (uniform_floats)
 //
 // Parameters (u32 words):
-//   0 count (output elements), 1 rank and 2..7 extents of the output (uniform_floats, randint),
-//   8 the source view's offset, 9..14 its strides (uniform_floats, randint: one per output axis;
+//   0 count (output elements), 1 rank and 2..7 extents of the output (uniform_floats, randint,
+//   bit_field), 8 the source view's offset, 9..14 its strides (those three: one per output axis;
 //   the others: 9 is the stride between the key's two words), 15 data (fold_in) or the plane
-//   stride (randint), 16 span, 17 multiplier and 18 low (randint)
+//   stride (randint), 16 span, 17 multiplier and 18 low (randint), or 16 shift and 17 mask (bit_field)
 //
 // Dispatch: workgroups of 64 invocations over `count` output elements (split: count / 2 keys),
 // as a grid (gx, gy, 1) numbered gx * wy + wx.
@@ -96,4 +98,8 @@ fn threefry(counter0: u32, counter1: u32) -> vec2<u32> {
     let span = word(16u);
     let offset = ((source[at] % span) * word(17u) + source[at + word(15u)] % span) % span;
     out[i] = offset + word(18u);
+}
+
+{{ELEMENT_ENTRY bit_field}}
+    out[i] = bitcast<u32>(f32((source[strided(i, 8u)] >> word(16u)) & word(17u)));
 }

@@ -1432,6 +1432,29 @@ RANDINT_EXAMPLES = (
 )
 
 
+def _permuted(name, shape, words, axis):
+    """x shuffled along ``axis`` by ``permutation(key, x, axis)`` (its BitField sort keys): jax.random.permutation's."""
+
+    def order(key):
+        jax = importlib.import_module("jax")
+        return np.asarray(jax.random.permutation(_jax_key(key), shape[axis]))
+
+    return Example(
+        name,
+        [shape, Key(words)],
+        {},
+        topos=lambda tape, x, key: topos_function("permutation")(key, x, axis=axis),
+        torch=lambda x, key: torch.index_select(x, axis, torch.tensor(order(key.numpy()).astype(np.int64))),
+        numpy=lambda x, key: np.take(x, order(key), axis=axis),
+    )
+
+
+PERMUTATION_EXAMPLES = (
+    _permuted("permutation", (7,), (0, 42), 0),
+    _permuted("permutation_axis1", (3, 20), (7, 2026), 1),
+)
+
+
 # The engine's own derivatives in closed form (a softmax's, a log-softmax's, a layer norm's and
 # gelu's), recorded directly: torch spells them with its backward ops, numpy with their formulas.
 GELU_C, GELU_K = np.sqrt(2 / np.pi), 0.044715
@@ -2173,6 +2196,12 @@ OP_SPECS = {
         docs=Api("topos.randint"),
         notes=("int32 integers, no derivative",),
         examples=RANDINT_EXAMPLES,
+    ),
+    "BitField": OpSpec(
+        (BITS,),
+        docs=Api("topos.permutation"),
+        notes=("the 16-bit halves of permutation's sort keys, as floats",),
+        examples=PERMUTATION_EXAMPLES,
     ),
     "WindowSum": OpSpec((REAL,), shapes=ROWS, docs=Api("topos.avg_pool"), examples=WINDOW_SUM_EXAMPLES),
     "WindowMax": OpSpec(

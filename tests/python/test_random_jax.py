@@ -1,5 +1,5 @@
 """jax.random's other draws in topos (``topos.model.sampling``): randint, gumbel, exponential,
-categorical and choice equal to jax.random's for the same key, on numpy, XLA and WebGPU (lavapipe).
+categorical, choice, permutation and normal equal to jax.random's for the same key, on numpy, XLA and WebGPU (lavapipe).
 
 jax 0.10 (threefry, partitionable layout) is the oracle. Integers and indices must be equal; floats
 that pass through ``log`` may differ by the rounding of the libraries' ``log`` (numpy's, XLA's,
@@ -38,8 +38,9 @@ def jax_key(key):
     return jax.random.wrap_key_data(np.asarray(key, dtype=np.uint32))
 
 
-def draws(key, draw, backend="numpy"):
-    """The outputs of a recording whose key input ``key`` feeds ``draw(tape, key)`` (a list), on ``backend``."""
+def draws(key, draw, backend="numpy", host=()):
+    """The outputs of a recording whose key input ``key`` feeds ``draw(tape, key)`` (a list), on ``backend``
+    (on WebGPU every node runs on the device but those of the opcodes in ``host``)."""
 
     def build(tape):
         return list(draw(tape, tape.input(np.asarray(key, dtype=np.uint32), name="key")))
@@ -49,7 +50,8 @@ def draws(key, draw, backend="numpy"):
     run = plan.run(network.parameters(), backend=backend)
     if backend == "webgpu":
         # Every drawing node runs on the device: the kernels reading has no host step for them.
-        assert set(run.backends.values()) <= {"webgpu"}, run.backends
+        on_host = {plan.nodes[i].opcode for i, where in run.backends.items() if where != "webgpu"}
+        assert on_host <= set(host), on_host
     return [np.asarray(v) for v in run.outputs()]
 
 
@@ -358,6 +360,55 @@ def test_choice_with_any_weights_picks_where_the_running_sum_reaches_the_target(
         assert np.all(np.abs(running[np.minimum(got, want)[differ]] - targets) <= slack)
 
 
+# permutation: jax's rounds of stable sorts by random keys ----------------------------------------------
+
+# 1625 is the last length jax shuffles in one round, 1626 the first of two.
+LENGTHS = [1, 2, 7, 100, 1000, 1625, 1626, 3000]
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_permutation_equals_jax_random_permutation(key):
+    values = np.arange(60.0, dtype=np.float32).reshape(3, 20)
+
+    def drawn(t, k):
+        x = t.input(values)
+        return [topos.permutation(k, n) for n in LENGTHS] + [topos.permutation(k, x), topos.permutation(k, x, axis=1)]
+
+    recorded = draws(key, drawn)
+    for got, n in zip(recorded, LENGTHS):
+        want = np.asarray(jax.random.permutation(jax_key(key), n))
+        assert got.dtype == np.int32 and np.array_equal(got, want), (key, n)
+    for got, axis in zip(recorded[len(LENGTHS) :], (0, 1)):
+        assert np.array_equal(got, np.asarray(jax.random.permutation(jax_key(key), values, axis=axis))), axis
+
+
+@pytest.mark.parametrize("backend", ["xla", "webgpu"])
+def test_permutation_and_choice_without_replacement_on_xla_and_webgpu(backend):
+    # WebGPU sorts rows up to 1024 (kernels/sort.wgsl); choice's int32 slice of the order runs on the host.
+    lengths = [7, 1000] if backend == "webgpu" else LENGTHS
+    for key in KEYS[:3]:
+        drawn = draws(
+            key,
+            lambda t, k: [topos.permutation(k, n) for n in lengths] + [topos.choice(k, 50, (4, 5), replace=False)],
+            backend,
+            host=("Slice", "Reshape"),
+        )
+        for got, n in zip(drawn, lengths):
+            assert np.array_equal(got, np.asarray(jax.random.permutation(jax_key(key), n))), (backend, key, n)
+        assert np.array_equal(drawn[-1], np.asarray(jax.random.choice(jax_key(key), 50, (4, 5), replace=False)))
+
+
+def test_permutation_is_recorded_as_sorts_over_the_keys_halves():
+    def build(tape):
+        return topos.permutation(tape.input(topos.random_key(0)), 10)
+
+    network, value = Tape.record(build)
+    opcodes = [node.opcode for node in network.nodes()]
+    assert opcodes.count("BitField") == 2 and opcodes.count("Argsort") == 4 and opcodes[-1] == "Argsort"
+    assert network.node(value).dtype == "int32"
+    assert "stablehlo.sort" in network.entry([value]).lower().emit_stablehlo()
+
+
 # Refusals --------------------------------------------------------------------------------------------
 
 
@@ -377,6 +428,8 @@ def test_bad_arguments_raise_topos_errors_and_record_nothing():
         (lambda: topos.choice(key, 0, (2,)), ArgumentError),
         (lambda: topos.gumbel(key, (-1,)), ShapeError),
         (lambda: topos.exponential(key, (2,), dtype="int32"), DtypeError),
+        (lambda: topos.permutation(key, 2**24), ArgumentError),
+        (lambda: topos.permutation(key, logits, axis=3), AxisError),
     ]
     before = len(tape.nodes())
     for call, error in cases:

@@ -17,7 +17,7 @@ from ..dtypes import FLOAT_DTYPES, INT32_MAX, INT32_MIN, canonical_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..ops.registry import axis_index
 from ..text import format_shape
-from . import arguments, functions, randomness, scans
+from . import arguments, functions, randomness, scans, sorting
 from .nodes import user_source
 
 
@@ -129,7 +129,8 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     With replacement and no ``p``: ``randint(key, shape, 0, n)``. With weights ``p`` (a recorded
     [n] value, summing to anything positive): the first index whose running sum reaches
     ``sum(p) * (1 - u)``, jax's ``searchsorted`` over ``cumsum(p)``. Without replacement and with
-    ``p``: the ``prod(shape)`` largest of ``gumbel(key, (n,)) + log(p)`` (the Gumbel top-k trick).
+    ``p``: the ``prod(shape)`` largest of ``gumbel(key, (n,)) + log(p)`` (the Gumbel top-k trick);
+    without either, the first ``prod(shape)`` of ``permutation(key, n)``.
     A value ``a`` is sampled along ``axis`` (``take``); a whole number gives the int32 indices.
     """
     key = randomness._recorded_key(key, "choice")
@@ -147,7 +148,7 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     if p is None and replace:
         indices = randint(key, shape, 0, n)
     elif p is None:
-        raise ArgumentError("choice without replacement and without p needs a sort (permutation), not yet recorded")
+        indices = functions.reshape(_shuffled(key, n)[:draws], shape)  # jax: permutation(key, a)[:draws]
     elif replace:
         running = scans.cumsum(p)
         target = functions.mul(running[n - 1], functions.sub(1.0, randomness.uniform(key, shape, p.dtype)))
@@ -163,7 +164,43 @@ def choice(key, a, shape=(), replace=True, p=None, axis=0):
     return functions.take(values, indices, axis=axis)
 
 
+def _shuffled(key, n):
+    """``arange(n)`` in jax's shuffled order (``jax.random._shuffle``), as int32.
+
+    Each of jax's rounds splits the key, draws 32-bit sort keys and sorts stably by them; a float
+    sort orders a uint32 key exactly as two stable passes over its 16-bit halves (``BitField``),
+    the low half first (a radix sort), carrying ``arange(n)`` along as float32 (exact below 2^24).
+    The int32 result is the inverse of the inverse permutation: two more argsorts.
+    """
+    tape = key.tape
+    order = tape.leaf(np.arange(n), dtype="float32")
+    rounds = math.ceil(3 * math.log(max(1, n)) / math.log(2**32 - 1))  # jax's: 1 round up to n = 1625
+    for _ in range(rounds):
+        keys = randomness.split_key(key, 2)
+        key, bits = keys[0], randomness.random_bits(keys[1], (n,))
+        low, high = (tape.apply("BitField", [bits], shift=s, width=16, dtype="float32") for s in (0, 16))
+        by_low = sorting.argsort(low)
+        order, high = functions.take(order, by_low), functions.take(high, by_low)
+        order = functions.take(order, sorting.argsort(high))
+    return sorting.argsort(tape.apply("IndexToFloat", [sorting.argsort(order)], dtype="float32"))
+
+
+def permutation(key, x, axis=0):
+    """``x`` shuffled along ``axis`` (``range(x)`` for a whole number, as int32), as ``jax.random.permutation``.
+
+    jax's rounds of stable sorts by random 32-bit keys (one round up to 1625 elements, two up to
+    about 2.6 million), each recorded as a split key, its bits and two ``Argsort`` passes over the
+    bits' 16-bit halves; a value ``x`` is then taken in that order (``take``), as jax takes it.
+    """
+    key = randomness._recorded_key(key, "permutation")
+    n, values, axis = _population(x, axis, "permutation", key)
+    if n >= 2**24:
+        raise ArgumentError(f"permutation of {n} elements: topos carries the order as float32, exact below 2^24")
+    indices = _shuffled(key, n)
+    return indices if values is None else functions.take(values, indices, axis=axis)
+
+
 # Each recording function records atomically, as topos.model.functions' do.
-gumbel, exponential, categorical, randint, choice = (
-    arguments.all_or_nothing(f) for f in (gumbel, exponential, categorical, randint, choice)
+gumbel, exponential, categorical, randint, choice, permutation = (
+    arguments.all_or_nothing(f) for f in (gumbel, exponential, categorical, randint, choice, permutation)
 )

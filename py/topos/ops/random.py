@@ -21,7 +21,10 @@ numbers is reproducible on every backend. Nothing here is differentiable.
   on every backend. float64 (which JAX draws from 64 bits; topos has no 64-bit
   integers) is ``bits * 2**-32``: the same 32 bits, exact in float64, not JAX's stream;
 - ``RandomInt(bits)``, attributes ``low`` and ``high``: int32 in [low, high) from [2, ...]
-  words (two draws from a split key), JAX's ``_randint``: the 64 bits reduced modulo the span.
+  words (two draws from a split key), JAX's ``_randint``: the 64 bits reduced modulo the span;
+- ``BitField(bits)``, attributes ``shift``, ``width`` and ``dtype``: the whole number
+  ``(bits >> shift) & (2**width - 1)`` as a float, exact for a width up to 24: a uint32 sort key
+  in two 16-bit halves that a float sort orders exactly (``permutation``'s rounds).
 """
 
 import math
@@ -386,3 +389,42 @@ class RandomInt(RandomPrimitive):
     def wgsl_launch(self, k, node, views):
         span, multiplier = randint_words(node.attrs["low"], node.attrs["high"])
         return k.random("randint", node, views[0], (span, multiplier, node.attrs["low"] % 2**32))
+
+
+@register
+class BitField(RandomPrimitive):
+    """``BitField(bits)``: ``(bits >> shift) & (2**width - 1)`` as ``dtype`` floats, exact (a width up to 24)."""
+
+    name = "BitField"
+    attributes = {"shift": _word_kind, "width": _word_kind, "dtype": _float_dtype_kind}
+    device_dtypes = ("float32",)
+    element_flops = 3  # a shift, a mask and a conversion
+
+    def normalize(self, metas, attrs):
+        shift, width = attrs.get("shift", 0), attrs.get("width", 16)
+        for name, value, top in (("shift", shift, 31), ("width", width, 24)):
+            if isinstance(value, bool) or not isinstance(value, int) or not int(name == "width") <= value <= top:
+                self.fail(f"{name} must be a whole number up to {top}, got {value!r}", metas)
+        return {"shift": shift, "width": width, "dtype": canonical_dtype(attrs.get("dtype", "float32"), FLOAT_DTYPES)}
+
+    def infer(self, metas, attrs):
+        if metas[0].dtype != "uint32":
+            self.fail(f"takes uint32 bits (random_bits), got {metas[0].dtype}", metas)
+        return Meta(metas[0].shape, attrs["dtype"])
+
+    def forward(self, inputs, attrs):
+        field = (inputs[0] >> np.uint32(attrs["shift"])) & np.uint32(2 ** attrs["width"] - 1)
+        return field.astype(attrs["dtype"])
+
+    def stablehlo(self, ctx, node):
+        (bits,) = ctx.operands(node)
+        words = ctx.tensor_type(node.shape, "uint32")
+        shifted = ctx.emit(
+            f"stablehlo.shift_right_logical {bits}, {ctx.splat(node.attrs['shift'], node.shape, 'uint32')} : {words}"
+        )
+        mask = ctx.splat(2 ** node.attrs["width"] - 1, node.shape, "uint32")
+        field = ctx.emit(f"stablehlo.and {shifted}, {mask} : {words}")
+        return ctx.convert(field, node.shape, "uint32", node.dtype)
+
+    def wgsl_launch(self, k, node, views):
+        return k.random("bit_field", node, views[0], (node.attrs["shift"], 2 ** node.attrs["width"] - 1))

@@ -3,7 +3,8 @@
 ``RandomBits``, ``SplitKey`` and ``FoldIn`` read their key, a [2] view of u32 words
 (a strided one, as a key sliced from ``SplitKey``'s keys is), and write u32 words;
 ``Uniform`` reads bits through their view's strides and writes a float32 value's
-bits; ``RandomInt`` reads two planes of bits so and writes int32 words. The parameter layout is the one the kernel file's header comment writes.
+bits; ``RandomInt`` reads two planes of bits so and writes int32 words, ``BitField`` a field of each
+word as a float32. The parameter layout is the one the kernel file's header comment writes.
 """
 
 from ...errors import ShapeError
@@ -21,12 +22,13 @@ def _key_words(key):
 
 
 def random(entry, source, out_buffer, shape, data=0, label="", extra=()):
-    """The launch of the kernel's ``entry`` (bits, split, fold_in, uniform_floats or randint) reading view
-    ``source`` (the key, or the bits) into a new dense ``shape`` in ``out_buffer``; ``data`` is fold_in's,
-    ``extra`` randint's span, multiplier and low bound (words 16 to 18)."""
+    """The launch of the kernel's ``entry`` (bits, split, fold_in, uniform_floats, randint or bit_field)
+    reading view ``source`` (the key, or the bits) into a new dense ``shape`` in ``out_buffer``; ``data``
+    is fold_in's, ``extra`` randint's span, multiplier and low bound or bit_field's shift and mask (words
+    16 on)."""
     shape = tuple(shape)
     count = element_count(shape)
-    if entry in ("uniform_floats", "randint"):
+    if entry in ("uniform_floats", "randint", "bit_field"):
         # randint reads [2, ...] words as their first plane, the second one plane stride (word 15) beyond.
         strides = source.strides[1:] if entry == "randint" else source.strides
         merged, (out_strides, strides) = merge_jointly(shape, [contiguous_strides(shape), strides])
