@@ -1,4 +1,4 @@
-// topos kernel family "reduce": sum or max over any set of axes (mean is a sum with a scale).
+// topos kernel family "reduce": sum, max or product over any set of axes (mean is a sum with a scale).
 //
 // The reduced operand is read through a strided view split in two: the kept ("outer")
 // axes name an output element o, the reduced ("inner") axes run over its `reduced`
@@ -15,8 +15,8 @@
 //                     correct kernel, and the fastest when each output has few terms.
 //
 // Specialisation (text substituted before compiling):
-//   {{IDENTITY}}  the fold's starting value: `0.0` (sum) or `-infinity()` (max)
-//   {{COMBINE}}   the fold of accumulator `a` and term `b`: `a + b` or `nan_max(a, b)`
+//   {{IDENTITY}}  the fold's starting value: `0.0` (sum), `-infinity()` (max) or `1.0` (product)
+//   {{COMBINE}}   the fold of accumulator `a` and term `b`: `a + b`, `nan_max(a, b)` or `a * b`
 //
 // The line after the bindings takes the shared helpers of kernels/common.wgsl (word, element, decode,
 // infinity) and its workgroup array `partial`, which the fold below uses with this file's combine.
