@@ -13,6 +13,12 @@
 //                 (`descending`: a NaN first), equal values by position. A total order makes
 //                 the unstable network give the stable sort's one answer. sort_values writes
 //                 the values, sort_indices the positions.
+//   sort_load, sort_stage, sort_store_values, sort_store_indices
+//                 the same network for longer rows, through storage: sort_load writes each row's
+//                 (value, position) keys padded to `padded` into `long_keys` and `long_places`,
+//                 sort_stage runs one stage (k, j) of the network over every row (one launch a
+//                 stage, as scatter.wgsl's scatter_sort_step), and a store entry writes the values
+//                 or the positions back, `length` a row.
 //   take_along    one invocation an output element (row r, slot t): values[r * length + indices[i]].
 //   scatter_along one invocation an output element (row r, slot s): the sum, from 0.0 in increasing
 //                 k, of updates[r * count + k] over the k whose index is s (no atomics: the same
@@ -33,11 +39,13 @@
 //   3  storage read        source    array<f32>: the rows, the values taken from, the updates, or the sorted vector
 //   4  storage read        indices   array<i32>: take_along's and scatter_along's indices
 //   5  storage read        needles   array<f32>: search_sorted's values
+//   6  storage read_write  long_keys   array<f32>, rows x padded: the long sort's values
+//   7  storage read_write  long_places array<u32>, rows x padded: the long sort's positions
 //
 // Parameters (u32 words):
 //   0 total (rows for the sorts, output elements otherwise), 1 length (a row's elements; the
 //   sorted vector's), 2 padded (the sort's power of two), 3 descending, 4 count (indices a row),
-//   5 extent (the scattered axis), 6 right (search_sorted's side)
+//   5 extent (the scattered axis), 6 right (search_sorted's side), 7 k, 8 j (a long sort's stage)
 //
 // Dispatch: workgroups of 64 invocations as a grid (gx, gy, 1) numbered gx * wy + wx: one a row
 // (the sorts), or over `total` elements (the others).
@@ -47,6 +55,8 @@
 @group(0) @binding(3) var<storage, read> source: array<f32>;
 @group(0) @binding(4) var<storage, read> indices: array<i32>;
 @group(0) @binding(5) var<storage, read> needles: array<f32>;
+@group(0) @binding(6) var<storage, read_write> long_keys: array<f32>;
+@group(0) @binding(7) var<storage, read_write> long_places: array<u32>;
 
 {{COMMON}}
 
@@ -133,6 +143,43 @@ fn sort_row(row: u32, lane: u32) {
     for (var t = lane; t < length; t += 64u) {
         positions[row * length + t] = i32(places[t]);
     }
+}
+
+// The long sort: element i of rows x padded is slot i % padded of row i / padded.
+{{ELEMENT_ENTRY sort_load}}
+    let length = word(1u);
+    let padded = word(2u);
+    let t = i % padded;
+    long_keys[i] = select(0.0, source[(i / padded) * length + min(t, length - 1u)], t < length);
+    long_places[i] = t;
+}
+
+{{ELEMENT_ENTRY sort_stage}}
+    let k = word(7u);
+    let j = word(8u);
+    let partner = i ^ j;  // j < padded: the partner lies in the same row
+    if (partner > i) {
+        let a = long_keys[i];
+        let b = long_keys[partner];
+        let ia = long_places[i];
+        let ib = long_places[partner];
+        if (goes_before(b, ib, a, ia) == (((i % word(2u)) & k) == 0u)) {
+            long_keys[i] = b;
+            long_keys[partner] = a;
+            long_places[i] = ib;
+            long_places[partner] = ia;
+        }
+    }
+}
+
+{{ELEMENT_ENTRY sort_store_values}}
+    let length = word(1u);
+    out[i] = long_keys[(i / length) * word(2u) + i % length];
+}
+
+{{ELEMENT_ENTRY sort_store_indices}}
+    let length = word(1u);
+    positions[i] = i32(long_places[(i / length) * word(2u) + i % length]);
 }
 
 {{ELEMENT_ENTRY take_along}}

@@ -5,7 +5,7 @@ put_along_axis, scatter_add, scatter composites) run in the six per-op suites. H
 itself on every special value (NaN, infinities, -0.0 beside 0.0, ties) against numpy and JAX
 (``jnp.sort(..., descending=True)``) for any axis, bit for bit on the interpreter, XLA and
 WebGPU (a sort only moves elements, so every backend must give the same bits); the bitonic
-kernel's edge lengths and its decline past ``MAX_SORT_LENGTH``; searchsorted against numpy
+kernel's edge lengths in a workgroup and by stages past ``MAX_SORT_LENGTH``, and its decline; searchsorted against numpy
 on special values; the sort's derivative against JAX's; and the embedding gradient written
 by hand with ``scatter_add``, which jax-js's users ask for.
 """
@@ -76,8 +76,11 @@ def test_sorts_give_numpys_and_jaxs_order_bit_for_bit_on_every_backend(shape, ax
             assert np.array_equal(got, order), (backend, dtype)
 
 
-@pytest.mark.parametrize("n", [1, 2, 3, 63, 64, 65, 100, sort_build.MAX_SORT_LENGTH])
-def test_the_bitonic_kernel_sorts_rows_of_every_length_up_to_its_limit(n):
+LENGTHS = [1, 2, 3, 63, 64, 65, 100, sort_build.MAX_SORT_LENGTH, sort_build.MAX_SORT_LENGTH + 1, 3000]
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+def test_the_bitonic_kernel_sorts_rows_of_every_length_in_a_workgroup_or_by_stages(n):
     rng = np.random.default_rng(n)
     x = special_rows(rng, (3, n), "float32")
     x[1] = rng.normal(size=n)  # a row of distinct values too
@@ -85,21 +88,21 @@ def test_the_bitonic_kernel_sorts_rows_of_every_length_up_to_its_limit(n):
         order = numpy_order(x, -1, descending)
         got = run_on(x, lambda v, d=descending: topos.argsort(v, descending=d), "webgpu", "float32")
         assert np.array_equal(got, order)
+        got = run_on(x, lambda v, d=descending: topos.sort(v, axis=0, descending=d), "webgpu", "float32")
+        assert got.tobytes() == np.take_along_axis(x, numpy_order(x, 0, descending), 0).tobytes()
 
 
-def test_a_row_longer_than_the_kernel_holds_is_declined_with_its_reason_and_sorted_on_the_host():
+def test_a_long_row_takes_one_launch_a_stage_and_too_many_keys_are_declined_with_the_reason():
     n = sort_build.MAX_SORT_LENGTH + 1
-    x = np.random.default_rng(0).normal(size=(2, n)).astype(np.float32)
     tape = Tape("float32")
-    out = topos.sort(tape.parameter(x))
-    network = tape.seal()
-    reading = network.entry([out]).lower().kernels().describe()
-    (step,) = [line for line in reading.splitlines() if line.startswith("numpy")]
-    assert "Sort" in step and f"rows of {n} elements" in step, reading
-    plan = network.entry([out]).lower()
-    run = plan.run(network.parameters(), {}, backend="webgpu")
-    assert {run.backends[i] for i in plan.schedule if plan.nodes[i].opcode == "Sort"} == {"numpy"}
-    assert np.array_equal(np.asarray(run.of(out)), np.sort(x, kind="stable"))
+    out = topos.sort(tape.parameter(np.zeros((2, n), np.float32)))
+    reading = tape.seal().entry([out]).lower().kernels().describe()
+    assert not [line for line in reading.splitlines() if line.startswith("numpy")], reading
+    # 2048 padded keys: 11 x 12 / 2 stages between the load and the store.
+    assert reading.count("sort:sort_stage") == 66 and "sort:sort_load" in reading, reading
+    assert sort_build.sort_declines(4, sort_build.MAX_SORT_LENGTH) is None
+    rows, n = 3, (1 << 23) + 1  # padded to 2^24 a row: 3 x 2^24 keys, past one binding's 2^25
+    assert "3 rows padded to 16777216: 50331648 keys exceed the 33554432" in sort_build.sort_declines(rows, n)
 
 
 @pytest.mark.parametrize("side", ["left", "right"])

@@ -337,30 +337,37 @@ class LaunchHelpers:
         return dense
 
     def _along_axis(self, node, axis, launch):
-        """Run ``launch(out_buffer, shape)`` into the node's value laid out with ``axis`` last, then put
-        that axis back in place (a copy) unless it is the last already."""
+        """Run ``launch(out_buffer)`` (a launch or a list of them) into the node's value laid out with
+        ``axis`` last, then put that axis back in place (a copy) unless it is the last already."""
         out = self.output(node)
-        last = len(node.shape) - 1
-        if axis == last:
-            self.launch(launch(out.buffer), node.index)
-            return out
         order = tuple(a for a in range(len(node.shape)) if a != axis) + (axis,)
-        moved = self.allocate(tuple(node.shape[a] for a in order), node.dtype)
-        self.launch(launch(moved.buffer), node.index)
-        self.place(moved.transpose(tuple(order.index(a) for a in range(len(order)))), out, node)
+        moved = out if axis == len(node.shape) - 1 else self.allocate(tuple(node.shape[a] for a in order), node.dtype)
+        launches = launch(moved.buffer)
+        for one in launches if isinstance(launches, list) else [launches]:
+            self.launch(one, node.index)
+        if moved is not out:
+            self.place(moved.transpose(tuple(order.index(a) for a in range(len(order)))), out, node)
         return out
 
     def sort(self, node, view):
-        """``Sort`` (the values) or ``Argsort`` (the int32 positions) along the node's ``axis``, one
-        workgroup a row (``topos.compiler.wgsl.sort``)."""
+        """``Sort`` (the values) or ``Argsort`` (the int32 positions) along the node's ``axis``: one workgroup
+        a row up to 1024 long, else one launch a stage through two scratch buffers (``topos.compiler.wgsl.sort``)."""
         axis, descending = node.attrs["axis"], node.attrs["descending"]
         rows = self._last_dense(view, axis, node)
         indices = node.opcode == "Argsort"
-        return self._along_axis(node, axis, lambda buffer: sort_build.sort_rows(rows, buffer, descending, indices))
+
+        def scratch(elements, dtype):
+            return self.scratch((elements,), dtype).buffer
+
+        def launches(buffer):
+            return sort_build.sort_rows(rows, buffer, descending, indices, scratch=scratch)
+
+        return self._along_axis(node, axis, launches)
 
     def sort_declines(self, node):
         """Why the sort kernel cannot sort ``node``'s rows (a sentence), or None."""
-        return sort_build.sort_declines(self.operand_node(node, 0).shape[node.attrs["axis"]])
+        shape, axis = self.operand_node(node, 0).shape, node.attrs["axis"]
+        return sort_build.sort_declines(element_count(shape) // max(shape[axis], 1), shape[axis])
 
     def take_along_axis(self, node, values, indices):
         """``TakeAlongAxis``: one invocation an output element, the axis moved last."""
