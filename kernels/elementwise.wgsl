@@ -676,7 +676,97 @@ fn lanczos_log_t(z: f32) -> f32 {
     return special_log1p(z * 0.13333333333333333) + 2.0149030205422647;
 }
 
-// log|Gamma(x)|: Lanczos (g = 7, 9 terms) at z = x - 1 for x >= 1/2, else reflected:
+// lgamma(w) for w in [1/2, 5/2): e H(e) = lgamma(2 + e) about 2, less log1p(e) about 1 (special_forms).
+fn log_gamma_near_two(w: f32) -> f32 {
+    let near_one = w < 1.5;
+    let e = select(w - 2.0, w - 1.0, near_one);
+    var p = 1.3304764374244491e-10;
+    p = -2.7595228851242334e-10 + p * e;
+    p = 5.731367241678862e-10 + p * e;
+    p = -1.1921401405860912e-09 + p * e;
+    p = 2.4836745438024785e-09 + p * e;
+    p = -5.183475041970047e-09 + p * e;
+    p = 1.0838659214896955e-08 + p * e;
+    p = -2.2711094608943164e-08 + p * e;
+    p = 4.769810169363981e-08 + p * e;
+    p = -1.00432248239681e-07 + p * e;
+    p = 2.1207184805554667e-07 + p * e;
+    p = -4.492469198764566e-07 + p * e;
+    p = 9.55141213040742e-07 + p * e;
+    p = -2.039215753801366e-06 + p * e;
+    p = 4.374866789907487e-06 + p * e;
+    p = -9.439488275268395e-06 + p * e;
+    p = 2.0507212775670694e-05 + p * e;
+    p = -4.492623673813314e-05 + p * e;
+    p = 9.945751278180853e-05 + p * e;
+    p = -0.00022315475845357936 + p * e;
+    p = 0.0005096695247430425 + p * e;
+    p = -0.001192753911703261 + p * e;
+    p = 0.0028905103307415234 + p * e;
+    p = -0.007385551028673986 + p * e;
+    p = 0.020580808427784546 + p * e;
+    p = -0.0673523010531981 + p * e;
+    p = 0.3224670334241132 + p * e;
+    p = 0.42278433509846713 + p * e;
+    let near = e * p;
+    return select(near, near - special_log1p(e), near_one);
+}
+
+// psi(x) for x in [1/2, 5/2): the series about 2, less 1/x below 3/2; within 1/10 of the root
+// x0 = 1.4616..., its Taylor series in d = (x - x0's f32) - the rest of x0.
+fn digamma_near_two(x: f32) -> f32 {
+    if (abs(x - 1.4616321449683622) < 0.1) {
+        let d = (x - 1.4616321325302124) - 1.2438149938918909e-08;
+        var q = -0.003369801655439328;
+        q = 0.004926781395729853 + q * d;
+        q = -0.007204534386356869 + q * d;
+        q = 0.010538791616612175 + q * d;
+        q = -0.01542476590494896 + q * d;
+        q = 0.022597648232218104 + q * d;
+        q = -0.03316112647484736 + q * d;
+        q = 0.04880428816414311 + q * d;
+        q = -0.07219956125645471 + q * d;
+        q = 0.10782405069126237 + q * d;
+        q = -0.16394270544240652 + q * d;
+        q = 0.258499760955651 + q * d;
+        q = -0.4427631689835921 + q * d;
+        q = 0.9676722454476212 + q * d;
+        return d * q;
+    }
+    let near_one = x < 1.5;
+    let e = select(x - 2.0, x - 1.0, near_one);
+    var p = 3.725334024788457e-09;
+    p = -7.45071178983543e-09 + p * e;
+    p = 1.4901554828365043e-08 + p * e;
+    p = -2.980350351465228e-08 + p * e;
+    p = 5.960818905125948e-08 + p * e;
+    p = -1.1921992596531106e-07 + p * e;
+    p = 2.38450502727733e-07 + p * e;
+    p = -4.769329867878064e-07 + p * e;
+    p = 9.539620338727962e-07 + p * e;
+    p = -1.908212716553939e-06 + p * e;
+    p = 3.81729326499984e-06 + p * e;
+    p = -7.637197637899763e-06 + p * e;
+    p = 1.528225940865187e-05 + p * e;
+    p = -3.058823630702049e-05 + p * e;
+    p = 6.124813505870483e-05 + p * e;
+    p = -0.00012271334757848915 + p * e;
+    p = 0.0002460865533080483 + p * e;
+    p = -0.0004941886041194645 + p * e;
+    p = 0.0009945751278180853 + p * e;
+    p = -0.0020083928260822143 + p * e;
+    p = 0.00407735619794434 + p * e;
+    p = -0.008349277381922827 + p * e;
+    p = 0.01734306198444914 + p * e;
+    p = -0.03692775514336993 + p * e;
+    p = 0.08232323371113819 + p * e;
+    p = -0.2020569031595943 + p * e;
+    p = 0.6449340668482264 + p * e;
+    p = 0.42278433509846713 + p * e;
+    return select(p, p - 1.0 / x, near_one);
+}
+
+// log|Gamma(x)|: the series about 2 on [1/2, 5/2), Lanczos (g = 7, 9 terms) above, reflected below 1/2:
 // log(pi) - log|sin(pi x)| - lgamma(1 - x); +inf at the poles and both infinities.
 fn log_gamma(x: f32) -> f32 {
     if (is_nan(x)) {
@@ -685,17 +775,26 @@ fn log_gamma(x: f32) -> f32 {
     if (is_infinite(x)) {
         return infinity();
     }
-    let reflect = x < 0.5;
-    let z = select(x - 1.0, -x, reflect);
-    var c = array<f32, 8>(676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
-                          12.507343278686905, -0.13857109526572012, 9.9843695780195716e-06, 1.5056327351493116e-07);
-    var series = 0.99999999999980993;
-    for (var i = 0; i < 8; i++) {
-        series = series + c[i] / (z + f32(i + 1));
+    if (abs(x) < 1.1920929e-07) {
+        return -precise_log(abs(x));
     }
-    let t = z + 7.5;
-    let log_t = lanczos_log_t(z);
-    let log_y = (z + 0.5 - t / log_t) * log_t + 0.91893853320467267 + precise_log(series);
+    let reflect = x < 0.5;
+    let w = select(x, 1.0 - x, reflect);
+    var log_y: f32;
+    if (w < 2.5) {
+        log_y = log_gamma_near_two(w);
+    } else {
+        let z = w - 1.0;
+        var c = array<f32, 8>(676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,
+                              12.507343278686905, -0.13857109526572012, 9.9843695780195716e-06, 1.5056327351493116e-07);
+        var series = 0.99999999999980993;
+        for (var i = 0; i < 8; i++) {
+            series = series + c[i] / (z + f32(i + 1));
+        }
+        let t = z + 7.5;
+        let log_t = lanczos_log_t(z);
+        log_y = (z + 0.5 - t / log_t) * log_t + 0.91893853320467267 + precise_log(series);
+    }
     if (!reflect) {
         return log_y;
     }
@@ -711,7 +810,7 @@ fn log_gamma(x: f32) -> f32 {
     return 1.1447298858494002 - log_sine - log_y;
 }
 
-// psi(x), the Lanczos form's derivative at x >= 1/2, reflected below by psi(1 - x) - pi / tan(pi x);
+// psi(x): the series about 2 on [1/2, 5/2), the Lanczos form's derivative above, reflected below by psi(1 - x) - pi / tan(pi x);
 // NaN at the negative integers and -inf, -inf at +0 and +inf at -0 (scipy's psi).
 fn digamma(x: f32) -> f32 {
     if (is_nan(x)) {
@@ -725,6 +824,9 @@ fn digamma(x: f32) -> f32 {
     }
     if (x < 0.0 && x == floor(x)) {
         return not_a_number();
+    }
+    if (x >= 0.5 && x < 2.5) {
+        return digamma_near_two(x);
     }
     let reflect = x < 0.5;
     let z = select(x - 1.0, -x, reflect);
@@ -746,38 +848,78 @@ fn digamma(x: f32) -> f32 {
     return y - precise_cos(angle) * 3.14159265358979 / precise_sin(angle);
 }
 
-// psi'(x): sum_{k < 15} 1 / (w + k)^2 and the asymptotic series at w + 15 (to B_14) for w = x >= 0;
-// below, pi^2 / sin^2(pi x) - psi'(1 - x). +inf at the poles and -inf, 0 at +inf (scipy's).
-fn trigamma(x: f32) -> f32 {
+// psi^(n)(x) for 1 <= n <= 8 (Polygamma's forms, special_forms.polygamma): at w = x >= 0,
+// (-1)^(n+1) n! (sum_{k < N} (w + k)^-(n+1) + the asymptotic series at w + N), N = 12 + 3n, whose
+// coefficients are B_2j (2j + n - 1)! / ((2j)! n!); below 0 the reflection
+// (-1)^n psi^(n)(1 - x) - pi^(n+1) P_n(cot(pi x)), P_0(c) = c, P_(k+1)(c) = -(1 + c^2) P_k'(c).
+// The poles and -inf give (-1)^(n+1) inf, +inf gives 0 (scipy's polygamma).
+fn polygamma_of_order(n: i32, x: f32) -> f32 {
+    let sign = select(-1.0, 1.0, (n & 1) == 1);
     if (is_nan(x)) {
         return x;
     }
     if (is_infinite(x)) {
-        return select(infinity(), 0.0, x > 0.0);
+        return select(sign * infinity(), 0.0, x > 0.0);
     }
     let reflect = x < 0.0;
-    let w = select(x, 1.0 - x, reflect);
-    let inverse = 1.0 / (w + 15.0);
-    let s = inverse * inverse;
-    var p = 1.1666666666666667;
-    p = -0.2531135531135531 + p * s;
-    p = 0.07575757575757576 + p * s;
-    p = -0.03333333333333333 + p * s;
-    p = 0.023809523809523808 + p * s;
-    p = -0.03333333333333333 + p * s;
-    p = 0.16666666666666666 + p * s;
-    var total = (inverse + 0.5 * s) + s * inverse * p;
-    for (var k = 14; k >= 0; k--) {
-        let r = 1.0 / (w + f32(k));
-        total = total + r * r;
+    let w = select(select(x, 0.0, x == 0.0), 1.0 - x, reflect);  // -0 read as +0, as scipy and torch
+    var factorial = 1.0;
+    for (var i = 2; i <= n; i++) {
+        factorial = factorial * f32(i);
     }
+    var bernoulli = array<f32, 7>(0.16666666666666666, -0.03333333333333333, 0.023809523809523808,
+                                  -0.03333333333333333, 0.07575757575757576, -0.2531135531135531, 1.1666666666666667);
+    let shift = 12 + 3 * n;
+    let inverse = 1.0 / (w + f32(shift));
+    let inverse_square = inverse * inverse;
+    var series = 0.0;
+    for (var j = 7; j >= 1; j--) {
+        var a = bernoulli[j - 1] / factorial;
+        for (var i = 1; i < n; i++) {
+            a = a * f32(2 * j + i);
+        }
+        series = a + series * inverse_square;
+    }
+    var power_n = inverse;
+    for (var i = 1; i < n; i++) {
+        power_n = power_n * inverse;
+    }
+    var total = (power_n / f32(n) + 0.5 * power_n * inverse) + power_n * inverse_square * series;
+    for (var k = shift - 1; k >= 0; k--) {
+        let r = 1.0 / (w + f32(k));
+        var term = r;
+        for (var i = 0; i < n; i++) {
+            term = term * r;
+        }
+        total = total + term;
+    }
+    total = total * sign * factorial;
     if (!reflect) {
         return total;
     }
     let angle = (x - floor(x + 0.5)) * 3.14159265358979;
     if (angle == 0.0) {
-        return infinity();
+        return sign * infinity();
     }
-    let sine = precise_sin(angle);
-    return 9.869604401089358 / (sine * sine) - total;
+    let c = precise_cos(angle) / precise_sin(angle);
+    // P_n's coefficients, lowest power first, by n steps of P <- -(1 + c^2) P'.
+    var p = array<f32, 10>(0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    for (var step = 0; step < n; step++) {
+        var next = array<f32, 10>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        for (var i = 1; i <= step + 1; i++) {
+            let derivative = f32(i) * p[i];
+            next[i - 1] = next[i - 1] - derivative;
+            next[i + 1] = next[i + 1] - derivative;
+        }
+        p = next;
+    }
+    var value = 0.0;
+    for (var i = n + 1; i >= 0; i--) {
+        value = p[i] + value * c;
+    }
+    var pi_power = 3.14159265358979;
+    for (var i = 0; i < n; i++) {
+        pi_power = pi_power * 3.14159265358979;
+    }
+    return -sign * total - pi_power * value;
 }

@@ -137,7 +137,7 @@ from .model.logical import logical_and, logical_not, logical_or, logical_xor
 from .model.pooling import avg_pool, max_pool
 from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
 from .model.reductions import all, any, cummax, cummin, cumprod, logcumsumexp, prod
-from .model.sampling import categorical, choice, exponential, gumbel, permutation, randint
+from .model.sampling import categorical, choice, exponential, gumbel, permutation, randint, truncated_normal
 from .model.scans import argmax, argmin, cumsum, top_k
 from .model.sorting import argsort, put_along_axis, scatter, scatter_add, searchsorted, sort, take_along_axis
 from .model.special import digamma, erf, erfc, erfinv, gammaln, lgamma, polygamma
@@ -275,6 +275,7 @@ __all__ = [
     "gumbel",
     "permutation",
     "randint",
+    "truncated_normal",
     "avg_pool",
     "max_pool",
     # elementwise functions that need their own accuracy (topos.model.elementwise_more)

@@ -788,6 +788,18 @@ def random_cases():
         lambda k: np.asarray(jax.random.uniform(jax_key(k), (130,), dtype=np.float32)).astype(np.float64),
     )
     yield Case(
+        "RandomInt [5, 40] in [0, 9) (jax.random.randint), as a one-hot",
+        [(key, U)],
+        lambda t, k: topos.one_hot(topos.randint(k, (5, 40), 0, 9), 9),
+        lambda k: np.eye(9)[np.asarray(jax.random.randint(jax_key(k), (5, 40), 0, 9))],
+    )
+    yield Case(
+        "BitField: a [70] vector shuffled by permutation (jax.random.permutation)",
+        [(np.random.default_rng(70).normal(size=70), F), (key, U)],  # its own generator: later cases keep theirs
+        lambda t, x, k: topos.permutation(k, x),
+        lambda x, k: x[np.asarray(jax.random.permutation(jax_key(k), 70))],
+    )
+    yield Case(
         "dropout at rate 0.25 of [4, 33]",
         [(normal(4, 33), F), (key, U)],
         lambda t, x, k: topos.dropout(x, 0.25, k),
@@ -1192,6 +1204,24 @@ def cumulative_cases():
     )
 
 
+def special_cases():
+    """Polygamma, the special function with an attribute (the others are plain rows, taken above):
+    orders 1 to 3 on positive values and between the poles, drawn from its own generator."""
+    from scipy import special
+
+    draw = np.random.default_rng(1_4616)  # its own: the cases before it keep their values
+    positive = draw.uniform(0.05, 30, (7, 9))
+    negative = (-draw.integers(0, 6, (7, 9)) - draw.uniform(0.1, 0.9, (7, 9))).astype(np.float64)
+    for n in (1, 2, 3):
+        for what, data in (("positive", positive), ("between the poles", negative)):
+            yield Case(
+                f"Polygamma of order {n} [7, 9], {what}",
+                [(data, F)],
+                lambda t, x, n=n: topos.polygamma(n, x),
+                lambda x, n=n: special.polygamma(n, x),
+            )
+
+
 def all_cases():
     for group in (
         unary_cases,
@@ -1214,6 +1244,7 @@ def all_cases():
         fft_cases,
         sort_cases,
         cumulative_cases,
+        special_cases,
     ):
         yield from group()
 

@@ -43,6 +43,7 @@ primitive, have rows of the same form in ``COMPOSITES``, keyed by their public n
 """
 
 import importlib
+import math
 import zlib
 from dataclasses import dataclass, field, replace
 
@@ -1776,13 +1777,37 @@ def _scipy_special(name):
     return lambda *xs: getattr(importlib.import_module("scipy.special"), name)(*xs)
 
 
+# torch's trigamma shifts its argument by 6 and stops its series at B_6 (1e-9 of the value, past
+# the float64 bound), so the torch spellings move the argument past 24 first by the recurrence
+# psi^(n)(x) = psi^(n)(x + 24) + (-1)^(n+1) n! sum_{k<24} (x + k)^-(n+1): the same function, through
+# torch's ops, accurate, and differentiable (digamma's derivative is trigamma).
+# At the poles and infinities (and -0, which x + 0 would make +0) torch's own call answers, on
+# a harmless stand-in operand so that no NaN reaches the gradient through the unused branch.
+def _shifted(x, accurate, own):
+    plain = ~torch.isfinite(x) | (x == torch.floor(x)) & (x <= 0)
+    safe = torch.where(plain, torch.full_like(x, 0.5), x)
+    return torch.where(plain, own(x), accurate(safe))
+
+
+def _torch_polygamma(n, x):
+    def accurate(y):
+        shifted = sum((y + k) ** -(n + 1) for k in range(24))
+        return torch.polygamma(n, y + 24) + (-1) ** (n + 1) * math.factorial(n) * shifted
+
+    return _shifted(x, accurate, lambda y: torch.polygamma(n, y))
+
+
+def _torch_digamma(x):
+    return _shifted(x, lambda y: torch.digamma(y + 24) - sum(1 / (y + k) for k in range(24)), torch.digamma)
+
+
 def _polygamma(name, n, values=None):
     return Example(
         name,
         [(3, 4)],
         {"n": n},
         topos=lambda tape, x, n: topos_function("polygamma")(n, x),
-        torch=lambda x, n: torch.polygamma(n, x),
+        torch=lambda x, n: _torch_polygamma(n, x),
         numpy=lambda x, n: _scipy_special("polygamma")(n, x),
         values=values,
     )
@@ -1815,7 +1840,7 @@ SPECIAL_EXAMPLES = {
             [(3, 4)],
             {},
             topos=lambda tape, x: topos_function("digamma")(x),
-            torch=lambda x: torch.digamma(x),
+            torch=_torch_digamma,
             numpy=_scipy_special("digamma"),
             values=(GAMMA_NEGATIVE,),
         ),

@@ -220,6 +220,8 @@ CASES = [
     ("exponential", lambda: topos.exponential(_recorded_key(), (-1,)), ShapeError, "negative extent"),
     ("categorical", lambda: topos.categorical(_recorded_key(), "logits"), ArgumentTypeError, "recorded value"),
     ("choice", lambda: topos.choice(_recorded_key(), 0, (2,)), ArgumentError, "cannot draw 2 samples from 0"),
+    ("permutation", lambda: topos.permutation(_recorded_key(), 2**24), ArgumentError, "exact below 2^24"),
+    ("truncated_normal", lambda: topos.truncated_normal(_recorded_key(), 1.0, 0.0), ArgumentError, "lower < upper"),
     # The tape, the network and its tables.
     ("Tape", lambda: topos.Tape(dtype="float16"), DtypeError, "unsupported dtype 'float16'"),
     ("Tape", lambda: topos.Tape().parameter("text"), RecordingError, ""),

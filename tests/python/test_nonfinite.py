@@ -372,6 +372,29 @@ TORCH_DIFFERS = {
 }
 
 
+def _polygamma_poles(inputs, result):
+    """polygamma(1, x)'s poles: the negative integers (every float past 2^24 or 2^53 is one) and -inf."""
+    x = inputs[0]
+    return (x < 0) & ((x == np.floor(x)) | np.isinf(x))
+
+
+# topos's polygamma gives scipy's answers at the poles and at +inf; PyTorch's trigamma gives NaN at
+# -inf and the largest negative floats and a large finite number at -1 (its sin(pi x) is not 0),
+# and its higher orders (Hurwitz zeta) NaN at +inf.
+for _name in ("trigamma", "trigamma_negative"):
+    TORCH_DIFFERS[_name] = (
+        _polygamma_poles,
+        lambda inputs, result: (result == np.inf).all(),
+        "polygamma(1, x) is +inf at the poles and -inf, as scipy's; PyTorch's is NaN or finite there",
+    )
+for _name in ("polygamma_2", "polygamma_3", "polygamma_2_negative"):
+    TORCH_DIFFERS[_name] = (
+        lambda inputs, result: inputs[0] == np.inf,
+        lambda inputs, result: (result == 0).all(),
+        "polygamma(n, +inf) is 0, as scipy's; PyTorch's is NaN",
+    )
+
+
 def exact_remainder(function, divisor=None):
     """TORCH_DIFFERS's entry for fmod and mod (``divisor``: the number a call divides by): where
     ``a / b`` overflows, ``b`` finite and non-zero, PyTorch's CPU kernels give NaN, and topos
