@@ -201,3 +201,26 @@ def test_the_kernels_reading_names_the_cumulative_entry_and_the_product_fold():
     network = tape.seal()
     text = network.entry(outputs).lower().kernels().describe()
     assert "cumulative" in text and "a * b" in text
+
+
+@pytest.mark.parametrize("name", ["prod", "cumprod", "cummax", "cummin_reverse", "logcumsumexp"])
+def test_gradients_run_in_kernels_and_agree_with_numpy(name):
+    """The backward's every node (the scan's slices, pads, concatenations and folds; prod's running
+    products) runs on WebGPU, within float32's library bound of the interpreter's gradient."""
+    mine, _ = FUNCTIONS[name]
+    data = np.random.default_rng(len(name)).uniform(-1.5, 1.5, (3, 9)).astype(np.float32)
+    data[0, 4] = 0.0
+    tape = Tape("float32")
+    x = tape.parameter(data)
+    y = mine(x)
+    loss = topos.sum(y * y)
+    network = tape.seal()
+    plan = network.entry([topos.detach(loss)]).backward(topos.detach(loss)).lower()
+    wrt = network.symbol(plan.gradients[0][0])
+    expected = np.asarray(plan.run(network.parameters(), {}).gradient(wrt))
+    run = plan.run(network.parameters(), {}, backend="webgpu")
+    on_host = {plan.nodes[i].opcode for i, where in run.backends.items() if where != "webgpu"}
+    on_host -= {"Parameter", "Input", "Leaf"}
+    assert not on_host, f"{name}: backward nodes on the host: {on_host}"
+    got = np.asarray(run.gradient(wrt))
+    assert_close(got, expected, library_bound(expected, "float32", data.size), f"{name} gradient on WebGPU")

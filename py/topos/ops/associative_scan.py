@@ -25,12 +25,15 @@ def associative_scan(e, combine, x, axis, reverse=False):
     if n < 2:
         return x
     odd = associative_scan(e, combine, combine(e, _cut(e, x, axis, 0, n - 1, 2), _cut(e, x, axis, 1, n, 2)), axis)
+    first = _cut(e, x, axis, 0, 1, 1)
+    if n == 2:
+        # Nothing past the first pair: JAX's empty combine and concatenation, which XLA drops, left out.
+        return _interleave(e, first, odd, axis)
     if n % 2 == 0:
         even = combine(e, _cut(e, odd, axis, 0, e.shape(odd)[axis] - 1, 1), _cut(e, x, axis, 2, n, 2))
     else:
         even = combine(e, odd, _cut(e, x, axis, 2, n, 2))
-    even = e.apply("Concatenate", [_cut(e, x, axis, 0, 1, 1), even], axis=axis)
-    return _interleave(e, even, odd, axis)
+    return _interleave(e, e.apply("Concatenate", [first, even], axis=axis), odd, axis)
 
 
 def _cut(e, x, axis, start, stop, step):
