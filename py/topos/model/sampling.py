@@ -17,7 +17,7 @@ from ..dtypes import FLOAT_DTYPES, INT32_MAX, INT32_MIN, canonical_dtype
 from ..errors import ArgumentError, DtypeError, ShapeError
 from ..ops.registry import axis_index
 from ..text import format_shape
-from . import arguments, functions, randomness, scans, sorting
+from . import arguments, elementwise_more, functions, randomness, scans, shape_functions, sorting, special
 from .nodes import user_source
 
 
@@ -38,14 +38,35 @@ def gumbel(key, shape, dtype="float32"):
 
 
 def exponential(key, shape, dtype="float32"):
-    """Exponential floats of rate 1 and ``shape``: ``-log(1 - u)``, as ``jax.random.exponential(key, shape)``.
+    """Exponential floats of rate 1 and ``shape``: ``-log1p(-u)``, as ``jax.random.exponential(key, shape)``.
 
-    jax writes ``-log1p(-u)``; ``1 - u`` is exact for every uniform topos draws (a multiple of 2^-23 in
-    float32, of 2^-32 in float64, below 1), so ``log(1 - u)`` is the same number up to ``log``'s rounding.
+    ``u`` is ``uniform(key, shape, dtype)`` in [0, 1), so ``log1p`` meets (-1, 0] and no draw is infinite.
     """
     key = randomness._recorded_key(key, "exponential")
     u = randomness.uniform(key, shape, canonical_dtype(dtype, FLOAT_DTYPES))
-    return functions.neg(functions.log(functions.sub(1.0, u)))
+    return functions.neg(elementwise_more.log1p(functions.neg(u)))
+
+
+def truncated_normal(key, lower, upper, shape=(), dtype="float32"):
+    """Standard normal floats conditioned on (lower, upper), as ``jax.random.truncated_normal``.
+
+    jax's inversion: ``a, b = erf(lower / sqrt(2)), erf(upper / sqrt(2))`` (recorded, so the
+    same erf runs as jax's does), ``u`` uniform on [a, b), ``sqrt(2) * erfinv(u)``, clipped to the
+    floats just inside (lower, upper) so rounding never leaves the interval. ``lower`` and ``upper``
+    are numbers (``-inf`` and ``inf`` allowed), ``lower < upper``.
+    """
+    key = randomness._recorded_key(key, "truncated_normal")
+    dtype = canonical_dtype(dtype, FLOAT_DTYPES)
+    if not (isinstance(lower, numbers.Real) and isinstance(upper, numbers.Real) and lower < upper):
+        raise ArgumentError(f"truncated_normal needs numbers lower < upper, got lower={lower!r}, upper={upper!r}")
+    shape = randomness._shape(shape, key, "truncated_normal")
+    root2, bounds = np.asarray(math.sqrt(2), dtype), np.asarray([lower, upper], dtype=dtype)
+    a, b = (special.erf(key.tape.leaf(bound / root2, dtype=dtype)) for bound in bounds)
+    floats = key.tape.apply("Uniform", [randomness.random_bits(key, shape)], dtype=dtype)
+    u = functions.add(functions.mul(floats, functions.sub(b, a)), a)
+    z = functions.mul(special.erfinv(u), root2)
+    inside = np.nextafter(bounds, np.asarray([np.inf, -np.inf], dtype=dtype))
+    return functions.minimum(functions.maximum(z, inside[0]), inside[1])
 
 
 def _logits(logits, what):
@@ -57,13 +78,14 @@ def _logits(logits, what):
     return logits
 
 
-def categorical(key, logits, axis=-1, shape=None):
+def categorical(key, logits, axis=-1, shape=None, replace=True):
     """Category indices (int32) drawn with probabilities ``softmax(logits, axis)``, as ``jax.random.categorical``.
 
     The Gumbel-max trick: ``argmax(gumbel(key, ...) + logits, axis)``, one Gumbel draw per category
     and sample. ``shape`` (default: the logits' shape without ``axis``) may add leading axes for
     several draws from each distribution; its trailing axes broadcast with the logits' others.
-    A logit of ``-inf`` is never drawn.
+    A logit of ``-inf`` is never drawn. ``replace=False`` draws the leading axes' ``k`` samples
+    without replacement: the top ``k`` of ``logits + gumbel(key, logits.shape)`` (Gumbel top-k).
     """
     key = randomness._recorded_key(key, "categorical")
     logits = _logits(logits, "categorical")
@@ -76,10 +98,25 @@ def categorical(key, logits, axis=-1, shape=None):
             "categorical", f"shape {format_shape(shape)} does not hold the batch {format_shape(batch)}", logits
         )
     prefix = shape[: len(shape) - len(batch)]
+    if not replace:
+        return _categorical_without_replacement(key, logits, axis % rank, shape, prefix, batch)
     drawn = list(shape[len(prefix) :])
     drawn.insert(axis % rank, logits.shape[axis])
     noise = gumbel(key, prefix + tuple(drawn), logits.dtype)
     return scans.argmax(functions.add(noise, functions.reshape(logits, (1,) * len(prefix) + logits.shape)), axis)
+
+
+def _categorical_without_replacement(key, logits, axis, shape, prefix, batch):
+    """jax's ``replace=False``: the top k of logits + Gumbel noise along ``axis`` (moved last), the
+    k indices then moved to the front and laid out as ``shape`` = prefix + batch."""
+    k, n, rank = math.prod(prefix), logits.shape[axis], len(logits.shape)
+    if k > n or shape[len(prefix) :] != batch:
+        raise ArgumentError(f"categorical without replacement cannot draw {k} of {n} categories into {shape}")
+    scores = functions.add(logits, gumbel(key, logits.shape, logits.dtype))
+    last = [d for d in range(rank) if d != axis] + [axis]
+    _, indices = scans.top_k(shape_functions.transpose(scores, last), k)  # batch + (k,)
+    front = shape_functions.transpose(indices, [rank - 1] + list(range(rank - 1)))
+    return functions.reshape(front, shape)
 
 
 def _broadcast(a, b):
@@ -201,6 +238,7 @@ def permutation(key, x, axis=0):
 
 
 # Each recording function records atomically, as topos.model.functions' do.
-gumbel, exponential, categorical, randint, choice, permutation = (
-    arguments.all_or_nothing(f) for f in (gumbel, exponential, categorical, randint, choice, permutation)
+gumbel, exponential, truncated_normal = (arguments.all_or_nothing(f) for f in (gumbel, exponential, truncated_normal))
+categorical, randint, choice, permutation = (
+    arguments.all_or_nothing(f) for f in (categorical, randint, choice, permutation)
 )
