@@ -241,3 +241,37 @@ def test_axis_none_flattens_and_the_second_derivative_goes_through_the_permutati
     assert np.array_equal(run.of(taken).numpy(), x.reshape(-1)[[11, 0, 5]])
     # The loss is sum(x^3) whatever the order: its Hessian is diag(6 x), so H v = 6 x v (exact in float64).
     assert np.allclose(run.of(curvature).numpy(), 6 * x * v, rtol=1e-15, atol=0)
+
+
+def test_iree_runs_the_sorts_gathers_scatters_and_search_as_the_interpreter():
+    """The emitted module's second consumer: stablehlo.sort with its comparator region, the gather and
+    scatter of iota index vectors and the compare-all search compile with iree-compile and agree."""
+    from test_iree import compile_for_cpu, run_on_iree
+
+    rng = np.random.default_rng(17)
+    x0 = special_rows(rng, (3, 6), "float32")
+    x0[2] = rng.normal(size=6)
+    ids = np.array([[5, 0, 0], [1, 2, 3], [4, 4, 5]], dtype=np.int32)
+    tape = Tape("float32")
+    x, row = tape.parameter(x0), tape.parameter(x0[2:])
+    outs = [
+        topos.sort(x),
+        topos.argsort(x, axis=0, descending=True),
+        topos.take_along_axis(x, ids, 1),
+        topos.put_along_axis(x, ids[:, :1], 2.0, 1),
+        topos.scatter_add(x, np.array([0, 0, 2], np.int32), 1.0),
+        topos.searchsorted(topos.sort(topos.reshape(x, (-1,))), np.array(SPECIALS, np.float32), side="right"),
+    ]
+    # A row of distinct values of its own (iree-compile 3.13's dispatch of a sort of a slice, x[2:], fails
+    # its workgroup-distribution check: an IREE limit, not this text's).
+    loss = topos.sum(topos.sort(row) * x0[2:]) + topos.sum(topos.take_along_axis(row, ids[2:], 1) ** 2)
+    network = tape.seal()
+    plan = network.entry(topos.detach([*outs, loss])).backward(topos.detach(loss)).lower()
+    want = plan.run(network.parameters(), {}).outputs()
+    got = run_on_iree(compile_for_cpu(plan.emit_stablehlo(portable=True)), [x0, x0[2:]])
+    for position, (w, g) in enumerate(zip(want, got)):
+        w = np.asarray(w)
+        if w.dtype.kind == "i" or position < 5:  # moved or counted, or sums of at most two terms: exact
+            assert np.array_equal(w, g, equal_nan=True), position
+        else:  # the loss and its gradients: float32 sums of at most 9 terms
+            assert np.allclose(g, w, rtol=16 * np.finfo(np.float32).eps, atol=0), position

@@ -5,8 +5,9 @@ The order is numpy's: ascending, a NaN after every number, equal values (and -0.
 in their original order. ``descending=True`` is JAX's ``jnp.sort(x, descending=True)``: the
 exact reverse of that order except that equal values still keep their original order, so a
 NaN comes first (it counts as the largest, as in ``TopK``). Both readings of a row write the
-same comparator: a NaN-aware "goes before" with ``is_stable = true`` (StableHLO) or (value,
-index) keys (the WGSL bitonic network, ``kernels/sort.wgsl``).
+same comparator: a NaN-aware "goes before" on (value, index) keys, a total order, in the
+``stablehlo.sort`` region (with ``is_stable = true`` and an ``iota`` operand) and in the WGSL
+bitonic network (``kernels/sort.wgsl``).
 
 ``Sort``'s derivative is JAX's: the permutation that sorts ``x`` carries the cotangent back,
 ``ScatterAddAlongAxis(g, Argsort(x))``; ``Argsort`` and ``SearchSorted`` give int32 indices and
@@ -42,19 +43,27 @@ def stable_argsort(x, axis, descending):
     return n - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
 
 
-def _goes_before(ctx, p, a, b, dtype, descending):
-    """Region lines giving ``{p}_pick``, an i1 true where a goes strictly before b: ascending,
-    a < b or b alone is NaN; descending, a > b or a alone is NaN. Equal values and two NaNs
-    compare false both ways, so a stable sort keeps them in order."""
-    f, i1 = ctx.tensor_type((), dtype), ctx.tensor_type((), "bool")
-    first, second = (b, a) if not descending else (a, b)  # the operand whose lone NaN wins
-    direction = "GT" if descending else "LT"
+def _goes_before(ctx, p, a, ai, b, bi, dtype, descending):
+    """Region lines giving ``{p}_pick``, an i1 true where (a, ai) goes strictly before (b, bi):
+    ascending, a < b or b alone is NaN; descending, a > b or a alone is NaN; at equal values (or
+    two NaNs) the lower position. A total order, so the answer is the stable one even where a
+    consumer sorts unstably (IREE's sort ignores ``is_stable``)."""
+    f, i1, i = ctx.tensor_type((), dtype), ctx.tensor_type((), "bool"), ctx.tensor_type((), "int32")
+    lone, other = (f"{p}_bnan", f"{p}_anum") if not descending else (f"{p}_anan", f"{p}_bnum")
     return [
-        f"{p}_nan = stablehlo.compare NE, {first}, {first}, FLOAT : ({f}, {f}) -> {i1}",
-        f"{p}_other = stablehlo.compare EQ, {second}, {second}, FLOAT : ({f}, {f}) -> {i1}",
-        f"{p}_lone = stablehlo.and {p}_nan, {p}_other : {i1}",
-        f"{p}_beats = stablehlo.compare {direction}, {a}, {b}, FLOAT : ({f}, {f}) -> {i1}",
-        f"{p}_pick = stablehlo.or {p}_beats, {p}_lone : {i1}",
+        f"{p}_anan = stablehlo.compare NE, {a}, {a}, FLOAT : ({f}, {f}) -> {i1}",
+        f"{p}_bnan = stablehlo.compare NE, {b}, {b}, FLOAT : ({f}, {f}) -> {i1}",
+        f"{p}_anum = stablehlo.not {p}_anan : {i1}",
+        f"{p}_bnum = stablehlo.not {p}_bnan : {i1}",
+        f"{p}_lone = stablehlo.and {lone}, {other} : {i1}",
+        f"{p}_beats = stablehlo.compare {'GT' if descending else 'LT'}, {a}, {b}, FLOAT : ({f}, {f}) -> {i1}",
+        f"{p}_same = stablehlo.compare EQ, {a}, {b}, FLOAT : ({f}, {f}) -> {i1}",
+        f"{p}_nans = stablehlo.and {p}_anan, {p}_bnan : {i1}",
+        f"{p}_tie = stablehlo.or {p}_same, {p}_nans : {i1}",
+        f"{p}_lower = stablehlo.compare LT, {ai}, {bi}, SIGNED : ({i}, {i}) -> {i1}",
+        f"{p}_first = stablehlo.and {p}_tie, {p}_lower : {i1}",
+        f"{p}_either = stablehlo.or {p}_beats, {p}_lone : {i1}",
+        f"{p}_pick = stablehlo.or {p}_either, {p}_first : {i1}",
     ]
 
 
@@ -77,7 +86,7 @@ class Sorting(Primitive):
         positions = _iota(ctx, source.shape, axis)
         f, i = ctx.tensor_type((), dtype), ctx.tensor_type((), "int32")
         p = f"%v{node.index}_s"
-        lines = _goes_before(ctx, p, f"{p}_a", f"{p}_b", dtype, node.attrs["descending"])
+        lines = _goes_before(ctx, p, f"{p}_a", f"{p}_ai", f"{p}_b", f"{p}_bi", dtype, node.attrs["descending"])
         region = _region(
             [(f"{p}_a", f), (f"{p}_b", f), (f"{p}_ai", i), (f"{p}_bi", i)], lines, [(f"{p}_pick", "tensor<i1>")]
         )
