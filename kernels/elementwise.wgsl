@@ -766,7 +766,8 @@ fn digamma_near_two(x: f32) -> f32 {
     return select(p, p - 1.0 / x, near_one);
 }
 
-// log|Gamma(x)|: the series about 2 on [1/2, 5/2), Lanczos (g = 7, 9 terms) above, reflected below 1/2:
+// log|Gamma(x)|: the series about 2 on [1/2, 17/2) (brought down by lgamma's recurrence), Lanczos
+// (g = 7, 9 terms) above, reflected below 1/2:
 // log(pi) - log|sin(pi x)| - lgamma(1 - x); +inf at the poles and both infinities.
 fn log_gamma(x: f32) -> f32 {
     if (is_nan(x)) {
@@ -781,8 +782,17 @@ fn log_gamma(x: f32) -> f32 {
     let reflect = x < 0.5;
     let w = select(x, 1.0 - x, reflect);
     var log_y: f32;
-    if (w < 2.5) {
-        log_y = log_gamma_near_two(w);
+    if (w < 8.5) {
+        // lgamma(w) = lgamma(w - k) + log((w - 1) ... (w - k)), w - k in [1.5, 2.5), each w - j exact.
+        var base = w;
+        var product = 1.0;
+        for (var j = 0; j < 6; j++) {
+            if (base >= 2.5) {
+                base = base - 1.0;
+                product = product * base;
+            }
+        }
+        log_y = log_gamma_near_two(base) + precise_log(product);
     } else {
         let z = w - 1.0;
         var c = array<f32, 8>(676.5203681218851, -1259.1392167224028, 771.32342877765313, -176.61502916214059,

@@ -49,8 +49,10 @@ def erfc(v):
 def lgamma(v):
     """``log|Gamma(v)|``, elementwise, as ``jax.lax.lgamma`` and ``scipy.special.gammaln`` (records ``Lgamma``).
 
-    Lanczos' approximation (g = 7, 9 terms), reflected below 1/2 as XLA's: accurate to a few ulps
-    of ``1 + |lgamma(v)|`` (absolutely near its zeros at 1 and 2, relatively elsewhere). The poles
+    Its series about 2 below 17/2 (brought there by the recurrence), Lanczos' approximation (g = 7,
+    9 terms, XLA's) above, reflected below 1/2: a few ulps, relatively even through its zeros at 1
+    and 2 (where scipy's ``gammaln`` is only absolutely accurate), absolutely near its negative
+    zeros, where the reflection's terms cancel. The poles
     (0 and the negative integers) and both infinities give +inf, as C's ``lgamma`` and torch
     (scipy gives -inf at -inf). The derivative is ``digamma(v)``.
     """

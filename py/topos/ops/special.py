@@ -93,7 +93,8 @@ class Erfc(Special):
 
 @register
 class Lgamma(Special):
-    """log|Gamma(x)| (Lanczos, g = 7, 9 terms, reflected below 1/2: XLA's Lgamma); +inf at the poles."""
+    """log|Gamma(x)|: the series about 2 below 17/2, Lanczos (g = 7, 9 terms: XLA's Lgamma) above,
+    reflected below 1/2; +inf at the poles."""
 
     name = "Lgamma"
     wgsl = "log_gamma(x)"
@@ -106,7 +107,8 @@ class Lgamma(Special):
 
 @register
 class Digamma(Special):
-    """psi(x) = Gamma'(x) / Gamma(x), the derivative of lgamma (the Lanczos form's, XLA's Digamma)."""
+    """psi(x) = Gamma'(x) / Gamma(x), the derivative of lgamma: the series about 2 and about its root
+    on [1/2, 5/2), the Lanczos form's derivative (XLA's Digamma) elsewhere."""
 
     name = "Digamma"
     wgsl = "digamma(x)"

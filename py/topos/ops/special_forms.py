@@ -3,7 +3,8 @@
 StableHLO has no erf, erf_inv, lgamma nor digamma (they are CHLO, which only XLA's own pipeline
 expands), so each is written here as the polynomial or rational form XLA expands them to
 (``xla/hlo/builder/lib/math.cc`` and CHLO's decompositions: Giles' erfinv, Cephes' erf and erfc,
-Lanczos' lgamma and digamma with g = 7, n = 9), in the same order of operations. The same
+Lanczos' lgamma and digamma with g = 7, n = 9), in the same order of operations; near lgamma's and
+digamma's zeros, where Lanczos' terms cancel, their series take over. The same
 function runs twice: with ``NumpyMath`` it is the interpreter's forward, with ``HloMath`` it
 writes the StableHLO lines, so XLA runs the very steps numpy runs (the two differ only where
 log, exp, sin and cos differ in the last bit). Both branches of a ``select`` are computed for
@@ -285,12 +286,20 @@ LGAMMA_NEAR_TWO = tuple(reversed([ONE_MINUS_EULER] + [(-1.0) ** k * z / k for k,
 
 
 def lgamma_positive(m, w):
-    """lgamma(w) for w >= 1/2: the series about 2 (and about 1, less log1p) on [1/2, 5/2), Lanczos above."""
-    near_one = m.less(w, m.const(1.5))
-    e = m.select(near_one, m.add(w, m.const(-1.0)), m.add(w, m.const(-2.0)))
+    """lgamma(w) for w >= 1/2: the series about 2 (and about 1, less log1p) on [1/2, 5/2), brought there
+    from [5/2, 17/2) by lgamma(w) = lgamma(w - k) + log((w - 1) ... (w - k)) (each w - j exact), and
+    Lanczos above, where its terms no longer cancel by more than a factor of 50 (float32's few ulps)."""
+    base, product = w, m.const(1.0)
+    for _ in range(6):
+        step = m.less_equal(m.const(2.5), base)
+        lowered = m.add(base, m.const(-1.0))
+        product = m.select(step, m.mul(product, lowered), product)
+        base = m.select(step, lowered, base)
+    near_one = m.less(base, m.const(1.5))
+    e = m.select(near_one, m.add(base, m.const(-1.0)), m.add(base, m.const(-2.0)))
     near = m.mul(e, horner(m, e, LGAMMA_NEAR_TWO))
-    near = m.select(near_one, m.sub(near, m.log1p(e)), near)
-    return m.select(m.less(w, m.const(2.5)), near, lanczos_lgamma(m, m.add(w, m.const(-1.0))))
+    near = m.add(m.select(near_one, m.sub(near, m.log1p(e)), near), m.log(product))
+    return m.select(m.less(w, m.const(8.5)), near, lanczos_lgamma(m, m.add(w, m.const(-1.0))))
 
 
 def lanczos_lgamma(m, z):
