@@ -378,14 +378,17 @@ def digamma(m, x):
     y = m.add(log_lanczos_t(m, z), m.div(numerator, denominator))
     y = m.sub(y, m.div(m.const(LANCZOS_G), t))
     # pi / tan(pi x) at x moved by a whole number towards 0 (the same tangent, a smaller argument).
-    angle = m.mul(m.add(x, m.abs(m.floor(m.add(x, m.const(0.5))))), m.const(np.pi))
+    reduced = m.add(x, m.abs(m.floor(m.add(x, m.const(0.5)))))
+    angle = m.mul(reduced, m.const(np.pi))
     reflected = m.sub(y, m.div(m.mul(m.cos(angle), m.const(np.pi)), m.sin(angle)))
     result = m.select(reflect, reflected, y)
     in_series = m.both(m.less_equal(m.const(0.5), x), m.less(x, m.const(2.5)))
     result = m.select(in_series, digamma_near_two(m, x), result)
     near_root = m.less(m.abs(m.add(x, m.const(-DIGAMMA_ROOT))), m.const(0.1))
     result = m.select(near_root, digamma_near_root(m, x), result)
-    pole = m.both(m.less_equal(x, m.const(0.0)), m.equal(x, m.floor(x)))
+    # The poles: x <= 0 whole, where x reduces to exactly 0 (x == floor(x) says the same, but LLVM
+    # turns it into a truncf call, which IREE's CPU runtime does not link).
+    pole = m.both(m.less_equal(x, m.const(0.0)), m.equal(reduced, m.const(0.0)))
     result = m.select(pole, m.const(np.nan), result)
     return m.select(m.equal(x, m.const(0.0)), m.div(m.const(-1.0), x), result)
 
