@@ -127,7 +127,6 @@ class Polygamma(SpecialForm, Primitive):
     name = "Polygamma"
     arity = 1
     kernel = "elementwise"
-    formula = special_forms.polygamma
     # The order is written into the expression by ``wgsl_launch`` (so the node is launched alone,
     # not fused); WGSL's form takes orders 1 to 8 (its P_n in ten coefficients), the host the rest.
     wgsl = "polygamma_of_order(ORDER, x)"

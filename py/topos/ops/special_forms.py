@@ -168,13 +168,14 @@ def erf_inv(m, x):
     w = m.neg(m.log1p(m.mul(x, m.neg(x))))
     pieces = ERFINV32 if m.dtype == "float32" else ERFINV64
     tests = [m.less(w, m.const(limit)) for limit, _, _ in pieces[:-1]]
+    # Each piece's variable: w shifted for the first, sqrt(w) shifted for the others.
     root = m.sqrt(w)
-    argument = m.add(root, m.const(pieces[-1][1]))
-    for test, (_, shift, _) in reversed(list(zip(tests, pieces[:-1]))):
-        base = w if shift == pieces[0][1] else root
-        argument = m.select(test, m.add(base, m.const(shift)), argument)
+    variables = [m.add(w, m.const(pieces[0][1]))] + [m.add(root, m.const(shift)) for _, shift, _ in pieces[1:]]
+    argument = variables[-1]
+    for test, variable in reversed(list(zip(tests, variables))):
+        argument = m.select(test, variable, argument)
     p = horner(m, argument, pieces[-1][2])
-    for test, (_, _, coefficients) in reversed(list(zip(tests, pieces[:-1]))):
+    for test, (_, _, coefficients) in reversed(list(zip(tests, pieces))):
         p = m.select(test, horner(m, argument, coefficients), p)
     at_one = m.equal(m.abs(x), m.const(1.0))
     return m.select(at_one, m.mul(x, m.const(np.inf)), m.mul(p, x))
