@@ -463,6 +463,43 @@ def test_permutation_is_recorded_as_sorts_over_the_keys_halves():
     assert "stablehlo.sort" in network.entry([value]).lower().emit_stablehlo()
 
 
+# Read six ways in the playground ------------------------------------------------------------------------
+
+
+def test_the_playground_reads_a_recording_of_the_new_draws_and_prints_jaxs_numbers():
+    import json
+
+    from topos import playground
+
+    code = (
+        "import numpy as np\n"
+        "import topos\n"
+        "from topos import Tape\n"
+        "def build(tape):\n"
+        "    key = tape.input(topos.random_key(3), name='key')\n"
+        "    logits = tape.input(np.float32([[0.0, 1.0, -1.0], [2.0, 0.0, 0.5]]))\n"
+        "    return [key, topos.randint(key, (6,), -3, 3), topos.categorical(key, logits, shape=(4, 2)),\n"
+        "            topos.permutation(key, 8)]\n"
+        "network, (key, ints, picks, order) = Tape.record(build, dtype='float32')\n"
+        "run = network.forward(network.parameters())\n"
+        "for value in (ints, picks, order):\n"
+        "    print(run.of(value).numpy().tolist())\n"
+    )
+    result = json.loads(playground.run(code))
+    assert result["error"] is None, result["error"]
+    printed = result["output_text"].strip().splitlines()
+    key, logits = jax_key((0, 3)), np.float32([[0.0, 1.0, -1.0], [2.0, 0.0, 0.5]])
+    assert printed[0] == str(np.asarray(jax.random.randint(key, (6,), -3, 3)).tolist())
+    # Equal, not within a bound: these eight draws' best Gumbel scores lead by far more than gumbel_bound.
+    assert printed[1] == str(np.asarray(jax.random.categorical(key, logits, shape=(4, 2))).tolist())
+    assert printed[2] == str(np.asarray(jax.random.permutation(key, 8)).tolist())
+    readings = result["readings"]
+    opcodes = {node["opcode"] for node in readings["graph"]["graph"]["nodes"]}
+    assert {"RandomInt", "BitField", "Argsort", "ArgMax"} <= opcodes
+    assert "stablehlo.remainder" in readings["hlo"]["text"] and "stablehlo.sort" in readings["hlo"]["text"]
+    assert "random:randint" in readings["kernels"]["text"] and "random:bit_field" in readings["kernels"]["text"]
+
+
 # Refusals --------------------------------------------------------------------------------------------
 
 
