@@ -210,23 +210,21 @@ fn add_before(lane: u32, width: u32) {
 
 // The running folds (CumProd, CumMax, CumMin, LogCumSumExp) --------------------------------------
 // Word 6 names the fold: 0 sum, 1 product, 2 maximum, 3 minimum, 4 log-sum-exp. One branch for the
-// whole launch, so one pipeline serves every fold.
+// whole launch, so one pipeline serves every fold. Written as if chains, not a switch: SwiftShader
+// (Chromium's WebGPU without a GPU) did not finish compiling the workgroup entry with the switch
+// inlined into its six doubling steps, where these chains compile at once.
 
 fn fold_identity(kind: u32) -> f32 {
-    switch kind {
-        case 1u: {
-            return 1.0;
-        }
-        case 2u, 4u: {
-            return -infinity();
-        }
-        case 3u: {
-            return infinity();
-        }
-        default: {
-            return 0.0;
-        }
+    if (kind == 1u) {
+        return 1.0;
     }
+    if (kind == 2u || kind == 4u) {
+        return -infinity();
+    }
+    if (kind == 3u) {
+        return infinity();
+    }
+    return 0.0;
 }
 
 // log(exp(a) + exp(b)): the larger plus log1p(exp(-|a - b|)), the log1p written as Goldberg's
@@ -251,23 +249,19 @@ fn log_add_exp(a: f32, b: f32) -> f32 {
 }
 
 fn running_fold(a: f32, b: f32, kind: u32) -> f32 {
-    switch kind {
-        case 1u: {
-            return a * b;
-        }
-        case 2u: {
-            return nan_max(a, b);
-        }
-        case 3u: {
-            return nan_min(a, b);
-        }
-        case 4u: {
-            return log_add_exp(a, b);
-        }
-        default: {
-            return a + b;
-        }
+    if (kind == 1u) {
+        return a * b;
     }
+    if (kind == 2u) {
+        return nan_max(a, b);
+    }
+    if (kind == 3u) {
+        return nan_min(a, b);
+    }
+    if (kind == 4u) {
+        return log_add_exp(a, b);
+    }
+    return a + b;
 }
 
 {{ENTRY cumulative_serial}}
