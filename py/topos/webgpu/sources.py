@@ -25,6 +25,13 @@ workgroup's row (``workgroup_index``), returns past the row count (word 0), the
 whole workgroup at once, and binds the row kernels' layout: ``length`` (word 1),
 ``stride`` (word 4) and ``start`` (``row_start(row)``). Every specialisation
 expands them.
+
+Last, ``prune`` drops each function that no entry point reaches: every
+pipeline would otherwise compile all of ``common.wgsl`` and, for an elementwise
+expression, every special function of ``elementwise.wgsl`` (a few hundred lines
+it never calls), and each fused expression is a pipeline of its own. Both
+devices compile what ``specialise`` returns (the runner calls it), so the page
+and wgpu-py see the same pruned text.
 """
 
 import functools
@@ -122,4 +129,102 @@ def specialise(kernel, substitutions=()):
             raise ArgumentError(f"kernel {kernel!r} needs a substitution for {{{{{name}}}}}")
         return substitutions[name]
 
-    return _TOKEN.sub(replace, expand_entries(text))
+    return prune(_TOKEN.sub(replace, expand_entries(text)))
+
+
+# Comments start with // (to the line's end) or /* (to its matching */: block comments nest).
+_LINE_COMMENT = re.compile(r"//[^\n]*")
+_COMMENT_START = re.compile(r"//|/\*")
+_BLOCK_MARK = re.compile(r"/\*|\*/")
+_NOT_NEWLINE = re.compile(r"[^\n]")
+# A top-level declaration ends at its first ; or, where a { comes first, at the } that closes it.
+_DECLARATION_MARK = re.compile(r"[{;]")
+_BRACE = re.compile(r"[{}]")
+_NOT_SPACE = re.compile(r"\S")
+_FUNCTION_HEAD = re.compile(r"(?:@\w+(?:\s*\([^)]*\))?\s*)*fn\s+(\w+)")
+_STAGE_ATTRIBUTE = re.compile(r"@(?:compute|vertex|fragment)\b")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+def without_comments(text):
+    """``text`` with each comment's characters (its newlines aside) made spaces: the code alone, every
+    character at its offset in ``text``. WGSL has no string literals, so nothing else hides a comment mark."""
+    if "/*" not in text:  # the kernels write line comments only: one pass (a pipeline's text is made once)
+        return _LINE_COMMENT.sub(lambda comment: " " * len(comment.group()), text)
+    pieces, position = [], 0
+    while (opening := _COMMENT_START.search(text, position)) is not None:
+        if opening.group() == "//":
+            end = text.find("\n", opening.end())
+            end = len(text) if end < 0 else end
+        else:
+            depth, end = 1, opening.end()
+            while depth and (mark := _BLOCK_MARK.search(text, end)) is not None:
+                depth += 1 if mark.group() == "/*" else -1
+                end = mark.end()
+            end = end if depth == 0 else len(text)  # unclosed: the compiler will say so
+        pieces += [text[position : opening.start()], _NOT_NEWLINE.sub(" ", text[opening.start() : end])]
+        position = end
+    return "".join(pieces) + text[position:]
+
+
+def declarations(code):
+    """``(start, end)`` of each top-level declaration of ``code`` (comments already removed), in order."""
+    spans, position = [], 0
+    while (mark := _DECLARATION_MARK.search(code, position)) is not None:
+        depth, end = (1 if mark.group() == "{" else 0), mark.end()
+        while depth and (brace := _BRACE.search(code, end)) is not None:
+            depth += 1 if brace.group() == "{" else -1
+            end = brace.end()
+        end = end if depth == 0 else len(code)  # unclosed: the compiler will say so
+        spans.append((_NOT_SPACE.search(code, position).start(), end))
+        position = end
+    return spans
+
+
+def prune(text):
+    """``text`` without the functions no entry point reaches. The roots are the entry points (``@compute``)
+    and every declaration that is not a function (bindings, consts, private and workgroup variables,
+    structs: all kept); a function is kept when a kept declaration calls it (its name, then ``(``, in the
+    code outside comments). The rest of the text stays as it was, in its order; a removed function takes
+    with it the ``//`` lines just above it (its documentation) and one blank line after it."""
+    code = without_comments(text)
+    functions, pending = {}, []
+    for start, end in declarations(code):
+        head = _FUNCTION_HEAD.match(code, start)
+        if head is None or _STAGE_ATTRIBUTE.search(code, start, head.start(1)):
+            pending.append(code[start:end])
+        else:
+            functions[head.group(1)] = (start, end)
+    kept = set()
+    while pending:
+        for name in _CALLED.findall(pending.pop()):
+            if name in functions and name not in kept:
+                kept.add(name)
+                pending.append(code[slice(*functions[name])])
+    pieces, position = [], 0
+    for start, end in sorted(span for name, span in functions.items() if name not in kept):
+        start, end = _with_its_lines(text, code, start, end)
+        pieces.append(text[position:start])
+        position = end
+    return "".join(pieces) + text[position:]
+
+
+def _with_its_lines(text, code, start, end):
+    """A removed function's span widened to whole lines: its documentation's ``//`` lines just above it,
+    the rest of its last line where only a comment follows, and one blank line after it."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if code[line_start:start].strip():
+        return start, end  # another declaration shares the line: remove the function alone
+    while line_start > 0:
+        above = text.rfind("\n", 0, line_start - 1) + 1
+        if not text[above:line_start].lstrip().startswith("//"):
+            break
+        line_start = above
+    line_end = text.find("\n", end)
+    if line_end < 0 or code[end:line_end].strip():
+        return line_start, end
+    end = line_end + 1
+    blank_end = text.find("\n", end)
+    if blank_end >= 0 and not text[end:blank_end].strip():
+        end = blank_end + 1
+    return line_start, end
