@@ -16,6 +16,7 @@ import re
 
 import numpy as np
 import pytest
+
 import topos
 from topos import Tape
 from topos.compiler.wgsl import launch as build
@@ -90,22 +91,14 @@ def called(text):
 
 
 def entries(text):
-    return re.findall(
-        r"@compute @workgroup_size\([^)]*\)\s*fn (\w+)\(", without_comments(text)
-    )
+    return re.findall(r"@compute @workgroup_size\([^)]*\)\s*fn (\w+)\(", without_comments(text))
 
 
-def elementwise_text(
-    expression, body="", loads=("x_buffer[word(8u) + i]", "y_buffer[strided(i, 15u)]")
-):
+def elementwise_text(expression, body="", loads=("x_buffer[word(8u) + i]", "y_buffer[strided(i, 15u)]")):
     """``elementwise.wgsl`` for one expression, its operands read as ``launch.elementwise`` writes them."""
     substitutions = {f"LOAD_{name.upper()}": "0.0" for name in build.OPERAND_NAMES}
-    substitutions.update(
-        {"LOAD_X": loads[0], "LOAD_Y": loads[1], "LOAD_Z": "bitcast<f32>(word(22u))"}
-    )
-    return specialise(
-        "elementwise", {**substitutions, "EXPRESSION": expression, "BODY": body}
-    )
+    substitutions.update({"LOAD_X": loads[0], "LOAD_Y": loads[1], "LOAD_Z": "bitcast<f32>(word(22u))"})
+    return specialise("elementwise", {**substitutions, "EXPRESSION": expression, "BODY": body})
 
 
 def fused_chains():
@@ -124,11 +117,7 @@ def fused_chains():
     for body in (chain, two_outputs):
         network, out = Tape.record(body, dtype="float32")
         plan = network.entry(out if isinstance(out, list) else [out]).lower()
-        launches += [
-            launch
-            for launch in plan.kernels().launches
-            if launch.kernel == "elementwise"
-        ]
+        launches += [launch for launch in plan.kernels().launches if launch.kernel == "elementwise"]
     return [dict(launch.specialisation) for launch in launches]
 
 
@@ -136,20 +125,12 @@ def specialisations():
     """``(label, text)``: every kernel family with the substitutions its launches make, each elementwise
     primitive's expression, and the compiler's fused chains."""
     cases = []
-    folds = {
-        name: p.fold for name, p in primitives().items() if getattr(p, "fold", None)
-    }
+    folds = {name: p.fold for name, p in primitives().items() if getattr(p, "fold", None)}
     for name in kernel_names():
         if name == "reduce":
             for opcode, fold in folds.items():
-                cases.append(
-                    (
-                        f"reduce {opcode}",
-                        specialise(
-                            name, {"COMBINE": fold.combine, "IDENTITY": fold.identity}
-                        ),
-                    )
-                )
+                text = specialise(name, {"COMBINE": fold.combine, "IDENTITY": fold.identity})
+                cases.append((f"reduce {opcode}", text))
         elif name != "elementwise":
             cases.append((name, specialise(name)))
     for name, primitive in sorted(primitives().items()):
@@ -161,18 +142,12 @@ def specialisations():
                 )
             )
     for number, substitutions in enumerate(fused_chains()):
-        cases.append(
-            (f"fused chain {number}", specialise("elementwise", substitutions))
-        )
+        cases.append((f"fused chain {number}", specialise("elementwise", substitutions)))
     return cases
 
 
 CASES = specialisations()
-EVERY_FUNCTION = {
-    name
-    for kernel in kernel_names() + ["common"]
-    for name in defined(kernel_text(kernel))
-}
+EVERY_FUNCTION = {name for kernel in kernel_names() + ["common"] for name in defined(kernel_text(kernel))}
 
 
 @pytest.fixture(scope="module")
@@ -180,9 +155,7 @@ def device():
     import wgpu
 
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
-    assert adapter is not None, (
-        "no WebGPU adapter: apt-get install mesa-vulkan-drivers gives lavapipe"
-    )
+    assert adapter is not None, "no WebGPU adapter: apt-get install mesa-vulkan-drivers gives lavapipe"
     return adapter.request_device_sync()
 
 
@@ -190,9 +163,7 @@ def compile_all(device, text):
     """The module (naga parses and validates it) and a pipeline for each entry point (the driver compiles it)."""
     module = device.create_shader_module(code=text)
     for entry in entries(text):
-        device.create_compute_pipeline(
-            layout="auto", compute={"module": module, "entry_point": entry}
-        )
+        device.create_compute_pipeline(layout="auto", compute={"module": module, "entry_point": entry})
 
 
 def test_the_fixture_keeps_the_chain_and_drops_the_unused_function_with_its_comment_lines():
@@ -229,9 +200,7 @@ def test_comments_become_spaces_at_the_same_offsets():
 
 
 @pytest.mark.parametrize("label,text", CASES, ids=[label for label, _ in CASES])
-def test_every_pruned_pipeline_text_compiles_and_holds_only_what_its_entries_reach(
-    device, label, text
-):
+def test_every_pruned_pipeline_text_compiles_and_holds_only_what_its_entries_reach(device, label, text):
     compile_all(device, text)
     functions = [name for name in defined(text) if name not in entries(text)]
     calls = called(text)  # a function's own signature counts once
@@ -255,13 +224,7 @@ def test_each_entry_point_of_every_family_is_kept():
 def test_an_elementwise_pipeline_holds_only_the_special_functions_its_expression_calls():
     plain = elementwise_text("x + y")
     erf = elementwise_text("error_function(x)")
-    assert (
-        "fn error_function(" not in plain
-        and "fn log_gamma(" not in plain
-        and "fn precise_log(" not in plain
-    )
+    assert "fn error_function(" not in plain and "fn log_gamma(" not in plain and "fn precise_log(" not in plain
     assert "fn error_function(" in erf and "fn log_gamma(" not in erf
     # The shared helpers the entry's prologue reads stay (element, word), the row kernels' layout goes.
-    assert {"word", "element", "workgroup_index"} <= set(
-        defined(plain)
-    ) and "row_start" not in defined(plain)
+    assert {"word", "element", "workgroup_index"} <= set(defined(plain)) and "row_start" not in defined(plain)
