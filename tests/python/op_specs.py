@@ -51,6 +51,18 @@ import numpy as np
 
 FLOATS = ("float32", "float64")
 
+# The primitives with no derivative at all (the reverse scan gives their operands no cotangent
+# through them), listed on purpose: a new op that forgets its rule must not pass quietly
+# (test_registry and test_higher_order check the registry against this set). Comparisons, index
+# results, the random bits and the draws' integer steps, StopGradient by definition, and the
+# roundings, whose derivative is 0 wherever it exists.
+NOT_DIFFERENTIABLE = {
+    "ArgMax", "ArgMin", "Argsort", "BitField", "Equal", "FoldIn", "Greater", "GreaterEqual",
+    "IndexToFloat", "Less", "LessEqual", "NotEqual", "OneHot", "RandomBits", "RandomInt",
+    "SearchSorted", "SplitKey", "StopGradient", "TopK", "Uniform",
+    "Floor", "Ceil", "RoundNearestEven", "Trunc",
+}  # fmt: skip
+
 # How close each oracle must come, by dtype (torch's: tolerances.library_bound).
 XLA_TOLERANCE = {"float64": 1e-12, "float32": 1e-5}
 # The central difference's step in the gradient checks (float64).

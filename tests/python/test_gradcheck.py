@@ -272,6 +272,26 @@ def cumsum_case(draw):
 
 
 @st.composite
+def cumulative_case(draw, function, values):
+    """A running product, maximum, minimum or log-sum-exp along any axis, either way; a maximum's and
+    minimum's values far apart (``distinct``), so that no step of eps changes which one leads."""
+    shape = draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    axis = draw(st.integers(-len(shape), len(shape) - 1))
+    reverse = draw(st.booleans())
+    rng = np.random.default_rng(draw(seeds))
+    return Case([values(rng, shape)], lambda tape, x: function(x, axis, reverse=reverse))
+
+
+@st.composite
+def polygamma_case(draw):
+    """psi^(n) of order 1 to 3 away from its poles (the non-positive integers)."""
+    order = draw(st.integers(1, 3))
+    shape = draw(shapes)
+    rng = np.random.default_rng(draw(seeds))
+    return Case([rng.uniform(0.5, 5.0, shape)], lambda tape, x: topos.polygamma(order, x))
+
+
+@st.composite
 def fourier_case(draw, opcode):
     """A transform of any length along any axis: complex values as pairs (a trailing axis of 2) for
     ``Fft`` (either way) and ``Irfft``, real values for ``Rfft`` (topos.fft)."""
@@ -486,6 +506,8 @@ PRIMITIVE_CASES = {
     "Where": where_case(),
     "MatMul": matmul_case(),
     "Sum": reduction("sum", normal),
+    "Prod": reduction("prod", normal),
+    "Polygamma": polygamma_case(),
     "Max": reduction("max", distinct),
     "Reshape": reshape_case(),
     "Broadcast": broadcast_case(),
@@ -503,6 +525,10 @@ PRIMITIVE_CASES = {
     "LogSoftmaxGrad": applied("LogSoftmaxGrad", [normal, normal]),
     "LayerNormGrad": applied("LayerNormGrad", [normal, normal], row_scale=True),
     "CumSum": cumsum_case(),
+    "CumProd": cumulative_case(topos.cumprod, normal),
+    "CumMax": cumulative_case(topos.cummax, distinct),
+    "CumMin": cumulative_case(topos.cummin, distinct),
+    "LogCumSumExp": cumulative_case(topos.logcumsumexp, normal),
     "Fft": fourier_case("Fft"),
     "Rfft": fourier_case("Rfft"),
     "Irfft": fourier_case("Irfft"),

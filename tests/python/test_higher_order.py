@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from op_specs import NOT_DIFFERENTIABLE
 from test_gradcheck import PRIMITIVE_CASES
 from test_kernels_plans import assert_outputs_agree as assert_near_exact
 from test_kernels_plans import float64_shadow
@@ -230,13 +231,6 @@ def test_fused_layer_norm_of_torch_agrees_to_second_order():
 
 
 # Every primitive's rule is differentiable again -----------------------------------------------
-
-# What has no derivative at all (the scan skips it: its operands get no cotangent through it).
-NOT_DIFFERENTIABLE = {
-    "ArgMax", "ArgMin", "Equal", "FoldIn", "Greater", "GreaterEqual", "IndexToFloat", "Less", "LessEqual",
-    "NotEqual", "OneHot", "RandomBits", "SplitKey", "StopGradient", "TopK", "Uniform",
-    "Floor", "Ceil", "RoundNearestEven", "Trunc",
-}  # fmt: skip
 
 
 def test_every_registered_primitive_is_a_source_declines_or_has_a_second_order_case():

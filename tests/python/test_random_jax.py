@@ -34,6 +34,14 @@ TINY32 = float(np.finfo(np.float32).tiny)
 LIBRARY_ULPS = 2  # numpy's or XLA's float32 log against the exact value
 
 
+@pytest.fixture(autouse=True)
+def jax_in_its_default_32_bits():
+    """jax.random's own mode, as a user of jax meets it: its draws differ with jax_enable_x64 (randint and
+    choice draw in 64 bits then), which other test files turn on for the whole process."""
+    with jax.enable_x64(False):
+        yield
+
+
 def jax_key(key):
     return jax.random.wrap_key_data(np.asarray(key, dtype=np.uint32))
 

@@ -113,7 +113,13 @@ STRUCTURAL = [
 # besides them, a step may record any op_specs example (a reduction, shape op or composite at its
 # shapes and attributes) that has a numpy spelling, which gives the builder its value.
 ROW_EXAMPLES = [(key, example) for key, example in example_rows() if example.numpy is not None]
-OPCODES = UNARY + BINARY + COMPARISONS + STRUCTURAL + ["example"]
+# Not drawn into the many-op programs (each still runs alone below): lgamma, digamma and polygamma
+# are accurate in float32 to tens of u of |f| + |x f'| (their Lanczos and series forms; test_special
+# holds them to that on numpy, XLA and WebGPU), not of |f|, so next to a root a value or a
+# gradient through them is off by more than this suite's 1e-5 of its scale, on XLA as on numpy.
+ROOT_RELATIVE = {"Lgamma", "Digamma", "Polygamma"}
+ROW_EXAMPLES = [(key, example) for key, example in ROW_EXAMPLES if key not in ROOT_RELATIVE]
+OPCODES = [opcode for opcode in UNARY if opcode not in ROOT_RELATIVE] + BINARY + COMPARISONS + STRUCTURAL + ["example"]
 
 
 class ProgramBuilder:

@@ -1,6 +1,7 @@
 """The op registry: every registered primitive declares every rule, and half an op fails loudly."""
 
 import pytest
+from op_specs import NOT_DIFFERENTIABLE
 
 from topos.compiler.kernels import has_kernel_rule
 from topos.ops import Primitive, lookup, missing_rules, primitives, register, unregister
@@ -9,26 +10,9 @@ from topos.ops.registry import REQUIRED_RULES
 # The rules every primitive has had from the start. REQUIRED_RULES may only grow beyond these.
 CORE_RULES = ("infer", "forward", "vjp")
 
-# Ops with no derivative, listed on purpose (as HIPS autograd lists its non-differentiable ops):
-# an op that forgets its vjp must not pass by quietly declaring itself non-differentiable.
-NON_DIFFERENTIABLE = {
-    "Less",
-    "LessEqual",
-    "Greater",
-    "GreaterEqual",
-    "Equal",
-    "NotEqual",
-    "StopGradient",
-    "OneHot",
-    "ArgMax",
-    "ArgMin",
-    "TopK",
-    "IndexToFloat",
-    "RandomBits",
-    "SplitKey",
-    "FoldIn",
-    "Uniform",
-}
+# Ops with no derivative are listed on purpose in op_specs.NOT_DIFFERENTIABLE (as HIPS autograd lists
+# its non-differentiable ops): an op that forgets its vjp must not pass by quietly declaring itself
+# non-differentiable.
 SOURCES = {"Parameter", "Input", "Leaf"}
 
 # Ops the WebGPU backend declines, each for a reason (the numpy interpreter runs them there), listed on
@@ -60,7 +44,7 @@ def test_primitive_declares_every_required_rule(name):
 
 def test_non_differentiable_primitives_are_exactly_the_listed_ones():
     declared = {name for name, p in primitives().items() if not p.differentiable}
-    assert declared == NON_DIFFERENTIABLE
+    assert declared == NOT_DIFFERENTIABLE
 
 
 def test_sources_are_exactly_parameter_input_and_leaf():

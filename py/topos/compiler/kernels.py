@@ -43,15 +43,13 @@ from ..text import format_shape, plural
 from .launch_helpers import LaunchHelpers
 from .wgsl import launch as build
 from .wgsl.concatenations import emit_concatenation, find_concatenations
+from .wgsl.dispatch import MAX_ELEMENTS
 from .wgsl.fusion import find_chains
 from .wgsl.launch import LANES, LOOP_LIMIT, MAX_BATCH_RANK, MAX_RANK, Launch
 from .wgsl.pad_sums import emit_pad_sum, find_pad_sums
 from .wgsl.patterns import find_groups
 from .wgsl.program import Buffer, HostStep, Program, Readback, Upload, ViewStep, run_counts, scratch_peak, share_buffers
 from .wgsl.views import View, element_count
-
-#: WebGPU's default maxStorageBufferBindingSize (128 MiB) in 4-byte elements.
-MAX_ELEMENTS = (128 << 20) // 4
 
 
 def has_kernel_rule(primitive):

@@ -15,6 +15,7 @@ from .wgsl import linalg as linalg_build
 from .wgsl import random as random_build
 from .wgsl import scans, scatter, windows
 from .wgsl import sort as sort_build
+from .wgsl.dispatch import MAX_ELEMENTS
 from .wgsl.program import ViewStep
 from .wgsl.views import element_count
 
@@ -302,8 +303,6 @@ class LaunchHelpers:
 
     def eigh_declines(self, node):
         """Why the Jacobi kernel cannot run ``node`` (a sentence), or None."""
-        from .kernels import MAX_ELEMENTS  # the selector's module imports this one
-
         return eigh_build.declines(self.operand_node(node, 0).shape, MAX_ELEMENTS)
 
     # The factorisations (kernels/linalg.wgsl) -----------------------------------------------

@@ -12,6 +12,7 @@ backwards, applying each primitive's own rule. The backward is O(n) work in abou
 2 log2(n) levels, and every reading shows it.
 """
 
+from .emitter import Emitter
 from .registry import lookup
 
 
@@ -67,8 +68,6 @@ class Traced:
 
     def __getattr__(self, name):
         # The named helpers (add, slice, pad...) of the Emitter base, bound to this emitter.
-        from ..model.autodiff import Emitter
-
         return getattr(Emitter, name).__get__(self)
 
     def apply(self, opcode, operands, **attrs):

@@ -98,6 +98,8 @@ class Cumulative(Primitive):
     #: region written here), the fold's identity, and its number in the scan kernel (word 6)
     ufunc = None
     hlo = None
+    # Each fold also writes ``combine(self, e, a, b)``: the fold of ``a`` and ``b`` in primitives,
+    # as the scan of the derivative (``scan_vjp``) runs it.
     identity = None
     fold_kind = None
 
@@ -121,10 +123,6 @@ class Cumulative(Primitive):
             self.ufunc.accumulate(np.flip(x, axis), axis=axis, dtype=x.dtype, out=np.flip(out, axis))
             return out
         return self.ufunc.accumulate(x, axis=axis, dtype=x.dtype, out=out)
-
-    def combine(self, e, a, b):
-        """The fold of ``a`` and ``b`` in primitives, as the scan of the derivative runs it."""
-        raise NotImplementedError
 
     def vjp(self, e, g, operands, out, attrs):
         return [scan_vjp(e, self.combine, operands[0], g, attrs["axis"], attrs["reverse"])]

@@ -26,6 +26,9 @@ LANES = 64
 #: the builders split work until every loop stays within this.
 LOOP_LIMIT = 32767
 
+#: WebGPU's default maxStorageBufferBindingSize (128 MiB) in 4-byte elements: the most one binding holds.
+MAX_ELEMENTS = (128 << 20) // 4
+
 
 def f32_bits(value):
     """The u32 word holding ``value`` as an IEEE single (how f32 parameters travel)."""
