@@ -30,6 +30,7 @@ from . import attributes as kinds
 from .associative_scan import scan_vjp
 from .reduce import Fold, Reduction, expand_reduced
 from .registry import Meta, Primitive, axis_index, bytes_moved, register, require_float
+from .scans import axis_beyond_the_loop, running_window
 
 
 @register
@@ -131,29 +132,15 @@ class Cumulative(Primitive):
         return ctx.region(self.hlo, scalar)
 
     def stablehlo(self, ctx, node):
-        # CumSum's window as long as the axis, padded below (above, reversed), with this fold's region.
-        axis, rank, extent = node.attrs["axis"], len(node.shape), node.shape[node.attrs["axis"]]
-        window = ", ".join(str(extent if a == axis else 1) for a in range(rank))
-        strides = ", ".join("1" for _ in range(rank))
-        low, high = (0, max(extent - 1, 0)) if node.attrs["reverse"] else (max(extent - 1, 0), 0)
-        pads = ", ".join(f"[{low}, {high}]" if a == axis else "[0, 0]" for a in range(rank))
+        # CumSum's window as long as the axis, with this fold's identity and region.
         start = ctx.splat(self.identity, (), node.dtype)
-        scalar = ctx.tensor_type((), node.dtype)
-        (x,) = ctx.operands(node)
-        return ctx.emit(
-            f'"stablehlo.reduce_window"({x}, {start}) ({{\n{self.region(ctx, scalar)}\n    }}) '
-            f"{{window_dimensions = array<i64: {window}>, window_strides = array<i64: {strides}>, "
-            f"padding = dense<[{pads}]> : tensor<{rank}x2xi64>}} : ({ctx.type(node)}, {scalar}) -> {ctx.type(node)}"
-        )
+        return running_window(ctx, node, start, self.region(ctx, ctx.tensor_type((), node.dtype)))
 
     def wgsl_launch(self, k, node, views):
         return k.cumulative(self.fold_kind, node, views[0])
 
     def wgsl_declines(self, k, node):
-        extent = node.shape[node.attrs["axis"]]
-        if -(-extent // k.LANES) > k.LOOP_LIMIT:
-            return f"an axis of {extent} elements is longer than the scan kernel's loop"
-        return None
+        return axis_beyond_the_loop(k, node)
 
     def cost(self, operands, meta, attrs):
         # One fold for each element.

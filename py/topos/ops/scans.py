@@ -177,6 +177,32 @@ class ArgMin(ArgExtreme):
 # The running sum ---------------------------------------------------------------------------
 
 
+def running_window(ctx, node, start, region):
+    """The running fold of a scan node (``axis``, ``reverse``) as StableHLO: a ``reduce_window`` as long
+    as the axis from ``start`` with ``region``, padded below (above, reversed) so that window j ends
+    at element j (an empty axis takes no padding)."""
+    axis, rank, extent = node.attrs["axis"], len(node.shape), node.shape[node.attrs["axis"]]
+    window = ", ".join(str(extent if a == axis else 1) for a in range(rank))
+    strides = ", ".join("1" for _ in range(rank))
+    low, high = (0, max(extent - 1, 0)) if node.attrs["reverse"] else (max(extent - 1, 0), 0)
+    pads = ", ".join(f"[{low}, {high}]" if a == axis else "[0, 0]" for a in range(rank))
+    scalar = ctx.tensor_type((), node.dtype)
+    (x,) = ctx.operands(node)
+    return ctx.emit(
+        f'"stablehlo.reduce_window"({x}, {start}) ({{\n{region}\n    }}) '
+        f"{{window_dimensions = array<i64: {window}>, window_strides = array<i64: {strides}>, "
+        f"padding = dense<[{pads}]> : tensor<{rank}x2xi64>}} : ({ctx.type(node)}, {scalar}) -> {ctx.type(node)}"
+    )
+
+
+def axis_beyond_the_loop(k, node):
+    """Why the scan kernel cannot run a scan node along its axis (a sentence), or None."""
+    extent = node.shape[node.attrs["axis"]]
+    if -(-extent // k.LANES) > k.LOOP_LIMIT:
+        return f"an axis of {extent} elements is longer than the scan kernel's loop"
+    return None
+
+
 @register
 class CumSum(Primitive):
     """The running sum along ``axis``: element j is the sum of elements 0..j (``reverse``: j..n-1)."""
@@ -211,29 +237,14 @@ class CumSum(Primitive):
         return [e.apply("CumSum", [g], axis=attrs["axis"], reverse=not attrs["reverse"])]
 
     def stablehlo(self, ctx, node):
-        # A window as long as the axis, padded below (above, reversed) so that window j ends at element j.
-        axis, rank, extent = node.attrs["axis"], len(node.shape), node.shape[node.attrs["axis"]]
-        window = ", ".join(str(extent if a == axis else 1) for a in range(rank))
-        strides = ", ".join("1" for _ in range(rank))
-        low, high = (0, extent - 1) if node.attrs["reverse"] else (extent - 1, 0)
-        pads = ", ".join(f"[{low}, {high}]" if a == axis else "[0, 0]" for a in range(rank))
-        zero = ctx.splat(0.0, (), node.dtype)
         scalar = ctx.tensor_type((), node.dtype)
-        (x,) = ctx.operands(node)
-        return ctx.emit(
-            f'"stablehlo.reduce_window"({x}, {zero}) ({{\n{ctx.region("stablehlo.add", scalar)}\n    }}) '
-            f"{{window_dimensions = array<i64: {window}>, window_strides = array<i64: {strides}>, "
-            f"padding = dense<[{pads}]> : tensor<{rank}x2xi64>}} : ({ctx.type(node)}, {scalar}) -> {ctx.type(node)}"
-        )
+        return running_window(ctx, node, ctx.splat(0.0, (), node.dtype), ctx.region("stablehlo.add", scalar))
 
     def wgsl_launch(self, k, node, views):
         return k.cumsum(node, views[0])
 
     def wgsl_declines(self, k, node):
-        extent = node.shape[node.attrs["axis"]]
-        if -(-extent // k.LANES) > k.LOOP_LIMIT:
-            return f"an axis of {extent} elements is longer than the scan kernel's loop"
-        return None
+        return axis_beyond_the_loop(k, node)
 
     def cost(self, operands, meta, attrs):
         # One add for each element.
