@@ -14,19 +14,19 @@ import numpy as np
 from ..errors import ArgumentError, ArgumentTypeError, RecordingError, ShapeError
 from ..tensor import Tensor
 from .nodes import user_source
+from .tape import innermost
 from .value import Value
 
 
 def tape_of(*operands):
-    tape = None
-    for operand in operands:
-        if isinstance(operand, Value):
-            if tape is None:
-                tape = operand.tape
-            elif operand.tape is not tape:
-                raise RecordingError("operands were recorded on different tapes", user_source())
-    if tape is None:
+    """The tape an operation over ``operands`` records on: theirs, or, where a body's values meet
+    values of a tape it was made inside (``topos.model.bodies``), the body's."""
+    tapes = [operand.tape for operand in operands if isinstance(operand, Value)]
+    if not tapes:
         raise ArgumentTypeError("at least one operand must be a recorded value")
+    tape = innermost(tapes)
+    if tape is None:
+        raise RecordingError("operands were recorded on different tapes", user_source())
     return tape
 
 

@@ -54,6 +54,9 @@ class EagerEmitter(Emitter):
     def like(self, handle, value):
         return np.array(value, dtype=handle.dtype)
 
+    def constant(self, shape, dtype, value):
+        return np.broadcast_to(np.asarray(value, dtype=dtype), tuple(shape))
+
 
 def ancestors(nodes, target):
     """The indices of the nodes ``target`` reads, directly or not, and itself."""

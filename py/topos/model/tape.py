@@ -79,6 +79,27 @@ def register_network_class(network_class):
     return network_class
 
 
+def encloses(outer, tape):
+    """Whether ``tape`` is ``outer`` or a body's tape made inside it, directly or not (``topos.model.bodies``)."""
+    while tape is not None:
+        if tape is outer:
+            return True
+        tape = getattr(tape, "outer", None)
+    return False
+
+
+def innermost(tapes):
+    """The one of ``tapes`` made inside all the others (a body's tape inside its callers'), or None
+    where two are unrelated: the tape an operation over values of all of them records on."""
+    inner = tapes[0]
+    for tape in tapes[1:]:
+        if encloses(inner, tape):
+            inner = tape
+        elif not encloses(tape, inner):
+            return None
+    return inner
+
+
 def is_network(value):
     """Whether ``value`` is a sealed network (of the class ``Tape.seal`` makes)."""
     return _network_class is not None and isinstance(value, _network_class)
@@ -167,8 +188,13 @@ class Tape:
         for operand in operands:
             if not isinstance(operand, Value):
                 raise ArgumentTypeError(f"{opcode}: an operand is a {type(operand).__name__}, not a recorded value")
-            if operand.tape is not self:
-                raise RecordingError(f"{opcode}: an operand was recorded on another tape", user_source())
+        inner = innermost([operand.tape for operand in operands] + [self])
+        if inner is None:
+            raise RecordingError(f"{opcode}: an operand was recorded on another tape", user_source())
+        if inner is not self:
+            # A body's value meets one of a tape it was made inside: the body records it
+            # (``topos.model.bodies``), lifting the outer values in.
+            return inner.apply(opcode, operands, **attrs)
         index = self.append(opcode, [v.index for v in operands], attrs, user_source(), recording_scope())
         return Value(self, index)
 

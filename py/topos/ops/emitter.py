@@ -6,6 +6,8 @@ so that a rule that records ops through an emitter of its own (``associative_sca
 needs nothing from the layers above.
 """
 
+from ..errors import MissingRuleError
+
 
 class Emitter:
     """Named helpers over the three operations an emitter must provide:
@@ -20,6 +22,10 @@ class Emitter:
 
     def like(self, handle, value):
         raise NotImplementedError
+
+    def constant(self, shape, dtype, value):
+        """A constant of ``value`` broadcast to ``shape`` in ``dtype`` (a body's ``Leaf``, ``topos.ops.bodies``)."""
+        raise MissingRuleError(f"{type(self).__name__} makes no constants, so it cannot inline a body")
 
     #: Set by the reverse scan before each rule: for each operand of the node, whether
     #: the scan keeps its cotangent. ``None`` (outside a scan) means every operand.
