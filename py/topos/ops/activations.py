@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from . import batching
 from .elementwise import Unary
 from .registry import Primitive, register, require_float, same_shape
 
@@ -83,6 +84,7 @@ class GeluGrad(Primitive):
     kernel = "elementwise"
     wgsl = "x * gelu_slope(y)"
     element_flops = 15  # the fifteen steps of the forward below
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)

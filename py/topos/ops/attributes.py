@@ -12,6 +12,7 @@ file is refused with an error that names the attribute and what it should be.
 
 from ..dtypes import DTYPES
 from ..text import format_shape
+from .bodies import Region
 
 
 def is_whole(value):
@@ -148,3 +149,11 @@ def padding_pairs(value, metas):
     ):
         return f"expected a (low, high) pair of integers per spatial axis of the operand {_axes_text(meta)}"
     return None
+
+
+def body(value, metas):
+    """A function recorded once (``topos.ops.bodies.Region``), its nodes in order and its placeholders its Inputs."""
+    if not isinstance(value, Region):
+        return "expected a body: a function recorded once (nodes, arguments, captured values, outputs)"
+    problem = value.problem()
+    return f"a malformed body: {problem}" if problem else None

@@ -8,12 +8,17 @@ nothing above). ``inline`` applies them through any emitter: the eager one runs
 the body on numpy arrays, the recording's and the compiler's append its nodes
 to a tape, so one walk is the body's forward, its inlined copy and the place a
 derivative rule re-records it.
+
+``Region`` is a body as a node's attribute (``attributes.body`` its kind, which loading a
+network checks; the checkpoint writes its nodes nested in the node's entry, the spec prints
+them under the node's row): a ``Scan`` holds its step so, and a custom derivative its rules.
+``body_cost`` sums the costs of one run of it.
 """
 
 import numpy as np
 
 from ..errors import ArgumentError
-from .registry import lookup
+from .registry import Meta, lookup
 
 
 def inline(e, nodes, sources):
@@ -61,3 +66,74 @@ def evaluate(nodes, sources, outputs):
         else:
             values[node.index] = np.asarray(lookup(node.opcode).forward([values[j] for j in node.operands], node.attrs))
     return [values[i] for i in outputs]
+
+
+class Region:
+    """A body as the attribute of the node that holds it (a loop's step, a custom derivative's rule).
+
+    Immutable: ``nodes`` (objects as ``inline`` reads them, numbered from 0 in the body),
+    ``arguments`` (the indices of the placeholders that stand for the function's
+    arguments, in order), ``captured`` (those of what it closed over, in the order the
+    node's captured operands come) and ``outputs`` (what it returns, flattened; an index
+    may repeat, or name a placeholder). StableHLO's word for a while loop's body is a
+    region, and a ``Scan`` lowers its body into one. Its value in the spec is
+    ``<12 nodes>``; the spec reading prints the nodes once, under the node that holds it.
+    Two regions are the same attribute only when they are the same object.
+    """
+
+    __slots__ = ("nodes", "arguments", "captured", "outputs", "__weakref__")
+
+    def __init__(self, nodes, arguments, captured, outputs):
+        object.__setattr__(self, "nodes", tuple(nodes))
+        object.__setattr__(self, "arguments", tuple(arguments))
+        object.__setattr__(self, "captured", tuple(captured))
+        object.__setattr__(self, "outputs", tuple(outputs))
+
+    def __setattr__(self, name, value):
+        raise AttributeError("a Region is immutable")
+
+    def __repr__(self):
+        return f"<{len(self.nodes)} node{'' if len(self.nodes) == 1 else 's'}>"
+
+    def metas(self, indices):
+        """The ``Meta`` of each node in ``indices``."""
+        return [Meta(self.nodes[i].shape, self.nodes[i].dtype) for i in indices]
+
+    def with_outputs(self, outputs):
+        """The same nodes returning ``outputs`` instead (a loop's carries kept at every step, say)."""
+        return Region(self.nodes, self.arguments, self.captured, outputs)
+
+    def problem(self):
+        """What makes this region malformed (a phrase), or None: loading a network asks before it runs one."""
+        count = len(self.nodes)
+        for position, node in enumerate(self.nodes):
+            if node.index != position or any(not (0 <= j < position) for j in node.operands):
+                return f"its node {position} is numbered or reads out of order"
+        placeholders = self.arguments + self.captured
+        if len(set(placeholders)) != len(placeholders):
+            return "a placeholder is named twice"
+        for index in placeholders:
+            if not (0 <= index < count) or self.nodes[index].opcode != "Input":
+                return f"its placeholder {index} is not one of its Input nodes"
+        for node in self.nodes:
+            if node.opcode in ("Input", "Parameter") and node.index not in placeholders:
+                return f"its {node.opcode} node {node.index} is no placeholder (a body reads only what it is given)"
+        if any(not (0 <= index < count) for index in self.outputs):
+            return "an output names no node of it"
+        return None
+
+
+def body_cost(region, cost_of):
+    """``(flops, bytes)`` of one run of the nodes the outputs read: ``cost_of(node)`` each, summed."""
+    wanted = bytearray(len(region.nodes))
+    for index in region.outputs:
+        wanted[index] = 1
+    flops = moved = 0
+    for node in reversed(region.nodes):
+        if wanted[node.index]:
+            for j in node.operands:
+                wanted[j] = 1
+            if node.operands:
+                f, b = cost_of(node)
+                flops, moved = flops + f, moved + b
+    return flops, moved

@@ -34,8 +34,10 @@ JAX swaps dimension numbers where topos, whose layout is fixed, records a
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..errors import MissingRuleError
 from ..text import format_shape
 from . import attributes as kinds
+from . import batching
 from .hooks import matmul
 from .registry import Meta, Primitive, bytes_moved, integer_attr, integer_tuple_attr, register, require_float
 
@@ -170,6 +172,16 @@ class Convolution(Primitive):
             return out
         convolve(lhs, rhs, attrs, out)
         return out
+
+    def batch(self, e, operands, dims, attrs):
+        # A batch of inputs is a longer N; a batch of kernels would be feature groups, not written.
+        if dims[1] is not None or attrs["batch_groups"] != 1:
+            what = "a batched kernel" if dims[1] is not None else "batch_groups, whose groups split N"
+            raise MissingRuleError(f"Convolution has no batching rule (vmap): {what}")
+        lhs = batching.to_front(e, operands[0], dims[0])
+        shape = e.shape(lhs)
+        out = e.apply("Convolution", [e.reshape(lhs, (shape[0] * shape[1],) + shape[2:]), operands[1]], **attrs)
+        return e.reshape(out, shape[:2] + e.shape(out)[1:]), 0
 
     def vjp(self, e, g, operands, out, attrs):
         lhs, rhs = operands

@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from . import attributes as kinds
+from . import batching
 from .associative_scan import scan_vjp
 from .reduce import Fold, Reduction, expand_reduced
 from .registry import Meta, Primitive, axis_index, bytes_moved, register, require_float
@@ -103,6 +104,7 @@ class Cumulative(Primitive):
     # as the scan of the derivative (``scan_vjp``) runs it.
     identity = None
     fold_kind = None
+    batch = batching.leading_axis
 
     def normalize(self, metas, attrs):
         axis = axis_index(attrs.get("axis", -1), metas[0].shape, self.name)

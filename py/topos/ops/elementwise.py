@@ -13,12 +13,15 @@ rules are written with the emitter ``e`` so the same rule runs eagerly
 
 import numpy as np
 
+from . import batching
 from .registry import Primitive, register, require_float, same_shape
 
 
 class Unary(Primitive):
     arity = 1
     kernel = "elementwise"
+    # One operand: the batch stays on its axis (a table row gets it from its factory's base).
+    batch = batching.elementwise
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -28,6 +31,8 @@ class Unary(Primitive):
 class Binary(Primitive):
     arity = 2
     kernel = "elementwise"
+    # Operands of one shape: both batches at the front, a shared operand broadcast to the batch.
+    batch = batching.elementwise
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -414,6 +419,7 @@ class Where(Primitive):
     wgsl = "select(z, y, x != 0.0 || is_nan(x))"  # a NaN condition is true, as in numpy
     arity = 3
     kernel = "elementwise"
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)

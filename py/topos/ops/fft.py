@@ -28,6 +28,7 @@ import numpy as np
 
 from ..text import format_shape
 from . import attributes as kinds
+from . import batching
 from .registry import Meta, Primitive, bytes_moved, integer_attr, register, require_float
 
 ELEMENT = {"float32": "f32", "float64": "f64"}
@@ -117,6 +118,7 @@ class Fft(Primitive):
     arity = 1
     kernel = "fft"
     attributes = {"inverse": kinds.flag}
+    batch = batching.leading
 
     def normalize(self, metas, attrs):
         return {"inverse": bool(attrs.get("inverse", False))}
@@ -171,6 +173,7 @@ class Rfft(Primitive):
     name = "Rfft"
     arity = 1
     kernel = "fft"
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -229,6 +232,7 @@ class Irfft(Primitive):
     arity = 1
     kernel = "fft"
     attributes = {"n": kinds.positive}
+    batch = batching.leading
 
     def normalize(self, metas, attrs):
         # The output length as an int of at least 1, so that recording and loading a file agree.

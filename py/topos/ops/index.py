@@ -1,12 +1,15 @@
 """Integer-indexed primitives: gather (embedding lookup), its scatter-add
 transpose, and one-hot encoding. Index operands have dtype int32."""
 
+import math
+
 import numpy as np
 
 from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from ..errors import IndexingError
 from ..text import format_shape
 from . import attributes as kinds
+from . import batching
 from .hooks import matmul
 from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register
 
@@ -89,6 +92,20 @@ class Take(Primitive):
         check_indices(self, indices, [values.shape, indices.shape], attrs)
         # The indices are checked: "clip" changes none of them, and unlike "raise" it writes out= unbuffered.
         return np.take(values, indices, axis=attrs["axis"], out=out, mode="clip")
+
+    def batch(self, e, operands, dims, attrs):
+        (values, indices), (dv, di), axis = operands, dims, attrs["axis"]
+        if di is None:  # every example takes the same rows of its own values
+            return e.apply("Take", [batching.to_front(e, values, dv), indices], axis=axis + 1), 0
+        if dv is None:  # shared values: the indices' batch axis lands where the indices do
+            return e.apply("Take", [values, indices], axis=axis), axis + di
+        # Both batched: each example's indices along its own values, a TakeAlongAxis over the
+        # indices flattened and stretched across the other axes, then the indices' shape restored.
+        values, indices = batching.to_front_all(e, operands, dims)
+        shape, taken = e.shape(values), e.shape(indices)[1:]
+        flat = batching.along_axis(e, indices, shape, axis + 1)
+        gathered = e.apply("TakeAlongAxis", [values, flat], axis=axis + 1)
+        return e.reshape(gathered, shape[: axis + 1] + taken + shape[axis + 2 :]), 0
 
     def vjp(self, e, g, operands, out, attrs):
         values, indices = operands
@@ -232,6 +249,19 @@ class ScatterAdd(Primitive):
             scatter_add_rows(np.moveaxis(out, axis, 0), indices.reshape(-1), np.moveaxis(flat_updates, axis, 0))
         return out
 
+    def batch(self, e, operands, dims, attrs):
+        axis, extent = attrs["axis"], attrs["extent"]
+        if dims[1] is None:
+            updates = batching.to_front(e, operands[0], dims[0])
+            return e.apply("ScatterAdd", [updates, operands[1]], axis=axis + 1, extent=extent), 0
+        # Batched indices: Take's batched rule transposed, a ScatterAddAlongAxis over flat indices.
+        updates, indices = batching.to_front_all(e, operands, dims)
+        shape, rank = e.shape(updates), len(e.shape(indices)) - 1
+        size = math.prod(shape[axis + 1 : axis + 1 + rank])
+        updates = e.reshape(updates, shape[: axis + 1] + (size,) + shape[axis + 1 + rank :])
+        flat = batching.along_axis(e, indices, e.shape(updates), axis + 1)
+        return e.apply("ScatterAddAlongAxis", [updates, flat], axis=axis + 1, extent=extent), 0
+
     def vjp(self, e, g, operands, out, attrs):
         return [e.apply("Take", [g, operands[1]], axis=attrs["axis"]), None]
 
@@ -281,6 +311,7 @@ class OneHot(Primitive):
     arity = 1
     differentiable = False
     kernel = "gather"
+    batch = batching.leading
 
     def normalize(self, metas, attrs):
         depth = integer_attr(self, metas, attrs.get("depth"), "depth")

@@ -1,6 +1,7 @@
 """Matrix products: ``MatMul`` over the last two axes, batched over the rest."""
 
 from ..text import format_shape
+from . import batching
 from .hooks import matmul
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 
@@ -16,6 +17,21 @@ class MatMul(Primitive):
     name = "MatMul"
     arity = 2
     kernel = "matmul"
+
+    def batch(self, e, operands, dims, attrs):
+        # One operand batched: the batch joins its free axis (JAX's dot_general rule), so the other
+        # operand is read once, not broadcast: a [B, m, k] times b [k, n] is [B m, k] times [k, n].
+        (a, b), (da, db) = operands, dims
+        if da is not None and db is not None:
+            return batching.leading(self, e, operands, dims, attrs)
+        batched = a if db is None else b
+        x = batching.move(e, batched, da if db is None else db, len(e.shape(batched)) - (3 if db is None else 2))
+        shape = e.shape(x)
+        if db is None:  # [..., B, m, k]: rows of a
+            out = e.matmul(e.reshape(x, shape[:-3] + (shape[-3] * shape[-2], shape[-1])), b)
+            return e.reshape(out, shape[:-1] + (e.shape(out)[-1],)), len(shape) - 3
+        out = e.matmul(a, e.reshape(x, shape[:-2] + (shape[-2] * shape[-1],)))  # [..., k, B, n]: columns of b
+        return e.reshape(out, e.shape(out)[:-1] + shape[-2:]), len(shape) - 2
 
     def infer(self, metas, attrs):
         require_float(self, metas)

@@ -10,6 +10,7 @@ the kernels reading shows it as a host step with ``DECLINED``, and the interpret
 import numpy as np
 
 from . import attributes as kinds
+from . import batching
 from .cholesky_lowering import cholesky_portable, triangular_solve_portable
 from .lu_lowering import lu_stablehlo
 from .registry import Meta, Primitive, bytes_moved, register, require_float
@@ -58,6 +59,7 @@ class Cholesky(Primitive):
     kernel = "linalg"
     arity = 1
     attributes = {}
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -138,6 +140,7 @@ class TriangularSolve(Primitive):
     kernel = "linalg"
     arity = 2
     attributes = {"left_side": kinds.flag, "lower": kinds.flag, "transpose_a": kinds.flag, "unit_diagonal": kinds.flag}
+    batch = batching.leading
 
     def normalize(self, metas, attrs):
         return {name: bool(attrs.get(name, value)) for name, value in solve_attrs().items()}
@@ -255,6 +258,7 @@ class Lu(Primitive):
     kernel_declined = DECLINED
     arity = 1
     attributes = {}
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)

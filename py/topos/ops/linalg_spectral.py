@@ -27,6 +27,7 @@ reason and the interpreter runs the node.
 
 import numpy as np
 
+from . import batching
 from .qr_lowering import qr_portable
 from .registry import Meta, Primitive, bytes_moved, register, require_float
 from .spectral_lowering import eigh_portable, svd_portable
@@ -39,6 +40,7 @@ class Eigh(Primitive):
     name = "Eigh"
     arity = 1
     kernel = "eigh"
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -149,6 +151,7 @@ class Qr(Primitive):
     name = "Qr"
     arity = 1
     kernel_declined = "no Householder QR kernel yet: the host runs the factorisation"
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -241,6 +244,7 @@ class Svd(Primitive):
     name = "Svd"
     arity = 1
     kernel_declined = "no Jacobi SVD kernel yet: the host runs the factorisation"
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)

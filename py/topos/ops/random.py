@@ -34,6 +34,7 @@ import numpy as np
 
 from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from ..text import format_shape
+from . import batching
 from .registry import Meta, Primitive, integer_attr, integer_tuple_attr, register
 
 #: The rotation amounts of the 2x32 variant's rounds, four to a group, the two groups alternating.
@@ -162,6 +163,9 @@ class RandomPrimitive(Primitive):
     kernel = "random"
     device_dtypes = ("uint32",)
     element_flops = 60  # 20 rounds of add, rotate (two shifts and an or) and xor, and the key injections
+    # A batch of keys would be one Threefry stream an example (JAX's batched keys), not written:
+    # a key every example shares records its draw once, unbatched, without a rule.
+    batch = batching.declined("a batched random key (split the key outside vmap, or pass it unbatched)")
 
 
 class ThreefryLowering:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import attributes as kinds
+from . import batching
 from .registry import Meta, Primitive, bytes_moved, normalize_axes, register, require_float
 
 
@@ -19,6 +20,7 @@ class Fold:
 
 
 class Reduction(Primitive):
+    batch = batching.leading_axes
     arity = 1
     kernel = "reduce"
     attributes = {"axes": kinds.axes, "keepdims": kinds.flag}

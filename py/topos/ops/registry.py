@@ -12,6 +12,9 @@ A primitive declares, in one class body:
   gradients eagerly and writes the backward as graph nodes; it returns one
   cotangent (or ``None``) per operand. A primitive that has no derivative sets
   ``differentiable = False`` instead;
+- ``batch(e, operands, dims, attrs)``: its batching rule (``topos.vmap``), written with
+  the same emitter, which applies the op once to operands that carry a batch axis
+  (``topos.ops.batching`` holds the common forms);
 - ``stablehlo(ctx, node)``: its StableHLO lowering (``topos.compiler``);
 - ``kernel``: the WGSL kernel family that runs it on WebGPU, or ``None`` where
   the WebGPU backend declines it; an elementwise op states its ``wgsl``
@@ -168,6 +171,25 @@ class Primitive:
         ```
         """
         raise MissingRuleError(f"{self.name} has no derivative rule")
+
+    def batch(self, e, operands, dims, attrs):
+        """The batching rule (``topos.vmap``): ``(handle, out_dim)``, the op applied once to a batch.
+
+        ``operands`` are handles of the emitter ``e`` (values of the tape being recorded),
+        ``dims`` one entry an operand: the axis its batch runs along, or None for an operand
+        every example shares (at least one is batched: a node of shared operands only is
+        re-emitted as is). It returns the batched result and the axis its batch runs along.
+        ``topos.ops.batching`` writes the common forms (every batch moved to the front, axis
+        attributes shifted by one), which most ops name: ``batch = batching.leading``. This
+        base declines with ``MissingRuleError`` naming the op.
+
+        ```python
+        def batch(self, e, operands, dims, attrs):  # Transpose: the batch first, the axes after it
+            x = batching.to_front(e, operands[0], dims[0])
+            return e.transpose(x, (0,) + batching.shifted(attrs["axes"])), 0
+        ```
+        """
+        raise MissingRuleError(f"{self.name} has no batching rule (vmap)")
 
     def stablehlo(self, ctx, node):
         """The StableHLO lowering: write the node through ``ctx`` and return the SSA name of its value.

@@ -21,6 +21,7 @@ workgroup per row (``kernels/softmax.wgsl``, ``kernels/layer_norm.wgsl``).
 import numpy as np
 
 from ..text import format_shape
+from . import batching
 from .reduce import ones_of
 from .registry import Meta, Primitive, register, require_float, same_shape
 
@@ -61,6 +62,7 @@ class RowGrad(Primitive):
     kernel = "softmax"
     #: the entry point of ``kernels/<kernel>.wgsl`` that computes it
     entry = None
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)
@@ -168,6 +170,7 @@ class LayerNormGrad(Primitive):
     kernel = "layer_norm"
     entry = "layer_norm_grad"
     element_flops = 8  # g n, two row sums, their means, n m, two subtractions, times r
+    batch = batching.leading
 
     def infer(self, metas, attrs):
         require_float(self, metas)

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..dtypes import FLOAT_DTYPES, canonical_dtype
 from . import attributes as kinds
+from . import batching
 from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register, require_float
 
 # StableHLO helpers ----------------------------------------------------------------------
@@ -90,6 +91,7 @@ class ArgExtreme(Primitive):
     numpy_function = None
     direction = None
     start = None
+    batch = batching.leading_axis
 
     def normalize(self, metas, attrs):
         return {"axis": axis_index(attrs.get("axis", -1), metas[0].shape, self.name)}
@@ -211,6 +213,7 @@ class CumSum(Primitive):
     arity = 1
     kernel = "scan"
     attributes = {"axis": kinds.axis, "reverse": kinds.flag}
+    batch = batching.leading_axis
 
     def normalize(self, metas, attrs):
         axis = axis_index(attrs.get("axis", -1), metas[0].shape, self.name)
@@ -268,6 +271,7 @@ class IndexToFloat(Primitive):
     differentiable = False
     kernel = "gather"
     attributes = {"dtype": kinds.dtype_name}
+    batch = batching.elementwise
 
     def normalize(self, metas, attrs):
         return {"dtype": canonical_dtype(attrs.get("dtype"), FLOAT_DTYPES)}
@@ -305,6 +309,7 @@ class TopK(Primitive):
     kernel = "scan"
     device_dtypes = ("int32",)
     attributes = {"k": kinds.count}
+    batch = batching.leading
 
     def normalize(self, metas, attrs):
         return {"k": integer_attr(self, metas, attrs.get("k"), "k")}

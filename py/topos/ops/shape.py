@@ -11,6 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..text import format_shape
 from . import attributes as kinds
+from . import batching
 from .registry import Meta, Primitive, axis_index, integer_tuple_attr, register
 
 
@@ -74,6 +75,10 @@ class Reshape(Primitive):
         x = inputs[0]
         return x.reshape(attrs["shape"]) if isinstance(x, np.ndarray) else np.reshape(x, attrs["shape"])
 
+    def batch(self, e, operands, dims, attrs):
+        x = batching.to_front(e, operands[0], dims[0])
+        return e.reshape(x, e.shape(x)[:1] + attrs["shape"]), 0
+
     def vjp(self, e, g, operands, out, attrs):
         return [e.reshape(g, e.shape(operands[0]))]
 
@@ -113,6 +118,13 @@ class Broadcast(Primitive):
 
     def forward(self, inputs, attrs):
         return broadcast_view(inputs[0], attrs["shape"])
+
+    def batch(self, e, operands, dims, attrs):
+        # The example's new leading axes go after the batch: the operand takes them as extent 1 first.
+        x = batching.to_front(e, operands[0], dims[0])
+        shape, target = e.shape(x), attrs["shape"]
+        x = e.reshape(x, shape[:1] + (1,) * (len(target) + 1 - len(shape)) + shape[1:])
+        return e.broadcast(x, shape[:1] + target), 0
 
     def vjp(self, e, g, operands, out, attrs):
         source = e.shape(operands[0])
@@ -197,6 +209,10 @@ class Transpose(Primitive):
         # The method, not np.transpose's Python wrapper (26 transposes a step of the gallery transformer).
         return x.transpose(attrs["axes"]) if isinstance(x, np.ndarray) else np.transpose(x, attrs["axes"])
 
+    def batch(self, e, operands, dims, attrs):
+        x = batching.to_front(e, operands[0], dims[0])
+        return e.transpose(x, (0,) + batching.shifted(attrs["axes"])), 0
+
     def vjp(self, e, g, operands, out, attrs):
         inverse = tuple(int(i) for i in np.argsort(attrs["axes"]))
         return [e.transpose(g, inverse)]
@@ -246,6 +262,11 @@ class Slice(Primitive):
     def forward(self, inputs, attrs):
         index = tuple(slice(lo, hi, st) for lo, hi, st in zip(attrs["start"], attrs["stop"], attrs["step"]))
         return inputs[0][index]
+
+    def batch(self, e, operands, dims, attrs):
+        x = batching.to_front(e, operands[0], dims[0])
+        start, stop, step = attrs["start"], attrs["stop"], attrs["step"]
+        return e.slice(x, (0,) + start, e.shape(x)[:1] + stop, (1,) + step), 0
 
     def vjp(self, e, g, operands, out, attrs):
         shape = e.shape(operands[0])
@@ -309,6 +330,10 @@ class Pad(Primitive):
         out[index] = x
         return out
 
+    def batch(self, e, operands, dims, attrs):
+        x = batching.to_front(e, operands[0], dims[0])
+        return e.pad(x, (0,) + attrs["low"], (0,) + attrs["high"], (0,) + attrs["interior"]), 0
+
     def vjp(self, e, g, operands, out, attrs):
         shape = e.shape(operands[0])
         start = attrs["low"]
@@ -344,6 +369,7 @@ class Concatenate(Primitive):
     kernel = "copy"
     device_dtypes = VIEWED_DTYPES
     element_flops = 0
+    batch = batching.leading_axis
 
     def normalize(self, metas, attrs):
         if not metas:
@@ -420,6 +446,7 @@ class Reverse(Primitive):
     arity = 1
     kernel = "copy"
     element_flops = 0
+    batch = batching.leading_axes
 
     def normalize(self, metas, attrs):
         axes = attrs.get("axes")

@@ -21,7 +21,9 @@ import math
 
 import numpy as np
 
+from ..errors import MissingRuleError
 from . import attributes as kinds
+from . import batching
 from .index import check_indices, scatter_add_rows
 from .registry import Meta, Primitive, axis_index, bytes_moved, integer_attr, register, require_float
 from .scans import _iota, _multiple, _region
@@ -74,6 +76,7 @@ class Sorting(Primitive):
     arity = 1
     kernel = "sort"
     attributes = {"axis": kinds.axis, "descending": kinds.flag}
+    batch = batching.leading_axis
 
     def normalize(self, metas, attrs):
         axis = axis_index(attrs.get("axis", -1), metas[0].shape, self.name)
@@ -197,6 +200,7 @@ class TakeAlongAxis(Primitive):
     kernel = "sort"
     element_flops = 0  # it only moves elements
     attributes = {"axis": kinds.axis}
+    batch = batching.leading_axis
 
     def normalize(self, metas, attrs):
         return {"axis": axis_index(attrs.get("axis", -1), metas[0].shape, self.name)}
@@ -247,6 +251,7 @@ class ScatterAddAlongAxis(Primitive):
     arity = 2
     kernel = "sort"
     attributes = {"axis": kinds.axis, "extent": kinds.count}
+    batch = batching.leading_axis
 
     def normalize(self, metas, attrs):
         axis = axis_index(attrs.get("axis", -1), metas[0].shape, self.name)
@@ -326,6 +331,11 @@ class SearchSorted(Primitive):
 
     def normalize(self, metas, attrs):
         return {"right": _flag(self, metas, attrs.get("right", False), "right")}
+
+    def batch(self, e, operands, dims, attrs):
+        if dims[0] is not None:
+            raise MissingRuleError("SearchSorted has no batching rule (vmap): a batched sorted vector")
+        return e.apply("SearchSorted", operands, **attrs), dims[1]
 
     def infer(self, metas, attrs):
         require_float(self, metas)

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from . import attributes as kinds
-from . import special_forms
+from . import batching, special_forms
 from .elementwise import Unary
 from .registry import Primitive, bytes_moved, integer_attr, register, require_float
 
@@ -131,6 +131,7 @@ class Polygamma(SpecialForm, Primitive):
     # not fused); WGSL's form takes orders 1 to 8 (its P_n in ten coefficients), the host the rest.
     wgsl = "polygamma_of_order(ORDER, x)"
     attributes = {"order": kinds.positive}
+    batch = batching.elementwise
 
     def normalize(self, metas, attrs):
         return {"order": integer_attr(self, metas, attrs.get("order"), "order")}

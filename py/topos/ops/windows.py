@@ -35,6 +35,7 @@ import numpy as np
 
 from ..text import format_shape
 from . import attributes as kinds
+from . import batching
 from . import window_lowering as lowering
 from .registry import Meta, Primitive, bytes_moved, integer_tuple_attr, register, require_float
 
@@ -166,6 +167,13 @@ class Windowed(Primitive):
             self.fail(f"padding must be a (low, high) pair for each axis, got {padding!r}", metas)
         padding = tuple(integer_tuple_attr(self, metas, pair, "padding") for pair in padding)
         return {"window": window, "strides": strides, "padding": padding}
+
+    def batch(self, e, operands, dims, attrs):
+        # A window of one element along the batch: each example's windows stay its own.
+        window, strides, padding = attrs["window"], attrs["strides"], attrs["padding"]
+        operands = batching.to_front_all(e, operands, dims)
+        attrs = {"window": (1,) + window, "strides": (1,) + strides, "padding": ((0, 0),) + padding}
+        return e.apply(self.name, operands, **attrs), 0
 
     def grid(self, metas, attrs):
         """The windows' grid shape, once the attributes are checked against the windowed operand."""
