@@ -88,6 +88,7 @@ PAGES = [
     "kernels",
     "convolutions",
     "derivatives",
+    "transformations",
     "linalg",
     "gallery",
     "playground",
