@@ -37,6 +37,11 @@ const TRAINING = [
   ["09_gaussian_process.py", 150, [61, 150]],
   // The spectral filter draws its 65 gains (learned once trained), then its loss.
   ["10_spectral_filter.py", 200, [65, 200]],
+  // The blur learns its kernel in 200 Adam steps; k-means draws its inertia, a point a Lloyd step;
+  // the character model draws its loss, then prints its samples.
+  ["15_image_blur.py", 200],
+  ["16_kmeans.py", 10],
+  ["17_char_sampler.py", 300],
 ];
 
 describe("the gallery in Run mode", () => {

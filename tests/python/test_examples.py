@@ -29,7 +29,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 from seed_texts import SEED_DESCRIBE
-from tolerances import assert_close, loss_bound
+from tolerances import assert_close, gamma, loss_bound, sum_bound
 
 import topos
 from topos import show
@@ -50,7 +50,14 @@ REQUIRED = [
 # What an example may import: the public API, numpy and a few pure-Python standard modules (they also run in Pyodide).
 ALLOWED_IMPORTS = {"topos", "topos.model", "topos.model.optim", "topos.show", "numpy", "math", "dataclasses", "sys"}
 # The examples that train, and the loss each prints ("step N  loss X") and plots.
-TRAINING = ["02_linear_fit.py", "04_mlp.py", "05_softmax_regression.py", "06_char_transformer.py"]
+TRAINING = [
+    "02_linear_fit.py",
+    "04_mlp.py",
+    "05_softmax_regression.py",
+    "06_char_transformer.py",
+    "15_image_blur.py",
+    "17_char_sampler.py",
+]
 
 
 _script_outputs = {}
@@ -352,3 +359,134 @@ def test_char_transformer_auto_trains_on_numpy_without_webgpu(monkeypatch):
     monkeypatch.setattr(topos.webgpu, "available", lambda: False)
     text, _, _ = watched(lambda: module.main(small_transformer_config(module, steps=2), backend="auto"))
     assert "\ntraining on numpy, float64\n" in text
+
+
+# 15-17: a blur learned through pad, k-means through argmin and scatter_add, a sampled character model ------
+
+
+def test_image_blur_pads_by_reflection_and_learns_the_gaussian_kernel():
+    text, namespace = run_example("15_image_blur.py")
+    true_kernel, mirrored, target = namespace["true_kernel"], namespace["mirrored"], namespace["blurred_target"]
+    network, kernel, blurred = namespace["network"], namespace["kernel"], namespace["blurred"]
+    # topos.pad(mode="reflect") then conv2d, with the true kernel, is numpy's reflect-padded blur: nine
+    # positive products a pixel, summed in another order.
+    exact = network.forward(network.parameters().replace({"kernel": true_kernel[None, None]}), {})
+    assert_close(exact.of(blurred).numpy(), target, sum_bound(target, 9, "float64"), "the recorded blur")
+    # From a zero kernel the first loss is the mean square of the target.
+    steps = printed_steps(text)
+    value, unit = steps[0]
+    assert abs(value - np.mean(target**2)) <= unit
+    # The loss is (k - k*)^T G (k - k*), G the Gram matrix of the 3x3 reflect-padded patches, so the
+    # learned kernel is within sqrt(loss / smallest eigenvalue of G) of the true one: a loss that small
+    # means the kernel, not merely its effect on these images, was learned.
+    learned = namespace["parameters"].of(kernel).numpy()[0, 0]
+    patches = np.stack([mirrored[:, 0, i : i + 8, j : j + 8].ravel() for i in range(3) for j in range(3)], axis=1)
+    final_loss = np.mean((patches @ (learned - true_kernel).ravel()) ** 2)
+    smallest = np.linalg.eigvalsh(patches.T @ patches / len(patches))[0]
+    distance = np.sqrt(final_loss / smallest)
+    assert np.linalg.norm(learned - true_kernel) <= distance * (1 + 1e-6) + 1e-12
+    assert distance < 1e-3, "learned to three decimals"
+    for row in range(3):
+        assert f"{'  '.join(f'{w:6.4f}' for w in true_kernel[row])}" in text.splitlines()[-4 + row]
+    # The blur narrows the spread of the pixel values, the unsharp mask widens it.
+    spread = re.search(r"original ([0-9.]+), blurred ([0-9.]+), sharpened ([0-9.]+)$", text, re.M)
+    images = namespace["images"]
+    mine = sum(learned[i, j] * mirrored[:, :, i : i + 8, j : j + 8] for i in range(3) for j in range(3))
+    expected = [images.std(), mine.std(), (2 * images - mine).std()]
+    assert all(abs(float(found) - value) <= 1e-3 for found, value in zip(spread.groups(), expected))
+    assert expected[1] < expected[0] < expected[2]
+
+
+def lloyd(points, centroids, steps):
+    """Lloyd's algorithm in numpy: the inertia before each step, and the centroids after the last."""
+    inertias = []
+    for _ in range(steps):
+        distances = np.sum((points[:, None, :] - centroids[None]) ** 2, axis=-1)
+        nearest = np.argmin(distances, axis=1)
+        inertias.append(np.sum(np.min(distances, axis=1)))
+        centroids = np.array([points[nearest == k].mean(axis=0) for k in range(len(centroids))])
+    return inertias, centroids
+
+
+def test_kmeans_is_lloyds_algorithm_and_finds_the_blobs():
+    watcher = Watcher()
+    with show.watch(watcher):
+        text, namespace = run_example("16_kmeans.py")
+    points, start, steps = namespace["points"], namespace["start"], namespace["STEPS"]
+    inertias = namespace["inertias"]
+    # Lloyd's step never raises the inertia (up to the rounding of its sum of 300 terms).
+    assert all(
+        later <= earlier * (1 + 2 * gamma(len(points), "float64")) for earlier, later in zip(inertias, inertias[1:])
+    )
+    assert inertias[-1] < 0.25 * inertias[0]
+    # The same steps in numpy: the same inertias (as printed) and the same centroids.
+    expected_inertias, expected = lloyd(points, start, steps)
+    printed = [float(value) for value in re.findall(r"^step +\d+  inertia +([0-9.]+)", text, re.M)]
+    assert len(printed) == steps and all(abs(a - b) <= 1e-4 for a, b in zip(printed, expected_inertias))
+    found = namespace["parameters"].of(namespace["centroids"]).numpy()
+    assert_close(found, expected, sum_bound(np.abs(points).max(), len(points), "float64"), "the centroids")
+    # Each blob's 75 points, of spread 0.6, put its mean within 5 standard errors (5 x 0.6 / sqrt(75)) of its centre.
+    centres = namespace["true_centres"]
+    pairs = [np.argmin(np.sum((found - centre) ** 2, axis=1)) for centre in centres]
+    assert sorted(pairs) == list(range(len(centres))), "one centroid a blob"
+    tolerance = 5 * namespace["SPREAD"] / np.sqrt(namespace["PER_CLUSTER"])
+    assert np.all(np.abs(found[pairs] - centres) < tolerance)
+    assert "d inertia / d centroids at the centroids found is zero (below 1e-9): True" in text
+    # The gradient reading's d inertia / d c is 2 (count c - sum of its points), here at the start.
+    network, parameters = namespace["network"], namespace["network"].parameters()
+    slope = network.forward(parameters, {}).backward(namespace["inertia"]).parameters(parameters)
+    nearest = np.argmin(np.sum((points[:, None, :] - start[None]) ** 2, axis=-1), axis=1)
+    by_hand = np.array([2 * (np.sum(nearest == k) * start[k] - points[nearest == k].sum(axis=0)) for k in range(4)])
+    assert_close(
+        slope.of(namespace["centroids"]).numpy(),
+        by_hand,
+        sum_bound(4 * np.abs(points).sum(), 300, "float64"),
+        "d inertia",
+    )
+    # One card for the inertia, a point a step, and every step reported.
+    assert [count for _, count in watcher.cards] == list(range(steps + 1))
+    assert watcher.steps == [(step, steps) for step in range(1, steps + 1)]
+
+
+def test_char_sampler_learns_the_text_and_samples_it():
+    text, namespace = run_example("17_char_sampler.py")
+    codes, windows, context_size = namespace["CODES"], namespace["WINDOWS"], namespace["CONTEXT"]
+    alphabet = namespace["ALPHABET"]
+    losses = namespace["losses"]
+    # Untrained, the logits are within a standard deviation of 1 of zero: close to a uniform guess.
+    assert abs(losses[0] - math.log(len(alphabet))) < 0.5
+    assert f"a uniform guess scores {math.log(len(alphabet)):.4f}" in text
+    # No model scores the text below the entropy of the next character given the window (Gibbs); the
+    # trained one comes within 0.05 nats of it, from 3.5.
+    following = {}
+    for window, after in zip(map(tuple, windows), codes[context_size:]):
+        following.setdefault(window, []).append(after)
+    floor = -sum(
+        count * math.log(count / len(afters))
+        for afters in following.values()
+        for count in np.unique(afters, return_counts=True)[1]
+    ) / len(windows)
+    assert floor - 1e-9 <= losses[-1] < floor + 0.05
+    # The samples: the text's first five characters, then 120 drawn; at temperature 0.5 nearly every
+    # word is one of the text's, at 2.0 fewer (the last word may be cut short, so it is left out).
+    samples = dict(re.findall(r"^sampled at temperature ([0-9.]+):\n(.*?)(?=\n\nsampled|\n?\Z)", text, re.M | re.S))
+    assert sorted(samples) == ["0.5", "1.0", "2.0"]
+    words = set(re.findall(r"[A-Za-z]+", namespace["TEXT"]))
+    shares = {}
+    for heat, sample in samples.items():
+        assert sample.startswith(namespace["TEXT"][:context_size]) and len(sample) == context_size + namespace["LENGTH"]
+        drawn = re.findall(r"[A-Za-z]+", sample)[:-1]
+        shares[heat] = sum(word in words for word in drawn) / len(drawn)
+    assert shares["0.5"] >= 0.8 > shares["2.0"]
+    # The drawn characters are categorical's on XLA too: the same sampling plan gives the same first draws.
+    network, parameters = namespace["network"], namespace["parameters"]
+    context, key, temperature, drawn = (namespace[name] for name in ("context", "key", "temperature", "drawn"))
+    sampler = network.entry([drawn]).lower()
+    sample = samples["1.0"]
+    for i in range(10):
+        window = np.array([[alphabet.index(c) for c in sample[i : i + context_size]]], dtype=np.int32)
+        feeds = {context: window, temperature: 1.0, key: topos.fold_in(topos.random_key(1), i)}
+        assert (
+            alphabet[int(sampler.run(parameters, feeds, backend="xla").of(drawn).numpy()[0])]
+            == sample[i + context_size]
+        )

@@ -28,6 +28,9 @@ TRAINING = {
     "08_pinn.py": 3001,
     "09_gaussian_process.py": 150,
     "10_spectral_filter.py": 200,
+    "15_image_blur.py": 200,
+    "16_kmeans.py": 10,
+    "17_char_sampler.py": 300,
 }
 
 
@@ -72,5 +75,5 @@ def test_run_mode_trains_it(name):
     printed = "".join(
         item["text"] for batch in batches for item in json.loads(batch)["append"] if item["kind"] == "print"
     )
-    assert re.search(r"^step +0 +loss", printed, re.M)
+    assert re.search(r"^step +0 +(loss|inertia) ", printed, re.M)  # k-means lowers its inertia
     assert len(watcher.steps) == TRAINING[name]
