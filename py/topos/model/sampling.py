@@ -229,16 +229,32 @@ def permutation(key, x, axis=0):
     about 2.6 million), each recorded as a split key, its bits and two ``Argsort`` passes over the
     bits' 16-bit halves; a value ``x`` is then taken in that order (``take``), as jax takes it.
     """
-    key = randomness._recorded_key(key, "permutation")
-    n, values, axis = _population(x, axis, "permutation", key)
+    return _permuted(key, x, axis, "permutation")
+
+
+def _permuted(key, x, axis, what):
+    key = randomness._recorded_key(key, what)
+    n, values, axis = _population(x, axis, what, key)
     if n >= 2**24:
-        raise ArgumentError(f"permutation of {n} elements: topos carries the order as float32, exact below 2^24")
+        raise ArgumentError(f"{what} of {n} elements: topos carries the order as float32, exact below 2^24")
     indices = _shuffled(key, n)
     return indices if values is None else functions.take(values, indices, axis=axis)
 
 
+def shuffle(key, x, axis=0):
+    """``x`` with its slices along ``axis`` in a random order: ``jax.random.permutation(key, x, axis,
+    independent=False)``, the same order for the same key (``range(x)`` for a whole number, as int32).
+
+    jax 0.10 has no ``jax.random.shuffle`` (deprecated in 0.4, then removed), and the one it had
+    shuffled each slice along ``axis`` independently; topos's ``shuffle`` means what numpy's
+    ``Generator.shuffle`` means, whole slices moved together, and what jax now spells with
+    ``permutation``. It returns a new value: a recorded value is never changed in place.
+    """
+    return _permuted(key, x, axis, "shuffle")
+
+
 # Each recording function records atomically, as topos.model.functions' do.
 gumbel, exponential, truncated_normal = (arguments.all_or_nothing(f) for f in (gumbel, exponential, truncated_normal))
-categorical, randint, choice, permutation = (
-    arguments.all_or_nothing(f) for f in (categorical, randint, choice, permutation)
+categorical, randint, choice, permutation, shuffle = (
+    arguments.all_or_nothing(f) for f in (categorical, randint, choice, permutation, shuffle)
 )

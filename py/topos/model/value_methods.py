@@ -7,7 +7,7 @@ so that they read as the methods they are, and ``attach`` copies them onto
 ``topos.model`` imports this module, and every import of topos goes through it.
 """
 
-from . import activations_more, elementwise_more, indexing, reductions, scans
+from . import activations_more, elementwise_more, indexing, reductions, scans, sorting
 from . import functions as F
 from .building import diagonal, repeat, trace
 from .value import Value
@@ -61,6 +61,9 @@ class ValueMethods:
 
     def __neg__(self):
         return F.neg(self)
+
+    def __abs__(self):
+        return F.abs(self)
 
     def __pos__(self):
         return self
@@ -237,6 +240,34 @@ class ValueMethods:
     def trace(self, offset=0, axis1=0, axis2=1):
         """The sum of the ``offset``-th diagonal, as ``ndarray.trace``; see ``topos.trace``."""
         return trace(self, offset, axis1, axis2)
+
+    def sort(self, axis=-1, descending=False):
+        """``x`` sorted along ``axis``, stable, a NaN last (records ``Sort``); see ``topos.sort``.
+
+        A new value, where ``ndarray.sort`` sorts in place and returns None: a recorded
+        value never changes (``jax.Array.sort`` returns one too).
+        """
+        return sorting.sort(self, axis, descending)
+
+    def argsort(self, axis=-1, descending=False):
+        """The int32 positions that sort ``x`` along ``axis``, stable, as ``ndarray.argsort(kind="stable")``; see ``topos.argsort``."""
+        return sorting.argsort(self, axis, descending)
+
+    def searchsorted(self, v, side="left"):
+        """Where each value of ``v`` would go in this sorted vector, as ``ndarray.searchsorted``; see ``topos.searchsorted``."""
+        return sorting.searchsorted(self, v, side)
+
+    def cummax(self, axis=-1, reverse=False):
+        """The running maximum along ``axis`` (records ``CumMax``), as ``torch.Tensor.cummax``'s values; see ``topos.cummax``."""
+        return reductions.cummax(self, axis, reverse)
+
+    def cummin(self, axis=-1, reverse=False):
+        """The running minimum along ``axis`` (records ``CumMin``); see ``topos.cummin``."""
+        return reductions.cummin(self, axis, reverse)
+
+    def swapaxes(self, axis1, axis2):
+        """The two axes exchanged, as ``ndarray.swapaxes`` (records ``Transpose``); see ``topos.swapaxes``."""
+        return F.swapaxes(self, axis1, axis2)
 
     def clip(self, min=None, max=None):  # noqa: A002  (numpy's ndarray.clip names them so)
         """The elements limited to ``[min, max]``, as ``ndarray.clip`` (records ``Maximum``, ``Minimum``); see ``topos.clip``."""
