@@ -8,7 +8,8 @@ The public names are ``__all__`` of ``topos``, ``topos.model``, ``topos.compiler
 ``topos.model.optim``. A name exported by several
 modules is documented once, under the first module in ``MODULES`` that exports
 it, and listed by the others. A class lists its public methods and properties,
-its own and those it inherits from other topos classes.
+its own and those it inherits from other topos classes. Each section opens with a table of the
+names it documents beside their numpy and JAX counterparts, drawn from ``api_counterparts.py``.
 
 Docstrings are written for Python's ``help()`` (reStructuredText-flavoured); the
 conversion to Markdown is kept small: ````x```` becomes ```x```, a paragraph
@@ -24,6 +25,9 @@ import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "py"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import api_counterparts  # noqa: E402  (the numpy and JAX counterparts, one table for every section)
 
 MODULES = [
     "topos",
@@ -132,6 +136,27 @@ def render_function(qualified, function):
     return [f"### `{qualified}{signature_of(function)}`", "", markdown_of(inspect.getdoc(function)), ""]
 
 
+def slug(heading):
+    """A heading's id as the docs site makes it (web/docs-site/render-pages.ts ``slug``): lower case,
+    every run of characters other than letters and digits one hyphen, none at either end."""
+    return re.sub(r"[\W_]+", "-", heading.lower()).strip("-")
+
+
+def documented_names():
+    """{module name: the public names its own section documents, in order}: a name exported by an
+    earlier module in ``MODULES`` is documented there, and a submodule has its own section."""
+    seen, sections = set(), {}
+    for module_name in MODULES:
+        module, names = importlib.import_module(module_name), []
+        for name in public_names(module):
+            value = getattr(module, name)
+            if not inspect.ismodule(value) and id(value) not in seen:
+                seen.add(id(value))
+                names.append(name)
+        sections[module_name] = names
+    return sections
+
+
 def render():
     """The whole reference, as Markdown text."""
     documented = {}  # id of an object -> where it is documented
@@ -139,7 +164,7 @@ def render():
     for module_name in MODULES:
         module = importlib.import_module(module_name)
         lines = [f"## `{module_name}`", "", markdown_of(inspect.getdoc(module)), ""]
-        elsewhere = []
+        elsewhere, headings = [], {}
         for name in public_names(module):
             value = getattr(module, name)
             if inspect.ismodule(value):
@@ -149,14 +174,19 @@ def render():
                 continue
             qualified = f"{module_name}.{name}"
             documented[id(value)] = qualified
+            headings[name] = len(lines)
             if inspect.isclass(value):
                 lines += render_class(qualified, value)
             elif callable(value):
                 lines += render_function(qualified, value)
             else:
                 lines += [f"### `{qualified}`", "", f"A constant: `{value!r}`.", ""]
+        headings = {name: slug(lines[at][len("### ") :]) for name, at in headings.items()}
+        summary = ["Each name beside its numpy and JAX counterparts (docs/tools/api_counterparts.py):", ""]
+        summary += api_counterparts.table(module_name, list(headings), headings.get) + [""]
         if elsewhere:
-            lines[4:4] = ["Also exported here, documented where first listed: " + ", ".join(elsewhere) + ".", ""]
+            summary[:0] = ["Also exported here, documented where first listed: " + ", ".join(elsewhere) + ".", ""]
+        lines[4:4] = summary
         sections.append(lines)
     head = [
         "# API reference",
