@@ -214,3 +214,29 @@ def test_a_batched_random_key_is_a_stated_decline():
     keys = topos.split_key(tape.input(topos.random_key(0)), 3)
     with pytest.raises(MissingRuleError, match="a batched random key"):
         topos.vmap(lambda key: topos.uniform(key, (2,)))(keys)
+
+
+@pytest.mark.parametrize("backend, dtype", [("xla", "float64"), ("webgpu", "float32")])
+def test_batched_recordings_run_on_xla_and_webgpu_as_on_numpy(backend, dtype):
+    """vmap emits ordinary nodes (moves, broadcasts, batched products): they lower to StableHLO and to the
+    WGSL kernels like any others. Two libraries each summing up to 6 terms: ``library_bound``."""
+
+    def build(tape):
+        w1, b1, w2 = tape.parameter(W1, name="w1"), tape.parameter(B1, name="b1"), tape.parameter(W2, name="w2")
+        x, label = tape.input(X, name="x"), tape.input(LABELS, name="label", dtype="int32")
+
+        def per_example(w1, b1, w2, x, label):
+            return tuple(topos.grad(mlp_loss(w1, b1, w2, x, label), [w1, b1, w2]))
+
+        grads = topos.vmap(per_example, in_axes=(None, None, None, 0, 0))(w1, b1, w2, x, label)
+        return list(grads) + [topos.jacobian(topos.tanh(x @ w1), w1)]
+
+    network, outputs = Tape.record(build, dtype=dtype)
+    plan = network.entry(outputs).lower()
+    run = plan.run(network.parameters(), backend=backend)
+    on_backend, on_numpy = run.outputs(), plan.run(network.parameters()).outputs()
+    if backend == "webgpu":  # every float node in a kernel: only the int32 labels stay on the host
+        assert {plan.nodes[i].dtype for i, where in run.backends.items() if where != "webgpu"} <= {"int32"}
+    for position, (got, expected) in enumerate(zip(on_backend, on_numpy)):
+        expected = np.asarray(expected)
+        assert_close(np.asarray(got), expected, library_bound(expected, dtype, 6), f"output {position} on {backend}")
