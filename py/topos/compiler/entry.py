@@ -15,6 +15,7 @@ from ..errors import ArgumentError, ArgumentTypeError
 from ..model.autodiff import check_backward
 from ..model.lowering import lower
 from ..model.network import register_entry_class
+from ..model.remat import check_policy
 from .plan import Plan
 
 
@@ -52,9 +53,12 @@ class Entry:
             raise ArgumentError("this entry already has a backward target; start again from network.entry(...)")
         return Entry(self.network, [self.network.symbol(i) for i in self.readables], target, wrt)
 
-    def lower(self):
+    def lower(self, remat="checkpoint"):
         """Schedule the nodes the readables (and gradients) need; returns a ``Plan``.
 
+        ``remat`` says which forward values the backward recomputes rather than keeps
+        (``topos.model.remat.POLICIES``): ``"checkpoint"``, the values ``topos.checkpoint``
+        marked; ``"elementwise"``, those and the cheap elementwise ones; ``None``, none.
         An entry that reads nothing (no readables and no gradients) raises
         ``ArgumentError``: its plan would evaluate no node.
         """
@@ -63,7 +67,14 @@ class Entry:
                 "this entry reads nothing: name a readable (network.entry([loss])) or the gradients of a target "
                 "(network.entry([]).backward(loss))"
             )
-        nodes, schedule, gradients = lower(self.network, self.readables, self.target, self.wrt)
+        check_policy(remat)
+        plan = self._plan(remat)
+        if plan.recomputed:
+            plan.compare_without_remat(self._plan(None))
+        return plan
+
+    def _plan(self, remat):
+        nodes, schedule, gradients = lower(self.network, self.readables, self.target, self.wrt, remat)
         return Plan(
             network=self.network,
             nodes=nodes,
@@ -72,4 +83,5 @@ class Entry:
             readables=self.readables,
             gradients=tuple(zip(self.wrt, gradients)),
             target=self.target,
+            remat=remat,
         )

@@ -21,7 +21,8 @@ same: ``plan.kernels()`` calls ``topos.compiler.kernels.kernel_reading(plan)``.
 
 from ..display import bundle, table_html, text_card
 from ..model.interpreter import Schedule
-from ..model.nodes import derivative_scope, source_value
+from ..model.nodes import checkpoint_scope, derivative_scope, source_value
+from ..model.remat import RECOMPUTED
 from ..text import format_shape, plural
 
 
@@ -39,11 +40,28 @@ class Plan(Schedule):
     What it caches (costs, the arena, its prepared form) never changes a reading or a result.
     """
 
-    def __init__(self, network, nodes, forward_count, schedule, readables, gradients, target):
+    def __init__(self, network, nodes, forward_count, schedule, readables, gradients, target, remat=None):
         super().__init__(nodes, schedule, readables, gradients, forward_count)
         self.network = network
         self.target = target
         self._costs = None
+        self.remat = remat
+        #: the nodes the backward recomputes (``topos.checkpoint``, ``entry.lower(remat=...)``), in order
+        self.recomputed = tuple(i for i in self.schedule if self.nodes[i].scope[-1:] == (RECOMPUTED,))
+        #: ``(peak, peak node, retain-all)`` of the same entry lowered with nothing recomputed, where some is
+        self.without_remat = None
+
+    def compare_without_remat(self, plain):
+        """Note the live volume of ``plain``, this entry's plan with nothing recomputed (the reading's last line)."""
+        self.without_remat = (plain.peak, plain.peak_node, plain.retain_all)
+
+    def remat_text(self):
+        """The line after the live volume where the backward recomputes values: how many, and the peak without."""
+        peak, node, retain_all = self.without_remat
+        return (
+            f"remat {self.remat}: {plural(len(self.recomputed), 'node')} recomputed; without: "
+            f"peak {plural(peak, 'element')} at node {node}, retain-all {retain_all}"
+        )
 
     @property
     def direction(self):
@@ -88,6 +106,11 @@ class Plan(Schedule):
             derivative = derivative_scope(node)
             if derivative:  # a node topos.grad recorded, as the spec marks it
                 row += f"  [{derivative}]"
+            region = checkpoint_scope(node)
+            if node.scope[-1:] == (RECOMPUTED,):
+                row += f"  [{RECOMPUTED}: {region or 'elementwise'}]"
+            elif region:
+                row += f"  [{region}]"
             if table is not None:
                 row += "  " + table.node_text(index)
             rows.append((row, (index,)))
@@ -95,6 +118,8 @@ class Plan(Schedule):
         live = f"live volume: peak {peak} at node {self.peak_node}, retain-all {self.retain_all}"
         rows.append((self.summary(), ()))
         rows.append((live, ()))
+        if self.without_remat is not None:
+            rows.append((self.remat_text(), ()))
         if arena:
             rows.append((self.arena.describe(), ()))
         if table is not None:

@@ -26,6 +26,7 @@ import numpy as np
 from .autodiff import Emitter, needed_nodes, reverse_scan
 from .composites import differentiated_composites
 from .nodes import Node
+from .remat import recomputable, rematerialise
 from .tape import Tape
 
 
@@ -95,13 +96,15 @@ def append_backward(network, target, wrt):
     return tape.nodes(), gradients
 
 
-def lower(network, readables, target=None, wrt=()):
+def lower(network, readables, target=None, wrt=(), remat=None):
     """The nodes that the readables (and the gradients of ``target`` with respect to ``wrt``) need.
 
     ``readables`` and ``wrt`` are node indices. Returns ``(nodes, schedule,
     gradients)``: every node (the network's, then the backward nodes that a
     gradient reads, renumbered after them), the indices evaluated (ascending),
-    and for each index in ``wrt`` the node holding its gradient.
+    and for each index in ``wrt`` the node holding its gradient. ``remat`` names
+    the forward values the backward recomputes rather than keeps
+    (``topos.model.remat.POLICIES``; None keeps them all).
     """
     forward = network.nodes()
     if target is None:
@@ -109,6 +112,12 @@ def lower(network, readables, target=None, wrt=()):
     else:
         nodes, gradients = append_backward(network, target, wrt)
     evaluated = needed_by(nodes, tuple(readables) + tuple(gradients))
+    if target is not None and remat is not None:
+        kept = set(readables) | set(gradients) | {target}
+        marks = recomputable(nodes, len(forward), evaluated, kept, remat)
+        if any(marks):
+            nodes, gradients, _ = rematerialise(nodes, len(forward), gradients, marks, evaluated)
+            evaluated = needed_by(nodes, tuple(readables) + tuple(gradients))
     if target is not None:
         nodes, gradients, evaluated = _drop_dead_backward(nodes, len(forward), gradients, evaluated)
     return nodes, tuple(i for i in range(len(nodes)) if evaluated[i]), tuple(gradients)

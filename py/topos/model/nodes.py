@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass
 
 from ..frames import inside_package, user_source  # noqa: F401  (user_source: for the tape and the functions)
+from ..ops.bodies import Region
 from ..ops.registry import Meta
 from ..text import format_shape, plural, recorded_at
 
@@ -164,6 +165,15 @@ def describe_nodes(nodes):
 #: The scopes ``topos.grad``, ``jvp``, ``hvp`` and ``hessian`` give the nodes they append begin so.
 DERIVATIVE_SCOPES = ("grad of ", "jvp of ", "hvp of ", "hessian of ")
 
+#: The scope ``topos.checkpoint`` gives a region's nodes begins so (``topos.model.remat``).
+CHECKPOINT_SCOPE = "checkpoint of "
+
+
+def checkpoint_scope(node):
+    """The innermost ``topos.checkpoint`` region ``node`` was recorded in (``"checkpoint of block"``), or ``None``."""
+    regions = [entry for entry in node.scope if entry.startswith(CHECKPOINT_SCOPE)]
+    return regions[-1] if regions else None
+
 
 def derivative_scope(node):
     """The derivative that appended ``node`` (``"grad of sum 6 with respect to 'x'"``), or ``None``."""
@@ -185,6 +195,31 @@ def describe_node_rows(nodes):
         derivative = derivative_scope(node)
         if derivative:
             row += f"  [{derivative}]"
+        region = checkpoint_scope(node)
+        if region:  # recomputed by a plan's backward rather than kept (topos.checkpoint)
+            row += f"  [{region}]"
         rows.append((row, (node.index,)))
+        rows.extend((line, (node.index,)) for line in body_lines(node, "      "))
     rows.append((tape_summary(nodes), ()))
     return rows
+
+
+def body_lines(node, indent):
+    """The bodies ``node`` holds (``Region`` attributes: a ``Scan``'s step, shown as ``body=<9 nodes>``
+    in its row), once each: a line naming the body's placeholders and outputs, then its rows, numbered
+    from 0 and indented by ``indent`` under the node (a body inside it further still)."""
+    lines = []
+    for key, region in node.attrs.items():
+        if not isinstance(region, Region):
+            continue
+        arguments = ", ".join(str(i) for i in region.arguments) or "none"
+        captured = ", ".join(str(i) for i in region.captured) or "none"
+        returns = ", ".join(str(i) for i in region.outputs)
+        lines.append(f"{indent}{key} of {node.index}: arguments {arguments}; captured {captured}; returns {returns}")
+        for inner in region.nodes:
+            row = inner.describe_row()
+            if inner.attrs and not inner.is_source:
+                row += "  " + inner.attrs_text()
+            lines.append(indent + row)
+            lines.extend(body_lines(inner, indent + "      "))
+    return lines
