@@ -61,7 +61,6 @@ DECLINED = {
 #: Calls a rule declines for some operands only: the op, and the words its error says.
 DECLINED_CALLS = {
     "SearchSorted": ("a batched sorted vector",),
-    "Convolution": ("a batched kernel", "batch_groups, whose groups split N"),
 }
 
 

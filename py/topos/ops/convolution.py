@@ -34,7 +34,6 @@ JAX swaps dimension numbers where topos, whose layout is fixed, records a
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..errors import MissingRuleError
 from ..text import format_shape
 from . import attributes as kinds
 from . import batching
@@ -174,14 +173,27 @@ class Convolution(Primitive):
         return out
 
     def batch(self, e, operands, dims, attrs):
-        # A batch of inputs is a longer N; a batch of kernels would be feature groups, not written.
-        if dims[1] is not None or attrs["batch_groups"] != 1:
-            what = "a batched kernel" if dims[1] is not None else "batch_groups, whose groups split N"
-            raise MissingRuleError(f"Convolution has no batching rule (vmap): {what}")
-        lhs = batching.to_front(e, operands[0], dims[0])
-        shape = e.shape(lhs)
-        out = e.apply("Convolution", [e.reshape(lhs, (shape[0] * shape[1],) + shape[2:]), operands[1]], **attrs)
-        return e.reshape(out, shape[:2] + e.shape(out)[1:]), 0
+        # JAX's conv batching rule. A batch of inputs is a longer N (inside each of the batch groups,
+        # which split N); a batch of kernels is B times the groups, each example's [B, G, ...] its own.
+        groups = attrs["batch_groups"]
+        if dims[1] is None:
+            lhs = batching.to_front(e, operands[0], dims[0])
+            shape = e.shape(lhs)  # [B, N, C, ...] -> [G, B, N / G, C, ...] -> [G B N / G, C, ...]
+            lhs = e.reshape(lhs, (shape[0], groups, shape[1] // groups) + shape[2:])
+            lhs = e.reshape(batching.move(e, lhs, 0, 1), (shape[0] * shape[1],) + shape[2:])
+            out = e.apply("Convolution", [lhs, operands[1]], **attrs)
+            return e.reshape(out, (shape[0], e.shape(out)[0] // shape[0]) + e.shape(out)[1:]), 0
+        lhs, rhs = batching.to_front_all(e, operands, dims)
+        shape, kernel = e.shape(lhs), e.shape(rhs)
+        if groups == 1:  # channels [B, G, C / G] against kernels whose outputs are [B, G, O / G]
+            lhs = e.reshape(batching.move(e, lhs, 0, 1), (shape[1], shape[0] * shape[2]) + shape[3:])
+            attrs = dict(attrs, feature_groups=attrs["feature_groups"] * shape[0])
+        else:  # N [B, G, N / G] against outputs [B, G, O / G]
+            lhs = e.reshape(lhs, (shape[0] * shape[1],) + shape[2:])
+            attrs = dict(attrs, batch_groups=groups * shape[0])
+        out = e.apply("Convolution", [lhs, e.reshape(rhs, (kernel[0] * kernel[1],) + kernel[2:])], **attrs)
+        out_shape = e.shape(out)
+        return e.reshape(out, (out_shape[0], shape[0], kernel[1]) + out_shape[2:]), 1
 
     def vjp(self, e, g, operands, out, attrs):
         lhs, rhs = operands
