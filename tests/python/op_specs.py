@@ -291,6 +291,42 @@ MATRICES = ShapeRange(min_rank=2)
 FACTOR_DECLINED = "no WGSL kernel yet: LU's pivoting and substitutions are sequential over the rows; the host runs it"
 
 
+# A loop recorded once (topos.scan, topos.model.loops): a tanh recurrence whose carry starts at w
+# and reads w at every step (a captured value), over the rows of x; the stacked outputs plus the
+# final carry, so both reach the loss. torch and numpy run the same recurrence as a Python loop.
+
+
+def _recurrence(x, w, tanh, stack):
+    h, ys = w, []
+    for row in x:
+        h = tanh(h * w + row)
+        ys.append(h * h)
+    return stack(ys) + h
+
+
+SCAN_EXAMPLES = (
+    Example(
+        "scan_recurrence",
+        [(5, 3), (3,)],
+        {},
+        topos=lambda tape, x, w: _scan_recurrence(x, w),
+        torch=lambda x, w: _recurrence(x, w, torch.tanh, torch.stack),
+        numpy=lambda x, w: _recurrence(x, w, np.tanh, np.stack),
+    ),
+)
+
+
+def _scan_recurrence(x, w):
+    topos = importlib.import_module("topos")
+
+    def step(h, row):
+        h = topos.tanh(h * w + row)
+        return h, h * h
+
+    h, ys = topos.scan(step, w, x)
+    return ys + h
+
+
 def _gram(x, swapaxes, eye):
     """x x^T + n I: symmetric positive definite and well conditioned, from any real draw."""
     return x @ swapaxes(x, -1, -2) + x.shape[-1] * eye(x.shape[-1], dtype=x.dtype)
@@ -1445,8 +1481,9 @@ RANDINT_EXAMPLES = (
 )
 
 
-def _permuted(name, shape, words, axis):
-    """x shuffled along ``axis`` by ``permutation(key, x, axis)`` (its BitField sort keys): jax.random.permutation's."""
+def _permuted(name, shape, words, axis, function="permutation"):
+    """x shuffled along ``axis`` by ``permutation(key, x, axis)`` (its BitField sort keys): jax.random.permutation's.
+    ``shuffle`` is the same draw (jax's permutation with ``independent=False``)."""
 
     def order(key):
         jax = importlib.import_module("jax")
@@ -1456,7 +1493,7 @@ def _permuted(name, shape, words, axis):
         name,
         [shape, Key(words)],
         {},
-        topos=lambda tape, x, key: topos_function("permutation")(key, x, axis=axis),
+        topos=lambda tape, x, key: topos_function(function)(key, x, axis=axis),
         torch=lambda x, key: torch.index_select(x, axis, torch.tensor(order(key.numpy()).astype(np.int64))),
         numpy=lambda x, key: np.take(x, order(key), axis=axis),
     )
@@ -1465,6 +1502,7 @@ def _permuted(name, shape, words, axis):
 PERMUTATION_EXAMPLES = (
     _permuted("permutation", (7,), (0, 42), 0),
     _permuted("permutation_axis1", (3, 20), (7, 2026), 1),
+    _permuted("shuffle_rows", (5, 3), (1, 2), 0, "shuffle"),
 )
 
 
@@ -2042,6 +2080,13 @@ OP_SPECS = {
         shapes=ROWS,
         docs=Api("topos.concatenate"),
         examples=CONCATENATE_EXAMPLES,
+    ),
+    "Scan": OpSpec(
+        (REAL, REAL),
+        docs=Guide("transformations.md", "`topos.scan(f, init, xs"),
+        kernel_declined="a loop's body runs on the host: no WGSL loop repeats a body's launches yet",
+        notes=("variadic: the carries, the xs, the captured values; one example row",),
+        examples=SCAN_EXAMPLES,
     ),
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),
@@ -3354,6 +3399,120 @@ COMPOSITES.update(
                 lambda x: torch.acos(x),
                 np.arccos,
                 values=(np.array([-0.999, -0.99, -1e-8, 0.0, 0.5, 0.99, 0.999]),),
+            ),
+        ),
+    }
+)
+
+# jax.random's other draws (topos.model.sampling, topos.normal), each times x so that every suite
+# sees a float result with a gradient (the draws themselves have none): float32 is jax.random's own
+# draw for the key; float64 maps topos's 32-bit uniforms the same way (topos.uniform's documented
+# rule, jax's float64 draws take 64 bits), computed here with scipy's erf, erfinv and numpy's log.
+
+
+def _uniform_on(key, shape, dtype, low, high):
+    """topos.uniform(key, shape, dtype, low, high): its [0, 1) floats times the span, plus low."""
+    floats = _jax_uniform(key, shape, dtype)
+    start = np.asarray(low, dtype=dtype)
+    return floats * (np.asarray(high, dtype=dtype) - start) + start
+
+
+def _jax_normal(key, shape, dtype):
+    if dtype == "float32":
+        return np.asarray(importlib.import_module("jax").random.normal(key, tuple(shape), dtype=np.float32))
+    u = _uniform_on(key, shape, dtype, np.nextafter(-1.0, 0.0), 1.0)
+    return np.sqrt(2.0) * importlib.import_module("scipy.special").erfinv(u)
+
+
+def _jax_truncated_normal(key, lower, upper, shape, dtype):
+    if dtype == "float32":
+        jax = importlib.import_module("jax")
+        return np.asarray(jax.random.truncated_normal(key, lower, upper, tuple(shape), dtype=np.float32))
+    special = importlib.import_module("scipy.special")
+    a, b = special.erf(np.array([lower, upper]) / np.sqrt(2.0))
+    z = np.sqrt(2.0) * special.erfinv(_jax_uniform(key, shape, dtype) * (b - a) + a)
+    return np.clip(z, np.nextafter(lower, np.inf), np.nextafter(upper, -np.inf))
+
+
+def _jax_categorical(key, logits):
+    """Gumbel-max over the last axis: jax.random.categorical's indices (float64: topos's gumbel)."""
+    if logits.dtype == np.float32:
+        return np.asarray(importlib.import_module("jax").random.categorical(key, logits, axis=-1))
+    u = _uniform_on(key, logits.shape, "float64", np.finfo(np.float64).tiny, 1.0)
+    return np.argmax(-np.log(-np.log(u)) + logits, axis=-1)
+
+
+def _times_drawn(name, shape, words, topos_draw, draw):
+    """x times ``draw(jax key, x's shape, dtype)``, recorded as x times ``topos_draw(key, shape, dtype)``."""
+
+    def drawn(key, x_shape, dtype):
+        return draw(_jax_key(key), x_shape, dtype)
+
+    return Example(
+        name,
+        [shape, Key(words)],
+        {},
+        topos=lambda tape, x, key: x * topos_draw(key, x.shape, tape.dtype),
+        torch=lambda x, key: x * torch.tensor(drawn(key.numpy(), x.shape, str(x.dtype).rpartition(".")[2])),
+        numpy=lambda x, key: x * drawn(key, x.shape, x.dtype.name).astype(x.dtype),
+    )
+
+
+def _one_hot_drawn(name, shape, words, topos_indices, indices):
+    """x times the one-hot rows (of x's last extent) of indices drawn from x itself or from the key alone."""
+    n = shape[-1]
+    return Example(
+        name,
+        [shape, Key(words)],
+        {},
+        topos=lambda tape, x, key: x * topos_function("one_hot")(topos_indices(key, x), n),
+        torch=lambda x, key: (
+            x * torch.tensor(np.eye(n)[indices(_jax_key(key.numpy()), x.detach().numpy())]).to(x.dtype)
+        ),
+        numpy=lambda x, key: x * np.eye(n, dtype=x.dtype)[indices(_jax_key(key), x)],
+    )
+
+
+COMPOSITES.update(
+    {
+        "normal": _composite(
+            "normal",
+            (REAL, KEY),
+            _times_drawn("normal", (3, 5), (0, 42), lambda k, s, d: topos_function("normal")(k, s, d), _jax_normal),
+        ),
+        "truncated_normal": _composite(
+            "truncated_normal",
+            (REAL, KEY),
+            _times_drawn(
+                "truncated_normal",
+                (4, 3),
+                (7, 2026),
+                lambda k, s, d: topos_function("truncated_normal")(k, -1.5, 0.5, s, d),
+                lambda k, s, d: _jax_truncated_normal(k, -1.5, 0.5, s, d),
+            ),
+        ),
+        # The logits are x itself: its gradient is the one-hot rows, none flows through the draw.
+        "categorical": _composite(
+            "categorical",
+            (REAL, KEY),
+            _one_hot_drawn(
+                "categorical",
+                (4, 6),
+                (1, 2),
+                lambda key, x: topos_function("categorical")(key, x),
+                lambda key, x: _jax_categorical(key, np.asarray(x)),
+            ),
+        ),
+        # Without replacement: the first k of jax.random.permutation(key, n), distinct rows.
+        "choice": _composite(
+            "choice",
+            (REAL, KEY),
+            _one_hot_drawn(
+                "choice_without_replacement",
+                (3, 8),
+                (0x13198A2E, 0x03707344),
+                lambda key, x: topos_function("choice")(key, 8, (3,), replace=False),
+                lambda key, x: np.asarray(importlib.import_module("jax").random.choice(key, 8, (3,), replace=False)),
             ),
         ),
     }

@@ -35,6 +35,7 @@ import struct
 import numpy as np
 
 from ..errors import LoweringError
+from ..model.nodes import Node
 from ..ops import lookup
 from ..text import recorded_at
 
@@ -116,6 +117,10 @@ class Lowering:
         self.lines = []
         self.node = None
         self._temporaries = 0
+        # A body's nodes (``inline``) are numbered after every node of the plan and of the bodies
+        # inlined before them, so each name a rule writes (``%v{index}...``) stays unique in the module.
+        self.root = self
+        self.next_index = len(plan.nodes)
 
     # Names and types -------------------------------------------------------------
     def value(self, index):
@@ -276,6 +281,42 @@ class Lowering:
         self.lines[-1][0] = f"{name}:{len(initial)}"
         return [f"{name}#{position}" for position in range(len(initial))]
 
+    def inline(self, region, given):
+        """Lower the nodes of the body ``region`` (``topos.ops.bodies.Region``) here, inside the region
+        being written (a loop's), and return the names of its outputs. ``given`` maps its placeholders
+        (arguments and captured values) to names; only the nodes its outputs read are lowered, each by
+        its own rule, renumbered after every node lowered so far (``%v57`` in a plan of 20 nodes)."""
+        offset = self.root.next_index
+        self.root.next_index += len(region.nodes)
+        renumbered = {
+            offset + node.index: Node(
+                offset + node.index,
+                node.opcode,
+                [offset + j for j in node.operands],
+                node.shape,
+                node.dtype,
+                node.attrs,
+                payload=node.payload,
+                source=node.source,
+            )
+            for node in region.nodes
+        }
+        inner = Lowering(_Nodes(renumbered), self.portable)
+        inner.root = self.root
+        inner.names = {offset + index: name for index, name in given.items()}
+        wanted = bytearray(len(region.nodes))
+        for index in region.outputs:
+            wanted[index] = 1
+        for node in reversed(region.nodes):
+            if wanted[node.index]:
+                for j in node.operands:
+                    wanted[j] = 1
+        for node in region.nodes:
+            if wanted[node.index] and offset + node.index not in inner.names:
+                inner.lower(renumbered[offset + node.index])
+        self.lines.extend(inner.lines)
+        return [inner.names[offset + index] for index in region.outputs]
+
     # The pass ----------------------------------------------------------------------------
     def lower(self, node):
         """Lower one node through its primitive's ``stablehlo`` rule (the emitter's loop calls this)."""
@@ -291,6 +332,13 @@ class Lowering:
         if len(self.lines) > start and self.lines[-1][0] == name:
             name = self.lines[-1][0] = f"%v{node.index}"
         self.names[node.index] = name
+
+
+class _Nodes:
+    """What a body's ``Lowering`` reads as its plan: its renumbered nodes, by index."""
+
+    def __init__(self, nodes):
+        self.nodes = nodes
 
 
 def _lowering_error(node, reason):

@@ -87,7 +87,7 @@ def needed_nodes(nodes, target, wrt):
     return bytearray(a & b for a, b in zip(up, down))
 
 
-def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None):
+def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None, seeds=None):
     """The engine's reverse scan as a loop, from ``target`` back to node 0.
 
     ``handles[i]`` is node i's forward value in the emitter's terms, ``needed``
@@ -97,9 +97,10 @@ def reverse_scan(nodes, target, emitter, handles, needed, seed, composites=None)
     ``Concatenate`` (``slice_tilings``). ``composites`` maps the root of a softmax, log-softmax or layer norm
     (``topos.model.composites``) to its group, whose closed-form rule then gives
     the cotangent of the group's source at once: the nodes inside get none.
-    Returns a dict from node index to cotangent handle.
+    ``seeds`` gives the cotangents of further nodes before ``target`` (a loop step's several
+    outputs, ``topos.model.loops``). Returns a dict from node index to cotangent handle.
     """
-    cotangents = {target: seed}
+    cotangents = {**(seeds or {}), target: seed}
     tilings = slice_tilings(nodes, target, needed)
     tile_of = {piece: value for value, (_, pieces) in tilings.items() for piece in pieces}
     stashed = {}  # a tiling slice's index -> its cotangent, joined when the scan reaches the value it slices

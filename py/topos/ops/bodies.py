@@ -15,6 +15,8 @@ them under the node's row): a ``Scan`` holds its step so, and a custom derivativ
 ``body_cost`` sums the costs of one run of it.
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import ArgumentError
@@ -68,6 +70,7 @@ def evaluate(nodes, sources, outputs):
     return [values[i] for i in outputs]
 
 
+@dataclass(frozen=True, eq=False)
 class Region:
     """A body as the attribute of the node that holds it (a loop's step, a custom derivative's rule).
 
@@ -81,16 +84,14 @@ class Region:
     Two regions are the same attribute only when they are the same object.
     """
 
-    __slots__ = ("nodes", "arguments", "captured", "outputs", "__weakref__")
+    nodes: tuple
+    arguments: tuple
+    captured: tuple
+    outputs: tuple
 
-    def __init__(self, nodes, arguments, captured, outputs):
-        object.__setattr__(self, "nodes", tuple(nodes))
-        object.__setattr__(self, "arguments", tuple(arguments))
-        object.__setattr__(self, "captured", tuple(captured))
-        object.__setattr__(self, "outputs", tuple(outputs))
-
-    def __setattr__(self, name, value):
-        raise AttributeError("a Region is immutable")
+    def __post_init__(self):
+        for name in ("nodes", "arguments", "captured", "outputs"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def __repr__(self):
         return f"<{len(self.nodes)} node{'' if len(self.nodes) == 1 else 's'}>"

@@ -15,6 +15,7 @@ from ...dtypes import DTYPES, FLOAT_DTYPES
 from ...errors import CheckpointError
 from ...ops import lookup, primitives
 from ...ops.attributes import is_whole
+from ...ops.bodies import Region
 from ...ops.registry import Meta, Primitive
 from ...tensor import frozen
 from ...text import format_shape
@@ -42,6 +43,8 @@ def encode_attr(value):
         return [encode_attr(v) for v in value]
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):
         return {"dict": {k: encode_attr(v) for k, v in value.items()}}
+    if isinstance(value, Region):
+        return {"body": _encode_region(value)}
     raise CheckpointError(f"an attribute of type {type(value).__name__} cannot be saved")
 
 
@@ -59,6 +62,8 @@ def decode_attr(value):
             return {k: decode_attr(v) for k, v in body.items()}
         if tag == "float" and body in ("nan", "inf", "-inf"):
             return float(body)
+        if tag == "body" and isinstance(body, dict):
+            return _decode_region(body)
     raise CheckpointError(f"unrecognised attribute encoding {value!r}")
 
 
@@ -86,6 +91,63 @@ def _encode_node(node, path):
     if node.scope:
         entry["scope"] = list(node.scope)
     return entry
+
+
+# Bodies (a loop's step: ``topos.ops.bodies.Region``) --------------------------------------------
+#
+# A body is written inside its node's attribute as a network is: its nodes, each entry checked
+# on load as a network's are (against the body's earlier nodes), and the indices of its
+# placeholders and outputs. A placeholder holds no payload worth keeping (zeros), so it is
+# written without one and given zeros again on load.
+
+_REGION_KEYS = ("nodes", "arguments", "captured", "outputs")
+
+
+def _encode_region(region):
+    placeholders = set(region.arguments + region.captured)
+    entries = []
+    for node in region.nodes:
+        entry = _encode_node(node, "a body")
+        if node.index in placeholders:
+            entry["payload"] = None
+        entries.append(entry)
+    return {
+        "nodes": entries,
+        "arguments": list(region.arguments),
+        "captured": list(region.captured),
+        "outputs": list(region.outputs),
+    }
+
+
+def _decode_region(body):
+    if sorted(body) != sorted(_REGION_KEYS):
+        raise CheckpointError(f"a body holds exactly {', '.join(_REGION_KEYS)}, got {sorted(body)}")
+    lists = [body[key] for key in _REGION_KEYS]
+    if not all(isinstance(items, list) for items in lists) or not all(is_whole(i) for i in sum(lists[1:], [])):
+        raise CheckpointError("a body's nodes, arguments, captured and outputs are lists (of indices)")
+    placeholders = set(body["arguments"] + body["captured"])
+    nodes = []
+    for position, entry in enumerate(body["nodes"]):
+        try:
+            if position in placeholders and isinstance(entry, dict) and entry.get("payload") is None:
+                entry = dict(entry, payload=_zeros_text(entry))
+            nodes.append(_decode_node(position, entry, nodes))
+        except (CheckpointError, ValueError, TypeError) as error:
+            raise CheckpointError(f"body {_node_label(position, entry)}: {error}") from None
+    for index in placeholders:
+        if 0 <= index < len(nodes) and nodes[index].opcode == "Input":
+            node = nodes[index]
+            zeros = np.broadcast_to(np.zeros((), dtype=node.dtype), node.shape)
+            nodes[index] = Node(index, "Input", (), node.shape, node.dtype, {}, payload=zeros, source=node.source)
+    return Region(nodes, body["arguments"], body["captured"], body["outputs"])
+
+
+def _zeros_text(entry):
+    """The base64 of zeros of an entry's shape and dtype (a placeholder's payload, for ``_decode_node``'s checks)."""
+    shape, dtype = entry.get("shape"), entry.get("dtype")
+    if not (isinstance(shape, list) and all(is_count(d) for d in shape) and dtype in DTYPES):
+        return None
+    return base64.b64encode(np.zeros(math.prod(shape), dtype=np.dtype(dtype)).tobytes()).decode("ascii")
 
 
 def save_network(network, path):

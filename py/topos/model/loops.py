@@ -1,0 +1,227 @@
+"""``topos.scan`` and ``topos.fori_loop``: a loop recorded once, as one ``Scan`` node holding its step.
+
+JAX's signatures: ``scan(f, init, xs, length=None, reverse=False)`` with ``f(carry, x) ->
+(carry, y)``, and ``fori_loop(lower, upper, body_fun, init_val)``. The step is recorded
+once (``topos.model.bodies.trace``), whatever the trip count, and the node's packed value is
+cut into the final carry and the stacked ys (``topos.ops.loops``). The rule that records a
+step's derivative as a body (the backward ``Scan``'s step) is here, where the tape and the
+reverse scan are, and ``topos.ops.loops`` calls it through ``derive_steps_with``.
+"""
+
+import numpy as np
+
+from ..errors import ArgumentError, ArgumentTypeError, ShapeError
+from ..ops.bodies import Region, inline
+from ..ops.emitter import Emitter
+from ..ops.loops import derive_steps_with, unpack
+from ..ops.registry import Meta
+from ..text import format_shape
+from .autodiff import ancestors, descendants, reverse_scan
+from .bodies import BodyTape, local, trace
+from .derivatives import TapeEmitter
+from .nodes import user_source
+from .tape import innermost
+from .value import Value
+
+
+class _Recording(Emitter):
+    """Applies ops to values through the tape they are on (the tape's own checks and lines)."""
+
+    def apply(self, opcode, operands, **attrs):
+        return operands[0].tape.apply(opcode, operands, **attrs)
+
+    def shape(self, handle):
+        return handle.shape
+
+
+def scan(f, init, xs=None, length=None, reverse=False):
+    """Loop ``f(carry, x) -> (carry, y)`` over the leading axis of ``xs``: ``(final carry, stacked ys)``.
+
+    ``init`` and the carry ``f`` returns are one value or a tuple or list of them (nested),
+    each keeping its shape and dtype from step to step; ``xs`` likewise, every one of the
+    same leading length, or None with ``length`` steps (``f`` then gets ``x = None``); ``y``
+    may be None. ``reverse=True`` walks ``xs`` from the end and writes ``ys`` from the end,
+    as JAX's. Recorded as one ``Scan`` node whatever the length (the step held once as its
+    body), differentiable to any order; see docs/transformations.md.
+
+    ```python
+    def step(h, x):
+        h = topos.tanh(h @ w + x)
+        return h, h.sum()
+    h, ys = topos.scan(step, h0, xs)   # xs: [steps, n]
+    ```
+    """
+    if not callable(f):
+        raise ArgumentTypeError(f"scan() takes a function f(carry, x), got {type(f).__name__}")
+    carried, carry_structure = _flatten(init, "init")
+    stacked, xs_structure = _flatten(xs, "xs")
+    values = [v for v in carried + stacked if isinstance(v, Value)]
+    if not values:
+        raise ArgumentTypeError("scan() needs a recorded value among init or xs (it records on their tape)")
+    tape = innermost([v.tape for v in values])
+    carried = [v if isinstance(v, Value) else _leaf(tape, v) for v in carried]
+    for x in stacked:
+        if not isinstance(x, Value) or not x.shape:
+            raise ArgumentTypeError("scan(): each of xs is a recorded value with a leading axis to loop over")
+    lengths = {x.shape[0] for x in stacked}
+    if length is not None:
+        lengths.add(length)
+    if len(lengths) != 1:
+        found = "no xs and no length" if not lengths else f"leading lengths {sorted(lengths)}"
+        raise ShapeError(f"scan() needs one length for xs and length=, got {found}", source=user_source())
+    (steps,) = lengths
+    metas = [Meta(v.shape, v.dtype) for v in carried] + [Meta(x.shape[1:], x.dtype) for x in stacked]
+    returned = {}
+
+    def step(*placeholders):
+        carry = _rebuild(carry_structure, iter(placeholders[: len(carried)]))
+        x = _rebuild(xs_structure, iter(placeholders[len(carried) :]))
+        result = f(carry, x)
+        if not (isinstance(result, (tuple, list)) and len(result) == 2):
+            raise ArgumentTypeError(f"scan(): {_named(f)} must return a pair (carry, y)")
+        new_carry, new_structure = _flatten(result[0], "the carry")
+        if new_structure != carry_structure:
+            raise ShapeError(f"scan(): {_named(f)} returns a carry shaped otherwise than init", source=user_source())
+        ys, returned["ys"] = _flatten(result[1], "y")
+        return tuple(new_carry) + tuple(ys)
+
+    body = trace(step, metas, tape, name=getattr(f, "__name__", "f"))
+    region = Region(body.nodes, body.arguments, body.captured_inputs, body.outputs)
+    _check_carries(f, region, carried)
+    captured = [local(tape, v) for v in body.captured]
+    attrs = dict(body=region, length=steps, carries=len(carried), reverse=bool(reverse))
+    packed = tape.apply("Scan", carried + stacked + captured, **attrs)
+    results = unpack(_Recording(), packed, attrs)
+    final = _rebuild(carry_structure, iter(results[: len(carried)]))
+    return final, _rebuild(returned["ys"], iter(results[len(carried) :]))
+
+
+def fori_loop(lower, upper, body_fun, init_val):
+    """``body_fun(i, val)`` for ``i`` from ``lower`` up to ``upper - 1``: the last ``val`` (JAX's ``fori_loop``).
+
+    ``lower`` and ``upper`` are Python integers (the trip count is fixed when recording, as
+    for JAX's reverse-differentiable ``fori_loop``); ``i`` is a rank-0 value of the tape's
+    float dtype (JAX's is an int32), exact up to 2**24 in float32. A ``scan`` with no xs
+    that carries ``(i, val)``: one ``Scan`` node, differentiable as ``scan`` is.
+    """
+    for bound in (lower, upper):
+        if isinstance(bound, bool) or not isinstance(bound, (int, np.integer)):
+            raise ArgumentTypeError(f"fori_loop() takes integer bounds, got {type(bound).__name__}")
+    if upper < lower:
+        raise ArgumentError(f"fori_loop(): upper {upper} is below lower {lower}")
+    carried, _ = _flatten(init_val, "init_val")
+    values = [v for v in carried if isinstance(v, Value)]
+    if not values:
+        raise ArgumentTypeError("fori_loop() needs a recorded value in init_val (it records on its tape)")
+    tape = innermost([v.tape for v in values])
+    start = _leaf(tape, float(lower))
+
+    def step(carry, _):
+        i, val = carry
+        return (i + 1.0, body_fun(i, val)), None
+
+    (_, final), _ = scan(step, (start, init_val), None, length=int(upper) - int(lower))
+    return final
+
+
+def _leaf(tape, number):
+    if not isinstance(number, (int, float, np.number)) or isinstance(number, bool):
+        raise ArgumentTypeError(f"a loop's carry is a recorded value or a number, got {type(number).__name__}")
+    return tape.leaf(number)
+
+
+def _named(f):
+    code = getattr(f, "__code__", None)
+    where = f" (line {code.co_firstlineno} of {code.co_filename})" if code else ""
+    return f"{getattr(f, '__name__', 'the function')}{where}"
+
+
+def _check_carries(f, region, carried):
+    """Each carry the step returns keeps the shape and dtype it came in with; else ``ShapeError`` naming it."""
+    for position, (value, output) in enumerate(zip(carried, region.metas(region.outputs))):
+        if (value.shape, value.dtype) != (output.shape, output.dtype):
+            raise ShapeError(
+                f"scan(): {_named(f)} returns carry {position} as {format_shape(output.shape)} {output.dtype}, "
+                f"where it came in as {format_shape(value.shape)} {value.dtype}: a carry keeps its shape and dtype",
+                shapes=[value.shape, output.shape],
+                source=user_source(),
+            )
+
+
+def _flatten(tree, what):
+    """``(leaves, structure)`` of a value, number, None, or tuple or list of them (nested)."""
+    if tree is None:
+        return [], None
+    if isinstance(tree, (Value, int, float, np.number)) and not isinstance(tree, bool):
+        return [tree], "leaf"
+    if isinstance(tree, (tuple, list)):
+        leaves, parts = [], []
+        for item in tree:
+            found, part = _flatten(item, what)
+            leaves.extend(found)
+            parts.append(part)
+        return leaves, (type(tree), tuple(parts))
+    raise ArgumentTypeError(
+        f"a loop's {what} is recorded values (or tuples and lists of them), got {type(tree).__name__}"
+    )
+
+
+def _rebuild(structure, items):
+    if structure is None:
+        return None
+    if structure == "leaf":
+        return next(items)
+    kind, parts = structure
+    return kind(_rebuild(part, items) for part in parts)
+
+
+@derive_steps_with
+def step_derivative(region, carries, wanted_xs, wanted_captured):
+    """The backward step of a ``Scan`` (``topos.ops.loops``): the forward step re-applied to its saved
+    carry, then the reverse scan over its nodes from the outputs' cotangents, recorded as a body.
+
+    Arguments: the carries' cotangents, the running sums of the wanted captured values' cotangents,
+    the step's carry, its xs, its ys' cotangents; captured: the forward's captured values.
+    Returns the cotangents of the carry it started from, the sums with this step's added, and the
+    wanted xs' cotangents (the backward's ys)."""
+    arguments, captured = region.metas(region.arguments), region.metas(region.captured)
+    outputs = region.metas(region.outputs)
+    tape = BodyTape(outputs[0].dtype, None)
+    emitter = TapeEmitter(tape, (), None)
+
+    def placeholders(metas):
+        return [tape.placeholder(meta) for meta in metas]
+
+    carry_cotangents = placeholders(arguments[:carries])
+    sums = placeholders([meta for meta, want in zip(captured, wanted_captured) if want])
+    step_arguments = placeholders(arguments)
+    y_cotangents = placeholders(outputs[carries:])
+    constants = placeholders(captured)
+    sources = dict(zip(region.arguments, step_arguments))
+    sources.update(zip(region.captured, constants))
+    handles = inline(emitter, region.nodes, sources)
+    seeds = {}
+    for index, cotangent in zip(region.outputs, carry_cotangents + y_cotangents):
+        seeds[index] = cotangent if index not in seeds else emitter.add(seeds[index], cotangent)
+    kept_xs = [a for a, want in zip(region.arguments[carries:], wanted_xs) if want]
+    kept_captured = [c for c, want in zip(region.captured, wanted_captured) if want]
+    wrt = list(region.arguments[:carries]) + kept_xs + kept_captured
+    up = bytearray(len(region.nodes))
+    for index in seeds:
+        up = bytearray(a | b for a, b in zip(up, ancestors(region.nodes, index)))
+    needed = bytearray(a & b for a, b in zip(up, descendants(region.nodes, wrt)))
+    target = max(seeds)
+    seed = seeds.pop(target)
+    found = reverse_scan(region.nodes, target, emitter, handles, needed, seed, seeds=seeds)
+
+    def cotangent(index):
+        meta = region.metas([index])[0]
+        value = found.get(index)
+        return emitter.constant(meta.shape, meta.dtype, 0.0) if value is None else emitter.broadcast(value, meta.shape)
+
+    results = [cotangent(index) for index in region.arguments[:carries]]
+    results += [emitter.add(total, cotangent(index)) for total, index in zip(sums, kept_captured)]
+    results += [cotangent(index) for index in kept_xs]
+    tape._sealed = True
+    given = carry_cotangents + sums + step_arguments + y_cotangents
+    return Region(tape.nodes(), [v.index for v in given], [v.index for v in constants], [v.index for v in results])

@@ -1,0 +1,223 @@
+"""Loops that stay loops (topos.scan, topos.fori_loop): one Scan node, its step held once as a body.
+
+Each loop is held to the same loop unrolled in a recording (the same numpy ops in the same order:
+bit-identical values and gradients where the summation order is the same too, else tolerances.py's
+bounds), to torch (a small RNN, forward and backward), and to XLA running the emitted
+stablehlo.while; the node count does not depend on the trip count, a network with a loop saves
+and loads, and a body that fails or changes a carry is refused naming the user's line.
+"""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+from tolerances import assert_close, scaled_bound
+
+import topos
+from topos import ShapeError, Tape, detach
+
+W = np.array([[0.5, -0.2, 0.3], [0.1, 0.3, -0.4], [0.2, 0.0, 0.6]])
+XS = np.sin(np.arange(21.0)).reshape(7, 3)
+H0 = np.array([0.1, -0.3, 0.2])
+
+
+def _rnn(tape, loop, reverse=False, dtype="float64", extra_read=False):
+    """A tanh RNN over XS: the loss reads the final state and every step's output."""
+    w = tape.parameter(W.astype(dtype), name="w")
+    h0 = tape.parameter(H0.astype(dtype), name="h0")
+    xs = tape.parameter(XS.astype(dtype), name="xs")
+
+    def step(h, x):
+        h = topos.tanh(h @ w + x)
+        return h, (h * h).sum()
+
+    if loop:
+        h, ys = topos.scan(step, h0, xs, reverse=reverse)
+    else:
+        h, outputs = h0, [None] * len(XS)
+        for t in reversed(range(len(XS))) if reverse else range(len(XS)):
+            h, outputs[t] = step(h, xs[t])
+        ys = topos.stack(outputs)
+    loss = (h * h).sum() + (ys * ys).sum()
+    if extra_read:  # w read outside the loop too: its gradient's two parts are added in another order
+        loss = loss + w.sum()
+    return [loss, w, h0, xs]
+
+
+def _values_and_gradients(loop, **options):
+    network, (loss, *wrt) = Tape.record(lambda tape: _rnn(tape, loop, **options), dtype=options.get("dtype", "float64"))
+    plan = network.entry([loss]).backward(loss, wrt).lower()
+    return plan.run(network.parameters()).outputs(), network, plan
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scan_is_bit_identical_to_the_loop_unrolled_in_a_recording(reverse):
+    looped, _, _ = _values_and_gradients(True, reverse=reverse)
+    unrolled, _, _ = _values_and_gradients(False, reverse=reverse)
+    for got, want in zip(looped, unrolled):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_value_read_inside_and_outside_the_loop_sums_its_gradient_in_another_order():
+    looped, _, _ = _values_and_gradients(True, extra_read=True)
+    unrolled, _, _ = _values_and_gradients(False, extra_read=True)
+    np.testing.assert_array_equal(looped[0], unrolled[0])  # the forward is the same ops in the same order
+    for got, want in zip(looped[1:], unrolled[1:]):
+        # Eight contributions to w's gradient (seven steps and the loss's sum), added in two orders.
+        assert_close(got, want, scaled_bound(want, "float64", terms=8), "gradient")
+
+
+def test_eager_backward_and_the_gradient_reading_agree():
+    network, (loss, *wrt) = Tape.record(lambda tape: _rnn(tape, True))
+    field = network.forward(network.parameters(), {}).backward(loss)
+    looped, _, _ = _values_and_gradients(True)
+    for symbol, planned in zip(wrt, looped[1:]):
+        np.testing.assert_array_equal(np.asarray(field.of(symbol)), planned)
+
+
+def test_scan_and_its_gradient_equal_torch_on_a_small_rnn():
+    looped, _, _ = _values_and_gradients(True)
+    w, h, xs = (torch.tensor(a, requires_grad=True) for a in (W, H0, XS))
+    state, ys = h, []
+    for x in xs:
+        state = torch.tanh(state @ w + x)
+        ys.append((state * state).sum())
+    loss = (state * state).sum() + (torch.stack(ys) ** 2).sum()
+    loss.backward()
+    expected = [loss.detach().numpy(), w.grad.numpy(), h.grad.numpy(), xs.grad.numpy()]
+    for got, want in zip(looped, expected):
+        # Seven steps of three-term products and their backward: a chain of short sums, judged at the scale.
+        assert_close(got, want, scaled_bound(want, "float64", terms=3 * len(XS), k=16.0), "against torch")
+
+
+def test_fori_loop_equals_the_unrolled_loop_and_passes_the_index():
+    def record(loop):
+        def build(tape):
+            x = tape.parameter(np.array([0.3, -0.7]), name="x")
+
+            def body(i, value):
+                return topos.sin(value) * 0.9 + i * 0.01
+
+            if loop:
+                final = topos.fori_loop(2, 9, body, x)
+            else:
+                final = x
+                for i in range(2, 9):
+                    final = body(tape.leaf(float(i)), final)
+            loss = (final * final).sum()
+            return [loss, topos.grad(loss, x)]
+
+        network, symbols = Tape.record(build)
+        run = network.forward(network.parameters(), {})
+        return [np.asarray(run.of(s)) for s in symbols]
+
+    for got, want in zip(record(True), record(False)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_the_recording_does_not_grow_with_the_trip_count():
+    counts = {}
+    for steps in (10, 10_000):
+        tape = Tape()
+        x = tape.parameter(np.array([0.5, 0.25]), name="x")
+        final = topos.fori_loop(0, steps, lambda i, v: v * 0.999 + 0.001, x)
+        gradient = topos.grad(final.sum(), x)
+        counts[steps] = len(tape)
+        # One Scan forward; the gradient's Scan that keeps the carries and its backward Scan.
+        assert [node.opcode for node in tape.nodes()].count("Scan") == 3
+        network = tape.seal()
+        run = network.forward(network.parameters(), {})
+        expected = np.array([0.5, 0.25]) * 0.999**steps + (1 - 0.999**steps)
+        assert_close(run.of(detach(final)), expected, scaled_bound(expected, "float64", terms=steps), "fori_loop")
+        slope = np.full(2, 0.999**steps)  # d final / d x: the product of the steps' 0.999
+        assert_close(run.of(detach(gradient)), slope, scaled_bound(slope, "float64", terms=steps), "gradient")
+    assert counts[10] == counts[10_000]
+
+
+def test_jvp_and_second_order_go_through_the_loop():
+    def record(loop):
+        def build(tape):
+            loss, w, h0, xs = _rnn(tape, loop)
+            g = topos.grad(loss, w)
+            second = topos.grad((g * g).sum(), [w, xs])
+            tangent = topos.jvp(loss, w, tape.leaf(np.ones_like(W)))
+            return second + [tangent]
+
+        network, symbols = Tape.record(build)
+        run = network.forward(network.parameters(), {})
+        return [np.asarray(run.of(s)) for s in symbols]
+
+    for got, want in zip(record(True), record(False)):
+        assert_close(got, want, scaled_bound(want, "float64", terms=3 * len(XS), k=16.0), "second order")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_xla_runs_the_emitted_while_loop_equal_to_the_interpreter(dtype):
+    looped, network, plan = _values_and_gradients(True, reverse=True, dtype=dtype)
+    text = plan.emit_stablehlo()
+    assert text.count("stablehlo.while") == 3  # the forward, the carries kept for the backward, the backward
+    from_xla = plan.run(network.parameters(), backend="xla").outputs()
+    for got, want in zip(from_xla, looped):
+        # XLA fuses and reorders the step's three-term products: rounding of a short chain of sums.
+        assert_close(got, want, scaled_bound(want, dtype, terms=3 * len(XS), k=16.0), f"XLA {dtype}")
+
+
+def test_a_network_with_a_loop_saves_and_loads(tmp_path):
+    network, (loss, *wrt) = Tape.record(lambda tape: _rnn(tape, True))
+    path = os.path.join(tmp_path, "rnn.json")
+    network.save(path)
+    loaded = topos.Network.load(path)
+    assert loaded.describe() == network.describe()
+    assert "body of 3: arguments" in loaded.describe()
+    before = network.entry([loss]).backward(loss, wrt).lower().run(network.parameters()).outputs()
+    symbols = [loaded.symbol(s.index) for s in [loss] + wrt]
+    after = loaded.entry([symbols[0]]).backward(symbols[0], symbols[1:]).lower().run(loaded.parameters()).outputs()
+    for got, want in zip(after, before):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_damaged_body_is_refused_on_load(tmp_path):
+    import json
+
+    network, _ = Tape.record(lambda tape: _rnn(tape, True))
+    path = os.path.join(tmp_path, "rnn.json")
+    network.save(path)
+    document = json.loads(open(path).read())
+    scan = next(entry for entry in document["nodes"] if entry["opcode"] == "Scan")
+    scan["attrs"]["body"]["body"]["outputs"] = [999]
+    open(path, "w").write(json.dumps(document))
+    with pytest.raises(topos.CheckpointError, match="body"):
+        topos.Network.load(path)
+
+
+def test_the_spec_shows_the_body_once_under_its_node():
+    tape = Tape()
+    _rnn(tape, True)
+    text = tape.describe()
+    assert "Scan" in text and "body=<" in text
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "  Scan  " in line)
+    assert lines[at + 1].startswith("      body of ") and lines[at + 2].startswith("         0  Input")
+    assert text.count("body of ") == 1
+
+
+def test_a_body_that_fails_names_the_users_line():
+    tape = Tape()
+    h0 = tape.input(np.zeros(3))
+    xs = tape.input(np.zeros((4, 2)))
+    with pytest.raises(ShapeError) as caught:
+        topos.scan(lambda h, x: (h + x, h), h0, xs)  # [3] + [2]: the line of this lambda
+    assert caught.value.source is not None and caught.value.source[0] == __file__
+
+
+def test_a_carry_the_body_changes_is_refused():
+    tape = Tape()
+    h0 = tape.input(np.zeros(3))
+    xs = tape.input(np.zeros((4, 3)))
+    with pytest.raises(ShapeError, match="carry 0 as \\[\\] float64, where it came in as \\[3\\]"):
+        topos.scan(lambda h, x: ((h * x).sum(), h), h0, xs)
+    with pytest.raises(ShapeError, match="carry 0 as \\[3\\] int32"):
+        topos.scan(lambda h, x: (topos.argmax(topos.stack([h, x]), axis=0), h), h0, xs)
+    with pytest.raises(ShapeError, match="one length"):
+        topos.scan(lambda h, x: (h, h), h0, None)
