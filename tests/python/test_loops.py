@@ -221,3 +221,22 @@ def test_a_carry_the_body_changes_is_refused():
         topos.scan(lambda h, x: (topos.argmax(topos.stack([h, x]), axis=0), h), h0, xs)
     with pytest.raises(ShapeError, match="one length"):
         topos.scan(lambda h, x: (h, h), h0, None)
+
+
+def test_the_graph_carries_the_body_and_the_cost_is_the_bodys_times_the_trip_count():
+    tape = Tape()
+    loss, *_ = _rnn(tape, True)
+    scan = next(node for node in tape.nodes() if node.opcode == "Scan")
+    entry = topos.Graph.from_nodes(tape.nodes()).to_json()["nodes"][scan.index]
+    region = scan.attrs["body"]
+    assert entry["attrs"]["body"] == repr(region) and len(entry["body"]["nodes"]) == len(region.nodes)
+    assert entry["body"]["edges"] == [[j, n.index] for n in region.nodes for j in n.operands]
+    primitive = topos.ops.lookup("Scan")
+    once = [
+        topos.ops.lookup(n.opcode).cost([region.nodes[j].meta for j in n.operands], n.meta, n.attrs)
+        for n in region.nodes
+        if n.operands
+    ]
+    operands = [tape.nodes()[j].meta for j in scan.operands]
+    flops, moved = primitive.cost(operands, scan.meta, scan.attrs)
+    assert (flops, moved) == (sum(f for f, _ in once) * len(XS), sum(b for _, b in once) * len(XS))

@@ -8,6 +8,8 @@ or backward) and its fate. ``to_json()`` returns a JSON-ready dict::
                 "operands": [0, 1], "attrs": {}, "name": null, "file": "model.py", "line": 7}, ...],
      "edges": [[0, 3], [1, 3], ...]}
 
+A node that holds a body (a ``Scan``'s step) has its body's graph under the attribute's name
+(``"body": {"nodes", "edges", "arguments", "captured", "outputs"}``), numbered from 0.
 Edges are ``[operand, reader]`` pairs, one per operand slot (a node that reads
 a value twice has two edges from it). ``to_dot()`` is the same graph for Graphviz.
 """
@@ -16,6 +18,7 @@ import json
 
 from ..errors import ArgumentTypeError
 from ..model.nodes import Node
+from ..ops.bodies import Region
 from ..text import format_shape
 
 
@@ -29,7 +32,7 @@ def _json_value(value):
 
 def node_entry(node):
     file, line = node.source if node.source else (None, None)
-    return {
+    entry = {
         "index": node.index,
         "opcode": node.opcode,
         "shape": format_shape(node.shape),
@@ -41,6 +44,18 @@ def node_entry(node):
         "file": file,
         "line": line,
     }
+    # A node that holds a body (a Scan's step) carries the body's own graph, numbered from 0, so a
+    # pane can draw the node as a group that expands into it; its attribute reads "<9 nodes>".
+    bodies = {key: value for key, value in node.attrs.items() if isinstance(value, Region)}
+    for key, region in bodies.items():
+        entry[key] = {
+            "nodes": [node_entry(inner) for inner in region.nodes],
+            "edges": [[j, inner.index] for inner in region.nodes for j in inner.operands],
+            "arguments": list(region.arguments),
+            "captured": list(region.captured),
+            "outputs": list(region.outputs),
+        }
+    return entry
 
 
 class Graph:
