@@ -63,6 +63,7 @@ from .model.building import (
     triu,
 )
 from .model.convolutions import conv, conv1d, conv2d
+from .model.custom_vjp import custom_vjp
 from .model.derivatives import grad, hessian, hvp, jvp
 from .model.einsum import einsum
 from .model.elementwise_more import (
@@ -134,13 +135,16 @@ from .model.functions import (
     where,
 )
 from .model.logical import logical_and, logical_not, logical_or, logical_xor
+from .model.loops import fori_loop, scan
 from .model.pooling import avg_pool, max_pool
 from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
 from .model.reductions import all, any, cummax, cummin, cumprod, logcumsumexp, prod
-from .model.sampling import categorical, choice, exponential, gumbel, permutation, randint, truncated_normal
+from .model.remat import checkpoint
+from .model.sampling import categorical, choice, exponential, gumbel, permutation, randint, shuffle, truncated_normal
 from .model.scans import argmax, argmin, cumsum, top_k
 from .model.sorting import argsort, put_along_axis, scatter, scatter_add, searchsorted, sort, take_along_axis
 from .model.special import digamma, erf, erfc, erfinv, gammaln, lgamma, polygamma
+from .model.vmap import jacfwd, jacobian, jacrev, vmap
 from .tensor import Tensor
 
 __version__ = "0.1.0"
@@ -192,6 +196,14 @@ __all__ = [
     "hessian",
     "hvp",
     "jvp",
+    "checkpoint",
+    "custom_vjp",
+    "jacobian",
+    "jacfwd",
+    "jacrev",
+    "vmap",
+    "scan",
+    "fori_loop",
     "greater",
     "greater_equal",
     "layer_norm",
@@ -275,6 +287,7 @@ __all__ = [
     "gumbel",
     "permutation",
     "randint",
+    "shuffle",
     "truncated_normal",
     "avg_pool",
     "max_pool",
