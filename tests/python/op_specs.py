@@ -327,6 +327,33 @@ def _scan_recurrence(x, w):
     return ys + h
 
 
+# A derivative the user gives (topos.custom_vjp, topos.model.custom_vjp): log(1 + e^x) whose backward
+# is 1 - 1 / (1 + e^x), its true derivative, so every suite's gradient check holds the CustomVjp node.
+
+
+def _log1pexp(x):
+    topos = importlib.import_module("topos")
+
+    @topos.custom_vjp
+    def log1pexp(v):
+        return topos.log1p(topos.exp(v))
+
+    log1pexp.defvjp(lambda v: (log1pexp.fun(v), v), lambda v, g: (g * (1.0 - 1.0 / (1.0 + topos.exp(v))),))
+    return log1pexp(x)
+
+
+CUSTOM_VJP_EXAMPLES = (
+    Example(
+        "custom_vjp_log1pexp",
+        [(3, 4)],
+        {},
+        topos=lambda tape, x: _log1pexp(x),
+        torch=lambda x: torch.log1p(torch.exp(x)),
+        numpy=lambda x: np.log1p(np.exp(x)),
+    ),
+)
+
+
 def _gram(x, swapaxes, eye):
     """x x^T + n I: symmetric positive definite and well conditioned, from any real draw."""
     return x @ swapaxes(x, -1, -2) + x.shape[-1] * eye(x.shape[-1], dtype=x.dtype)
@@ -2087,6 +2114,12 @@ OP_SPECS = {
         kernel_declined="a loop's body runs on the host: no WGSL loop repeats a body's launches yet",
         notes=("variadic: the carries, the xs, the captured values; one example row",),
         examples=SCAN_EXAMPLES,
+    ),
+    "CustomVjp": OpSpec(
+        (REAL,),
+        docs=Guide("transformations.md", "`topos.custom_vjp`"),
+        notes=("variadic: out, the arguments, the residuals, the backward's captured values; one example row",),
+        examples=CUSTOM_VJP_EXAMPLES,
     ),
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),

@@ -144,6 +144,7 @@ CASES = [
     ("hvp", lambda: topos.hvp(_matrix(), [], []), ArgumentTypeError, "non-empty list"),
     ("jvp", lambda: topos.jvp(_matrix(), [], []), ArgumentTypeError, "non-empty list"),
     ("checkpoint", lambda: topos.checkpoint(lambda a: a)(2.0), ArgumentTypeError, "no recorded value"),
+    ("custom_vjp", lambda: topos.custom_vjp(3), ArgumentTypeError, "takes a function"),
     ("vmap", lambda: topos.vmap(topos.maximum)(*_two((2, 3), (4, 3))), ShapeError, "has 4 examples along axis 0"),
     ("vmap", lambda: topos.vmap(topos.exp, in_axes=2)(_matrix()), AxisError, "in_axes[0] is 2, out of range"),
     ("scan", lambda: topos.scan(lambda c, x: (x, c), *_two((4,), (2, 3))), ShapeError, "carry 0 as [3] float64"),

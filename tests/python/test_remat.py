@@ -165,3 +165,14 @@ def test_xla_runs_the_remat_plan_as_the_interpreter_does():
     numpy_outputs = plan.run(parameters).outputs()
     xla_outputs = plan.run(parameters, backend="xla").outputs()
     assert_outputs_agree(numpy_outputs, xla_outputs, "float64", "remat plan on xla")
+
+
+def test_a_saved_network_keeps_its_regions(tmp_path):
+    network, loss, w, v = two_blocks(True)
+    path = tmp_path / "remat.json"
+    network.save(path)
+    loaded = topos.Network.load(path)
+    symbol = loaded.symbol(loss.index)
+    plan = network.entry([loss]).backward(loss).lower()
+    again = loaded.entry([symbol]).backward(symbol).lower()
+    assert again.recomputed == plan.recomputed and again.describe() == plan.describe()

@@ -57,6 +57,8 @@ DECLINED = {
     # Not written yet: a scan of a batch is a scan of the batched step (JAX's _scan_batching_rule),
     # which re-records the step through these rules; until then the base declines it.
     "Scan": None,
+    # A user's derivative holds its backward as a body, which a batching rule would batch as one.
+    "CustomVjp": "its backward would be batched as a body",
 }
 #: Calls a rule declines for some operands only: the op, and the words its error says.
 DECLINED_CALLS = {
