@@ -60,6 +60,33 @@ def test_per_example_gradients_equal_torch_func_vmap_of_grad():
         assert_close(value, reference, library_bound(reference, "float64", 5), f"per-example d loss / d {name}")
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+def test_per_example_gradients_of_a_convolution_equal_torch_func(groups):
+    """The kernel's gradient convolves each image with its own cotangent: a batch of kernels, which the rule
+    turns into feature groups (B times the layer's own)."""
+    images, kernel = RNG.normal(size=(5, 4, 6, 6)), RNG.normal(size=(4, 4 // groups, 3, 3)) * 0.3
+    tape = Tape()
+    x, w = tape.input(images), tape.parameter(kernel)
+
+    def loss(w, image):
+        out = topos.conv2d(topos.reshape(image, (1, 4, 6, 6)), w, padding=1, groups=groups)
+        return topos.sum(topos.tanh(out) ** 2)
+
+    (got,) = values(tape, topos.vmap(lambda w, image: topos.grad(loss(w, image), w), in_axes=(None, 0))(w, x))
+
+    def torch_loss(w, image):
+        out = torch.nn.functional.conv2d(image[None], w, padding=1, groups=groups)
+        return (torch.tanh(out) ** 2).sum()
+
+    expected = torch.func.vmap(torch.func.grad(torch_loss), in_dims=(None, 0))(
+        torch.tensor(kernel), torch.tensor(images)
+    ).numpy()
+    assert got.shape == (5,) + kernel.shape
+    assert_close(
+        got, expected, library_bound(expected, "float64", 36 * 4), f"per-example conv gradients, {groups} groups"
+    )
+
+
 def smooth(x):
     """A function of a [2, 3] value with a [2, 2] result that mixes its elements nonlinearly."""
     return topos.sin(x @ topos.transpose(x)) + topos.exp(topos.sum(x * x, axis=1, keepdims=True) * 0.1)
