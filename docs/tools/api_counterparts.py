@@ -84,6 +84,7 @@ COUNTERPARTS = {
         "scan": ("", "jax.lax.scan", ""),
         "fori_loop": ("", "jax.lax.fori_loop", "the trip count is fixed when recording"),
         "checkpoint": ("", "jax.checkpoint", ""),
+        "custom_vjp": ("", "jax.custom_vjp", ""),
         "greater": ("numpy.greater", "jax.numpy.greater", FLOATS, "binary"),
         "greater_equal": ("numpy.greater_equal", "jax.numpy.greater_equal", FLOATS, "binary"),
         "layer_norm": ("", "", "flax.linen.LayerNorm's function"),
