@@ -240,3 +240,20 @@ def test_the_graph_carries_the_body_and_the_cost_is_the_bodys_times_the_trip_cou
     operands = [tape.nodes()[j].meta for j in scan.operands]
     flops, moved = primitive.cost(operands, scan.meta, scan.attrs)
     assert (flops, moved) == (sum(f for f, _ in once) * len(XS), sum(b for _, b in once) * len(XS))
+
+
+def test_the_plan_shows_each_step_once_with_its_schedule_and_memory():
+    network, (loss, w, *_) = Tape.record(lambda tape: _rnn(tape, True))
+    plan = network.entry([loss]).backward(loss, [w]).lower()
+    rows = plan.describe().splitlines()
+    scans = [i for i, row in enumerate(rows) if "  Scan  " in row]
+    assert len(scans) == 3  # the forward, the carries kept for the backward, the backward
+    for at in scans:
+        header = rows[at + 1]
+        assert header.startswith(f"      body of {rows[at].split()[0]}, run {len(XS)} times: ")
+        assert "live volume a step: peak " in header
+        # The step's rows follow, indented, each with its fate inside the step; its outputs are kept.
+        step = [row for row in rows[at + 2 :] if row.startswith("        ")]
+        fates = [" kept" in row or " freed after " in row for row in step if "body of" not in row]
+        assert fates and all(fates)
+        assert any(" kept" in row for row in step)

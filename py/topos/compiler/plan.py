@@ -24,6 +24,7 @@ from ..model.interpreter import Schedule
 from ..model.nodes import checkpoint_scope, derivative_scope, source_value
 from ..model.remat import RECOMPUTED
 from ..text import format_shape, plural
+from .body_plan import body_rows
 
 
 class Plan(Schedule):
@@ -114,6 +115,7 @@ class Plan(Schedule):
             if table is not None:
                 row += "  " + table.node_text(index)
             rows.append((row, (index,)))
+            rows.extend((line, (index,)) for line in body_rows(node))  # a Scan's step, once
         peak = plural(self.peak, "element")
         live = f"live volume: peak {peak} at node {self.peak_node}, retain-all {self.retain_all}"
         rows.append((self.summary(), ()))
