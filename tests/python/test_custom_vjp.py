@@ -10,10 +10,12 @@ products) in a different library, a few roundings apart (a few 1e-16), far insid
 import numpy as np
 import pytest
 import torch
+from test_kernels_plans import assert_outputs_agree as assert_near_exact
+from test_kernels_plans import float64_shadow
 from test_stablehlo import assert_outputs_agree
 
 import topos
-from topos import Tape
+from topos import Tape, webgpu
 from topos.errors import ArgumentError, ArgumentTypeError, ShapeError
 from topos.show.graph_card import nodes_json
 
@@ -238,3 +240,20 @@ def test_a_saved_network_keeps_the_backward(tmp_path):
     want = network.entry([y]).backward(y, [x]).lower().run(network.parameters()).gradient(x).numpy()
     got = loaded.entry([ly]).backward(ly, [lx]).lower().run(loaded.parameters()).gradient(lx).numpy()
     np.testing.assert_array_equal(got, want)
+
+
+def test_webgpu_runs_the_gradient_plan_as_numpy_does():
+    assert webgpu.available(), "no WebGPU adapter (lavapipe): apt-get install mesa-vulkan-drivers"
+
+    def build(tape):
+        x = tape.parameter(np.linspace(-2.0, 2.0, 12).reshape(3, 4), name="x")
+        return topos.sum(log1pexp(x) * clip_gradient(x * 4.0, -1.0, 1.0)), x
+
+    network, (y, x) = Tape.record(build, dtype="float32")
+    plan = network.entry([y]).backward(y, [x]).lower()
+    parameters = network.parameters()
+    run = plan.run(parameters, backend="webgpu")
+    assert set(run.backends.values()) == {"webgpu"}  # CustomVjp is a view of out there, the backward kernels
+    # test_kernels_plans's rule: within 1e-5 of the float64 values' scale, or 8 times numpy's own error.
+    exact = float64_shadow(plan, parameters, {})
+    assert_near_exact(plan, run.outputs(), plan.run(parameters).outputs(), exact, "custom_vjp plan on webgpu")

@@ -8,10 +8,12 @@ CPU. XLA is held to the interpreter within test_stablehlo's dtype tolerance, as 
 
 import numpy as np
 import pytest
+from test_kernels_plans import assert_outputs_agree as assert_near_exact
+from test_kernels_plans import float64_shadow
 from test_stablehlo import assert_outputs_agree
 
 import topos
-from topos import Tape
+from topos import Tape, webgpu
 from topos.errors import ArgumentError, ArgumentTypeError
 from topos.model.remat import RECOMPUTED
 from topos.show.graph_card import nodes_json
@@ -176,3 +178,15 @@ def test_a_saved_network_keeps_its_regions(tmp_path):
     plan = network.entry([loss]).backward(loss).lower()
     again = loaded.entry([symbol]).backward(symbol).lower()
     assert again.recomputed == plan.recomputed and again.describe() == plan.describe()
+
+
+def test_webgpu_runs_the_remat_plan_as_numpy_does():
+    assert webgpu.available(), "no WebGPU adapter (lavapipe): apt-get install mesa-vulkan-drivers"
+    network, loss, w, v = two_blocks(True, "float32")
+    plan = network.entry([loss]).backward(loss).lower()
+    parameters = network.parameters()
+    run = plan.run(parameters, backend="webgpu")
+    assert set(run.backends.values()) == {"webgpu"}  # the copies too run on the device
+    # test_kernels_plans's rule: within 1e-5 of the float64 values' scale, or 8 times numpy's own error.
+    exact = float64_shadow(plan, parameters, {})
+    assert_near_exact(plan, run.outputs(), plan.run(parameters).outputs(), exact, "remat plan on webgpu")
