@@ -37,6 +37,10 @@ const TRAINING = [
   ["09_gaussian_process.py", 150, [61, 150]],
   // The spectral filter draws its 65 gains (learned once trained), then its loss.
   ["10_spectral_filter.py", 200, [65, 200]],
+  // The ranking loss, the mixture density network and the einsum attention draw their loss alone.
+  ["12_ranking_loss.py", 200],
+  ["13_mixture_density.py", 400],
+  ["14_einsum_attention.py", 150],
   // The blur learns its kernel in 200 Adam steps; k-means draws its inertia, a point a Lloyd step;
   // the character model draws its loss, then prints its samples.
   ["15_image_blur.py", 200],

@@ -29,7 +29,7 @@ from contextlib import redirect_stdout
 import numpy as np
 import pytest
 from seed_texts import SEED_DESCRIBE
-from tolerances import assert_close, gamma, loss_bound, sum_bound
+from tolerances import assert_close, gamma, library_bound, loss_bound, sum_bound
 
 import topos
 from topos import show
@@ -55,6 +55,9 @@ TRAINING = [
     "04_mlp.py",
     "05_softmax_regression.py",
     "06_char_transformer.py",
+    "12_ranking_loss.py",
+    "13_mixture_density.py",
+    "14_einsum_attention.py",
     "15_image_blur.py",
     "17_char_sampler.py",
 ]
@@ -359,6 +362,135 @@ def test_char_transformer_auto_trains_on_numpy_without_webgpu(monkeypatch):
     monkeypatch.setattr(topos.webgpu, "available", lambda: False)
     text, _, _ = watched(lambda: module.main(small_transformer_config(module, steps=2), backend="auto"))
     assert "\ntraining on numpy, float64\n" in text
+
+
+# 12-14: a ranking loss through argsort and sort, a Student-t mixture through logsumexp and lgamma,
+# self-attention through einsum -----------------------------------------------------------------------
+
+
+def trained_weights(namespace):
+    """The parameters of the example's last run (the one that printed last), by name."""
+    network, run = namespace["network"], namespace["run"]
+    return {network.node(symbol).name: run.parameters.of(symbol).numpy() for symbol in run.parameters.symbols()}
+
+
+def test_ranking_loss_is_listmle_and_learns_to_rank():
+    text, namespace = run_example("12_ranking_loss.py")
+    run, top, gains, discount = namespace["run"], namespace["TOP"], namespace["gains"], namespace["discount"]
+    weights = trained_weights(namespace)
+
+    def scores(x):
+        return np.tanh(x @ weights["hidden.weight"] + weights["hidden.bias"]) @ weights["output.weight"]
+
+    # ListMLE by numpy: the true order by a stable argsort of -relevance (ties keep their order, as in
+    # topos.argsort's descending order), then -log of each place's softmax over the places not yet drawn.
+    relevance = namespace["train_relevance"]
+    ranked = np.take_along_axis(scores(namespace["train_x"]), np.argsort(-relevance, kind="stable"), -1)
+    tails = np.log(np.cumsum(np.exp(ranked[:, ::-1]), axis=-1))[:, ::-1]
+    expected = np.mean(np.sum(tails - ranked, axis=-1))
+    assert_close(
+        run.of(namespace["loss"]).numpy(), expected, library_bound(expected, "float64", ranked.size), "ListMLE"
+    )
+    # NDCG@5 of the held-out queries by numpy from the same scores (no ties among them), as printed last.
+    best = np.sort(gains, axis=-1)[:, ::-1][:, :top] @ discount
+    read = np.take_along_axis(gains, np.argsort(-scores(namespace["test_x"]), axis=-1), -1)
+    ndcg = np.mean(read[:, :top] @ discount / best)
+    assert_close(run.of(namespace["ndcg"]).numpy(), ndcg, library_bound(ndcg, "float64", gains.size), "NDCG@5")
+    printed = [float(value) for value in re.findall(r"held-out NDCG@5 ([0-9.]+)$", text, re.M)]
+    assert abs(printed[-1] - ndcg) <= 5e-4
+    # The random order's NDCG, printed first, against 2,000 random orders of each held-out query: one
+    # order's NDCG lies in [0, 1], so the mean of 64,000 has a standard error below 0.5 / 253; five of them.
+    shuffled = np.argsort(np.random.default_rng(5).random((2000, *gains.shape)), axis=-1)
+    sampled = np.mean(
+        np.take_along_axis(np.broadcast_to(gains, shuffled.shape), shuffled, -1)[..., :top] @ discount / best
+    )
+    random_order = float(re.search(r"random order: ([0-9.]+)$", text, re.M).group(1))
+    assert abs(random_order - sampled) <= 5 * 0.5 / np.sqrt(shuffled[..., 0].size) + 5e-4
+    # It learns to rank: from no better than a random order to nearly the best order of the top five.
+    assert printed[0] < random_order + 0.1 and printed[-1] >= 0.9
+    assert namespace["losses"][-1] < 0.5 * namespace["losses"][0]
+
+
+def student_t_mixture_nll(weights, x, y):
+    """The mixture density network's loss by numpy and scipy (scipy's Student-t density is normalised)."""
+    from scipy.special import logsumexp
+    from scipy.stats import t as student_t
+
+    out = np.tanh(x @ weights["hidden.weight"] + weights["hidden.bias"]) @ weights["output.weight"]
+    out = out + weights["output.bias"]
+    log_weight = out[:, :3] - logsumexp(out[:, :3], axis=-1, keepdims=True)
+    nu = np.exp(weights["log_nu"])
+    return -np.mean(logsumexp(log_weight + student_t.logpdf(y, nu, loc=out[:, 3:6], scale=np.exp(out[:, 6:])), axis=-1))
+
+
+def test_mixture_density_network_is_a_student_t_mixture_and_finds_the_branches():
+    from scipy.optimize import brentq
+
+    text, namespace = run_example("13_mixture_density.py")
+    network, run, probe = namespace["network"], namespace["run"], namespace["PROBE"]
+    # The recorded loss (lgamma's normalising constant included) is scipy's normalised density's.
+    weights = trained_weights(namespace)
+    for loss, x, y in (("loss", "train_x", "train_y"), ("held_out", "test_x", "test_y")):
+        expected = student_t_mixture_nll(weights, namespace[x], namespace[y])
+        bound = library_bound(expected, "float64", 3 * len(namespace[x]))
+        assert_close(run.of(namespace[loss]).numpy(), expected, bound, loss)
+    # The gradient that trains nu, where lgamma's derivative enters, against a central difference of scipy's
+    # loss at the starting parameters: its error is h^2 / 6 |f'''| (1e-8 for |f'''| up to 6) plus rounding.
+    parameters = network.parameters()
+    start = {name: tensor.numpy() for name, tensor in parameters.items()}
+    gradients = network.forward(parameters, {}).backward(namespace["loss"]).parameters(parameters)
+    slope = next(gradients.of(s).numpy() for s in parameters.symbols() if network.node(s).name == "log_nu")
+    h = 1e-4
+    ends = [
+        student_t_mixture_nll(dict(start, log_nu=start["log_nu"] + d), namespace["train_x"], namespace["train_y"])
+        for d in (h, -h)
+    ]
+    assert abs(slope - (ends[0] - ends[1]) / (2 * h)) <= 1e-8 + 1e-15 / h
+
+    # The true branches at x = 0.5, as printed: the three roots of y + 0.3 sin(2 pi y) = 0.5.
+    def gap(y):
+        return y + 0.3 * np.sin(2 * np.pi * y) - probe
+
+    roots = [brentq(gap, a, b) for a, b in ((0.0, 0.4), (0.4, 0.6), (0.6, 1.0))]
+    assert f"true branches y = {', '.join(f'{r:.3f}' for r in roots)}" in text
+    # It learns the three branches: each centre within 0.05 of its branch (a sixth of the 0.29 between
+    # neighbours), each with a weight of at least 0.1, and nu closer to the noise's 3 than to its start, 1.
+    centres = np.sort(run.of(namespace["centre"]).numpy())
+    assert np.all(np.abs(centres - roots) < 0.05)
+    assert np.all(run.of(namespace["weight"]).numpy() >= 0.1)
+    assert 2.0 < run.of(namespace["nu"]).scalar() < 6.0
+    losses = namespace["losses"]
+    assert losses[-1] < losses[0] - 1.5
+
+
+def test_einsum_attention_is_attention_and_learns_to_sort():
+    text, namespace = run_example("14_einsum_attention.py")
+    run, heads, vocab = namespace["run"], namespace["HEADS"], namespace["VOCAB"]
+    w = trained_weights(namespace)
+    # The same attention by numpy's einsum, on the last batch: the recorded loss.
+    batch = namespace["batch"]
+    h = np.eye(vocab)[batch] @ w["embed"] + w["position"]
+    q, k, v = (np.einsum("ble,ehd->bhld", h, w[name]) for name in ("query", "key", "value"))
+    scores = np.einsum("bhqd,bhkd->bhqk", q, k) / np.sqrt(namespace["HEAD"])
+    attention = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    attention /= attention.sum(axis=-1, keepdims=True)
+    logits = (h + np.einsum("bhqd,hde->bqe", np.einsum("bhqk,bhkd->bhqd", attention, v), w["output"])) @ w["read-out"]
+    logits -= logits.max(axis=-1, keepdims=True)
+    log_p = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    expected = -np.mean(np.take_along_axis(log_p, np.sort(batch, axis=-1)[..., None], -1))
+    assert_close(run.of(namespace["loss"]).numpy(), expected, library_bound(expected, "float64", logits.size), "loss")
+    assert heads * namespace["HEAD"] == namespace["EMBED"]
+    # Attention is needed to sort: the best table from a place and its own token to the token sorted into
+    # that place (fitted on the held-out set itself, so an upper bound for a model that does not attend)
+    # gets far fewer held-out tokens right than the trained model's 95%.
+    tokens = namespace["test_tokens"]
+    target = np.sort(tokens, axis=-1)
+    table = np.zeros((tokens.shape[1], vocab, vocab))
+    np.add.at(table, (np.arange(tokens.shape[1]), tokens, target), 1)
+    without_attention = table.max(axis=-1).sum() / tokens.size
+    accuracies = [float(value) for value in re.findall(r"token accuracy ([0-9.]+)$", text, re.M)]
+    assert accuracies[-1] == float(f"{np.mean(run.of(namespace['predicted']).numpy() == target):.3f}")
+    assert accuracies[0] < 0.3 and without_attention < 0.5 and accuracies[-1] >= 0.95
 
 
 # 15-17: a blur learned through pad, k-means through argmin and scatter_add, a sampled character model ------
