@@ -267,3 +267,37 @@ def test_batched_recordings_run_on_xla_and_webgpu_as_on_numpy(backend, dtype):
     for position, (got, expected) in enumerate(zip(on_backend, on_numpy)):
         expected = np.asarray(expected)
         assert_close(np.asarray(got), expected, library_bound(expected, dtype, 6), f"output {position} on {backend}")
+
+
+def test_vmap_of_a_scan_and_its_per_example_gradients_equal_torch_func():
+    """A Scan of a batch is one Scan of the batched step: the node count does not grow with the batch or
+    the steps, and per-example gradients go through the backward Scans batched the same way."""
+    sequences, weights, start = RNG.normal(size=(4, 7, 3)), RNG.normal(size=(3, 3)) * 0.5, RNG.normal(size=3)
+    tape = Tape()
+    xs, w, h0 = tape.input(sequences), tape.parameter(weights), tape.input(start)
+
+    def loss_and_gradient(w, sequence):
+        def step(h, x):
+            h = topos.tanh(h @ w + x)
+            return h, topos.sum(h)
+
+        final, ys = topos.scan(step, h0, sequence)
+        loss = topos.sum(ys) + topos.sum(final * final)
+        return loss, topos.grad(loss, w)
+
+    losses, gradients = topos.vmap(loss_and_gradient, in_axes=(None, 0))(w, xs)
+    assert sum(node.opcode == "Scan" for node in tape.nodes()) == 3  # forward, its carries again, backward
+    got_losses, got_gradients = values(tape, losses, gradients)
+
+    def torch_loss(w, sequence):
+        h, total = torch.tensor(start), 0.0
+        for x in sequence:
+            h = torch.tanh(h @ w + x)
+            total = total + h.sum()
+        return total + (h * h).sum()
+
+    w_t, xs_t = torch.tensor(weights), torch.tensor(sequences)
+    expected_losses = torch.func.vmap(torch_loss, in_dims=(None, 0))(w_t, xs_t).numpy()
+    expected = torch.func.vmap(torch.func.grad(torch_loss), in_dims=(None, 0))(w_t, xs_t).numpy()
+    assert_close(got_losses, expected_losses, library_bound(expected_losses, "float64", 7 * 3), "losses")
+    assert_close(got_gradients, expected, library_bound(expected, "float64", 7 * 3), "per-example gradients")

@@ -54,11 +54,10 @@ DECLINED = {
     "Uniform": "a batched random key",
     "RandomInt": "a batched random key",
     "BitField": "a batched random key",
-    # Not written yet: a scan of a batch is a scan of the batched step (JAX's _scan_batching_rule),
-    # which re-records the step through these rules; until then the base declines it.
-    "Scan": None,
     # A user's derivative holds its backward as a body, which a batching rule would batch as one.
     "CustomVjp": "its backward would be batched as a body",
+    # Not written yet (L33): JAX batches a cond of a batched predicate as a select of both branches.
+    "Cond": None,
 }
 #: Calls a rule declines for some operands only: the op, and the words its error says.
 DECLINED_CALLS = {

@@ -20,9 +20,11 @@ import numpy as np
 from ..errors import ArgumentError, ArgumentTypeError, AxisError, RecordingError, ShapeError
 from ..ops import lookup
 from ..ops.batching import move
+from ..ops.bodies import Region
+from ..ops.loops import batch_steps_with
 from ..ops.registry import Meta
 from ..text import format_shape
-from .bodies import local, trace
+from .bodies import BodyTape, local, trace
 from .derivatives import TapeEmitter, vjp_values
 from .nodes import recording_scope, user_source
 from .tape import innermost
@@ -224,6 +226,27 @@ def batch_nodes(tape, nodes, sources, size, scope, reuse):
             )
         handles[node.index] = (value, dim)
     return handles
+
+
+@batch_steps_with
+def batched_step(region, dims, size):
+    """A ``Scan``'s step batched (``topos.ops.loops``, ``Scan.batch``): the step's nodes walked through the
+    batching rules on a body of their own, the placeholders batched at axis 0 where ``dims`` says (its
+    arguments, then its captured values), every output batched at axis 0."""
+    placeholders = list(region.arguments) + list(region.captured)
+    tape = BodyTape(region.metas(region.outputs)[0].dtype, None)
+    given = []
+    for meta, dim in zip(region.metas(placeholders), dims):
+        given.append(tape.placeholder(Meta(meta.shape if dim is None else (size,) + meta.shape, meta.dtype)))
+    sources = {index: (value, dim) for index, value, dim in zip(placeholders, given, dims)}
+    handles = batch_nodes(tape, region.nodes, sources, size, (), reuse=False)
+    e = TapeEmitter(tape, (), None)
+    results = [_place(e, *handles[index], 0, size, n) for n, index in enumerate(region.outputs)]
+    tape._sealed = True
+    count = len(region.arguments)
+    return Region(
+        tape.nodes(), [v.index for v in given[:count]], [v.index for v in given[count:]], [v.index for v in results]
+    )
 
 
 def _inner(node_scope, scope):

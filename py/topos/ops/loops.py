@@ -33,6 +33,7 @@ import numpy as np
 from ..dtypes import FLOAT_DTYPES as FLOAT_TYPES
 from ..text import format_shape
 from . import attributes as kinds
+from . import batching
 from . import portable_lowering as p
 from .bodies import body_cost, evaluate
 from .registry import Meta, Primitive, integer_attr, lookup, register
@@ -51,6 +52,19 @@ def derive_steps_with(rule):
 def step_derivative(region, carries, wanted_xs, wanted_captured):
     """The body of the backward ``Scan`` (the module's docstring) for the step ``region``."""
     return _DERIVATIVE["rule"](region, carries, wanted_xs, wanted_captured)
+
+
+def batch_steps_with(rule):
+    """Install ``rule(region, dims, size) -> Region`` (``batched_step``), as ``derive_steps_with`` does."""
+    _DERIVATIVE["batch"] = rule
+    return rule
+
+
+def batched_step(region, dims, size):
+    """The step of a batched ``Scan`` (``topos.model.vmap``): ``region`` applied to a batch of ``size``
+    at once, ``dims`` saying which of its arguments, then captured values, are batched (at axis 0);
+    every output batched at axis 0."""
+    return _DERIVATIVE["batch"](region, dims, size)
 
 
 def counts(attrs):
@@ -170,6 +184,27 @@ class Scan(Primitive):
         captured_grads = [next(results) if want else None for want in wanted_captured]
         xs_grads = [next(results) if want else None for want in wanted_xs]
         return grads + xs_grads + captured_grads
+
+    def batch(self, e, operands, dims, attrs):
+        # JAX's scan batching rule: one Scan of the batched step. Every carry is batched (a carry
+        # the step mixes with a batched value is batched from then on), so is every y; a batched
+        # xs keeps its steps on axis 0 and its batch on axis 1, so each step's x has it on axis 0.
+        carries, xs, _ = counts(attrs)
+        size = batching.batch_size(e, operands, dims)
+        moved, step_dims = [], []
+        for position, (operand, dim) in enumerate(zip(operands, dims)):
+            if position < carries:
+                operand, dim = (batching.stretched(e, operand, size), 0) if dim is None else (operand, dim)
+            moved.append(
+                operand if dim is None else batching.move(e, operand, dim, int(carries <= position < carries + xs))
+            )
+            step_dims.append(None if dim is None else 0)
+        batched = dict(attrs, body=batched_step(attrs["body"], step_dims, size))
+        parts = []
+        for position, result in enumerate(unpack(e, e.apply("Scan", moved, **batched), batched)):
+            result = result if position < carries else batching.move(e, result, 1, 0)
+            parts.append(e.reshape(result, (size, Meta(e.shape(result), "float64").size // size)))
+        return (parts[0] if len(parts) == 1 else e.apply("Concatenate", parts, axis=1)), 0
 
     def stablehlo(self, ctx, node):
         region, length, reverse = node.attrs["body"], node.attrs["length"], node.attrs["reverse"]
