@@ -257,3 +257,19 @@ def test_webgpu_runs_the_gradient_plan_as_numpy_does():
     # test_kernels_plans's rule: within 1e-5 of the float64 values' scale, or 8 times numpy's own error.
     exact = float64_shadow(plan, parameters, {})
     assert_near_exact(plan, run.outputs(), plan.run(parameters).outputs(), exact, "custom_vjp plan on webgpu")
+
+
+def test_forward_mode_goes_through_the_users_backward():
+    # topos.jvp is the double vjp (derivatives.py): the transpose of the user's backward, linear in g.
+    # JAX refuses jvp of a custom_vjp function; here it is J v with J the user's: sigmoid(x) v, and v
+    # itself through the straight-through round.
+    tape = Tape()
+    x = tape.parameter(POINTS, name="x")
+    v = tape.input(WEIGHTS, name="v")
+    smooth = topos.jvp(log1pexp(x), x, v)
+    through = topos.jvp(straight_through_round(x), x, v)
+    network = tape.seal()
+    run = network.forward(network.parameters())
+    sigmoid = 1.0 / (1.0 + np.exp(-POINTS))
+    np.testing.assert_allclose(run.of(topos.detach(smooth)).numpy(), sigmoid * WEIGHTS, rtol=RTOL)
+    np.testing.assert_array_equal(run.of(topos.detach(through)).numpy(), WEIGHTS)
