@@ -87,6 +87,18 @@ def leading_axes(primitive, e, operands, dims, attrs):
     return e.apply(primitive.name, to_front_all(e, operands, dims), **dict(attrs, axes=shifted(attrs["axes"]))), 0
 
 
+def rows(e, results, size):
+    """Results batched at axis 0, each flattened into one row an example and the rows joined: the batched
+    value of a node that packs several results into one vector (a ``Scan``'s, a ``Cond``'s)."""
+    parts = []
+    for result in results:
+        count = 1
+        for extent in e.shape(result):
+            count *= extent
+        parts.append(e.reshape(result, (size, count // size)))
+    return parts[0] if len(parts) == 1 else e.apply("Concatenate", parts, axis=1)
+
+
 def declined(reason):
     """A rule that declines, naming the primitive, the transformation and why."""
 

@@ -200,11 +200,9 @@ class Scan(Primitive):
             )
             step_dims.append(None if dim is None else 0)
         batched = dict(attrs, body=batched_step(attrs["body"], step_dims, size))
-        parts = []
-        for position, result in enumerate(unpack(e, e.apply("Scan", moved, **batched), batched)):
-            result = result if position < carries else batching.move(e, result, 1, 0)
-            parts.append(e.reshape(result, (size, Meta(e.shape(result), "float64").size // size)))
-        return (parts[0] if len(parts) == 1 else e.apply("Concatenate", parts, axis=1)), 0
+        results = unpack(e, e.apply("Scan", moved, **batched), batched)
+        results = [r if position < carries else batching.move(e, r, 1, 0) for position, r in enumerate(results)]
+        return batching.rows(e, results, size), 0
 
     def stablehlo(self, ctx, node):
         region, length, reverse = node.attrs["body"], node.attrs["length"], node.attrs["reverse"]
