@@ -316,6 +316,33 @@ SCAN_EXAMPLES = (
 )
 
 
+def _branches(x, w, sin, exp, where_true):
+    return sin(x * w) + w if where_true else exp(x) * w - x
+
+
+COND_EXAMPLES = (
+    Example(
+        "cond_on_a_sum",
+        [(3,), (3,)],
+        {},
+        topos=lambda tape, x, w: _topos_cond(x, w),
+        torch=lambda x, w: _branches(x, w, torch.sin, torch.exp, bool(w.sum() > 0)),
+        numpy=lambda x, w: _branches(x, w, np.sin, np.exp, bool(w.sum() > 0)),
+    ),
+)
+
+
+def _topos_cond(x, w):
+    """``cond(sum(w) > 0, ...)``: the predicate a comparison of the operands, each branch reading w (captured)."""
+    topos = importlib.import_module("topos")
+    return topos.cond(
+        topos.greater(topos.sum(w), 0.0),
+        lambda a: _branches(a, w, topos.sin, topos.exp, True),
+        lambda a: _branches(a, w, topos.sin, topos.exp, False),
+        x,
+    )
+
+
 def _scan_recurrence(x, w):
     topos = importlib.import_module("topos")
 
@@ -2120,6 +2147,13 @@ OP_SPECS = {
         docs=Guide("transformations.md", "`topos.custom_vjp`"),
         notes=("variadic: out, the arguments, the residuals, the backward's captured values; one example row",),
         examples=CUSTOM_VJP_EXAMPLES,
+    ),
+    "Cond": OpSpec(
+        (REAL, REAL),
+        docs=Guide("transformations.md", "`topos.cond(pred, true_fun, false_fun"),
+        kernel_declined="a branch runs on the host: no WGSL kernel chooses between two bodies' launches yet",
+        notes=("variadic: the predicate, the operands, each branch's captured values; one example row",),
+        examples=COND_EXAMPLES,
     ),
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),

@@ -150,6 +150,7 @@ CASES = [
     ("scan", lambda: topos.scan(lambda c, x: (x, c), *_two((4,), (2, 3))), ShapeError, "carry 0 as [3] float64"),
     ("scan", lambda: topos.scan(lambda c, x: (c, c), 2.0, None, length=3), ArgumentTypeError, "needs a recorded"),
     ("fori_loop", lambda: topos.fori_loop(0, 2.5, lambda i, v: v, _vector()), ArgumentTypeError, "integer bounds"),
+    ("cond", lambda: topos.cond(_vector(), topos.exp, topos.exp, _vector()), ShapeError, "pred must be a rank-0"),
     ("jacobian", lambda: topos.jacobian(_matrix(), "x"), ArgumentTypeError, "takes recorded values"),
     ("jacrev", lambda: topos.jacrev("y", _matrix()), ArgumentTypeError, "takes recorded values"),
     ("jacfwd", lambda: topos.jacfwd(*_two()[:1], _vector()), RecordingError, "another tape"),

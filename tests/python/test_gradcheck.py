@@ -469,6 +469,34 @@ def reverse_case(draw):
     return Case([normal(rng, shape)], lambda tape, x: tape.apply("Reverse", [x], axes=axes))
 
 
+@st.composite
+def scan_case(draw):
+    """A tanh recurrence (topos.scan) over 1..4 steps of a [n] carry that starts at w and reads w at
+    every step (a captured value), forwards or reversed; the stacked outputs plus the final carry."""
+    steps, n = draw(st.integers(1, 4)), draw(st.integers(1, 3))
+    reverse = draw(st.booleans())
+    rng = np.random.default_rng(draw(seeds))
+
+    def build(tape, x, w):
+        h, ys = topos.scan(lambda h, row: (topos.tanh(h * w + row),) * 2, w * 0.5, x, reverse=reverse)
+        return ys + h
+
+    return Case([normal(rng, (steps, n)), normal(rng, (n,))], build)
+
+
+@st.composite
+def cond_case(draw):
+    """topos.cond on a predicate fixed when recording (a leaf, never perturbed), each branch reading w."""
+    chosen = draw(st.sampled_from([1.0, -1.0]))
+    rng = np.random.default_rng(draw(seeds))
+
+    def build(tape, x, w):
+        pred = topos.greater(tape.leaf(chosen), 0.0)
+        return topos.cond(pred, lambda a: topos.sin(a * w) + w, lambda a: topos.exp(a) * w - a, x)
+
+    return Case([normal(rng, (3,)), normal(rng, (3,))], build)
+
+
 def wide(rng, shape):
     return normal(rng, shape, 2.0)
 
@@ -540,6 +568,8 @@ PRIMITIVE_CASES = {
     "Qr": qr_case(),
     "Svd": svd_case(),
     "Reverse": reverse_case(),
+    "Scan": scan_case(),
+    "Cond": cond_case(),
     "WindowSum": window_case("WindowSum"),
     "WindowMax": window_case("WindowMax"),
     "SelectAndScatterAdd": window_case("SelectAndScatterAdd"),

@@ -257,3 +257,54 @@ def test_the_plan_shows_each_step_once_with_its_schedule_and_memory():
         fates = [" kept" in row or " freed after " in row for row in step if "body of" not in row]
         assert fates and all(fates)
         assert any(" kept" in row for row in step)
+
+
+def _branching(tape, flag, use_cond):
+    x = tape.parameter(np.array([0.3, -0.7, 1.2]), name="x")
+    w = tape.parameter(np.array([0.5, 2.0, -1.0]), name="w")
+    p = tape.input(flag, name="p")
+
+    def high(a):
+        return topos.sin(a * w), (a * a).sum()
+
+    def low(a):
+        return topos.exp(a) - w, a.sum() * 3.0
+
+    u, s = topos.cond(topos.greater(p, 0.5), high, low, x) if use_cond else (high if flag > 0.5 else low)(x)
+    loss = (u * u).sum() + s * s
+    return [loss, *topos.grad(loss, [x, w])]
+
+
+@pytest.mark.parametrize("flag", [1.0, 0.0])
+def test_cond_is_the_chosen_branch_recorded_plainly_values_and_gradients(flag):
+    results = []
+    for use_cond in (True, False):
+        network, symbols = Tape.record(lambda tape, use_cond=use_cond: _branching(tape, flag, use_cond))
+        run = network.forward(network.parameters(), {})
+        results.append([np.asarray(run.of(s)) for s in symbols])
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_cond_runs_either_branch_from_a_fed_predicate_and_on_xla():
+    network, (loss, gx, gw) = Tape.record(lambda tape: _branching(tape, 1.0, True))
+    assert [node.opcode for node in network.nodes()].count("Cond") == 2  # the forward and its derivative
+    p = next(network.symbol(n.index) for n in network.nodes() if n.name == "p")
+    plan = network.entry([loss, gx, gw]).lower()
+    assert plan.emit_stablehlo().count('"stablehlo.if"') == 2
+    for flag in (1.0, 0.0):
+        expected = [np.asarray(plan.run(network.parameters(), {p: flag}).of(s)) for s in (loss, gx, gw)]
+        network_other, symbols = Tape.record(lambda tape, flag=flag: _branching(tape, flag, False))
+        run = network_other.forward(network_other.parameters(), {})
+        for got, want in zip(expected, (run.of(s) for s in symbols)):
+            np.testing.assert_array_equal(got, np.asarray(want))
+        from_xla = plan.run(network.parameters(), {p: flag}, backend="xla").outputs()
+        for got, want in zip(from_xla, expected):
+            assert_close(got, want, scaled_bound(want, "float64", terms=3, k=16.0), "XLA cond")
+
+
+def test_branches_that_return_different_shapes_are_refused():
+    tape = Tape()
+    x = tape.input(np.ones(3))
+    with pytest.raises(ShapeError, match="the branches return different values"):
+        topos.cond(topos.greater(x.sum(), 0.0), lambda a: a, lambda a: a.sum(), x)

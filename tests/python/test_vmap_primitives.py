@@ -59,8 +59,6 @@ DECLINED = {
     "Cond": None,
     # A user's derivative holds its backward as a body, which a batching rule would batch as one.
     "CustomVjp": "its backward would be batched as a body",
-    # Not written yet (L33): JAX batches a cond of a batched predicate as a select of both branches.
-    "Cond": None,
 }
 #: Calls a rule declines for some operands only: the op, and the words its error says.
 DECLINED_CALLS = {

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError, ShapeError
 from ..ops.bodies import Region, inline
+from ..ops.branches import derive_branches_with
 from ..ops.emitter import Emitter
 from ..ops.loops import derive_steps_with, unpack
 from ..ops.registry import Meta
@@ -197,31 +198,118 @@ def step_derivative(region, carries, wanted_xs, wanted_captured):
     step_arguments = placeholders(arguments)
     y_cotangents = placeholders(outputs[carries:])
     constants = placeholders(captured)
-    sources = dict(zip(region.arguments, step_arguments))
-    sources.update(zip(region.captured, constants))
-    handles = inline(emitter, region.nodes, sources)
-    seeds = {}
-    for index, cotangent in zip(region.outputs, carry_cotangents + y_cotangents):
-        seeds[index] = cotangent if index not in seeds else emitter.add(seeds[index], cotangent)
+    found = _reverse(region, emitter, step_arguments, constants, carry_cotangents + y_cotangents)
     kept_xs = [a for a, want in zip(region.arguments[carries:], wanted_xs) if want]
     kept_captured = [c for c, want in zip(region.captured, wanted_captured) if want]
-    wrt = list(region.arguments[:carries]) + kept_xs + kept_captured
-    up = bytearray(len(region.nodes))
-    for index in seeds:
-        up = bytearray(a | b for a, b in zip(up, ancestors(region.nodes, index)))
-    needed = bytearray(a & b for a, b in zip(up, descendants(region.nodes, wrt)))
-    target = max(seeds)
-    seed = seeds.pop(target)
-    found = reverse_scan(region.nodes, target, emitter, handles, needed, seed, seeds=seeds)
 
     def cotangent(index):
-        meta = region.metas([index])[0]
-        value = found.get(index)
-        return emitter.constant(meta.shape, meta.dtype, 0.0) if value is None else emitter.broadcast(value, meta.shape)
+        return _cotangent(region, emitter, found, index)
 
     results = [cotangent(index) for index in region.arguments[:carries]]
     results += [emitter.add(total, cotangent(index)) for total, index in zip(sums, kept_captured)]
     results += [cotangent(index) for index in kept_xs]
     tape._sealed = True
     given = carry_cotangents + sums + step_arguments + y_cotangents
+    return Region(tape.nodes(), [v.index for v in given], [v.index for v in constants], [v.index for v in results])
+
+
+def _reverse(region, emitter, arguments, captured, output_cotangents):
+    """The body's nodes applied through ``emitter`` to ``arguments`` and ``captured`` (values of its tape),
+    then the reverse scan over them from each output's cotangent: a dict from body node index to its
+    cotangent (for the arguments and captured placeholders among others)."""
+    sources = dict(zip(region.arguments, arguments))
+    sources.update(zip(region.captured, captured))
+    handles = inline(emitter, region.nodes, sources)
+    seeds = {}
+    for index, cotangent in zip(region.outputs, output_cotangents):
+        seeds[index] = cotangent if index not in seeds else emitter.add(seeds[index], cotangent)
+    wrt = [i for i in region.arguments + region.captured if region.nodes[i].dtype in ("float32", "float64")]
+    up = bytearray(len(region.nodes))
+    for index in seeds:
+        up = bytearray(a | b for a, b in zip(up, ancestors(region.nodes, index)))
+    needed = bytearray(a & b for a, b in zip(up, descendants(region.nodes, wrt)))
+    target = max(seeds)
+    seed = seeds.pop(target)
+    return reverse_scan(region.nodes, target, emitter, handles, needed, seed, seeds=seeds)
+
+
+def _cotangent(region, emitter, found, index):
+    """The cotangent of body node ``index`` from ``found``, zeros of its shape where it has none."""
+    meta = region.metas([index])[0]
+    value = found.get(index)
+    return emitter.constant(meta.shape, meta.dtype, 0.0) if value is None else emitter.broadcast(value, meta.shape)
+
+
+def cond(pred, true_fun, false_fun, *operands):
+    """``true_fun(*operands)`` where the rank-0 ``pred`` is nonzero when the network runs, else
+    ``false_fun(*operands)`` (JAX's ``lax.cond``): both recorded once, as one ``Cond`` node.
+
+    ``pred`` is a rank-0 float value (``topos.less(a, b)`` gives one); a Python bool or number
+    chooses the branch now, recording only it. Both functions take the operands and return
+    values (or a tuple or list of them) of the same shapes and one float dtype. Differentiable
+    (the chosen branch's derivative, by a second ``Cond``), to any order.
+    """
+    if not isinstance(pred, Value):
+        if isinstance(pred, (bool, int, float, np.number)):
+            return (true_fun if pred else false_fun)(*operands)
+        raise ArgumentTypeError(f"cond() takes a rank-0 recorded value or a number as pred, got {type(pred).__name__}")
+    if pred.shape != () or pred.dtype not in ("float32", "float64"):
+        raise ShapeError(
+            f"cond(): pred must be a rank-0 float value, got {format_shape(pred.shape)} {pred.dtype}",
+            shapes=[pred.shape],
+            source=user_source(),
+        )
+    for operand in operands:
+        if not isinstance(operand, Value):
+            raise ArgumentTypeError(f"cond() takes recorded values as operands, got {type(operand).__name__}")
+    tape = innermost([pred.tape] + [v.tape for v in operands])
+    metas = [Meta(v.shape, v.dtype) for v in operands]
+    structures = {}
+
+    def branch(fn, key):
+        def recorded(*placeholders):
+            flat, structures[key] = _flatten(fn(*placeholders), "output")
+            return tuple(flat)
+
+        recorded.__name__ = getattr(fn, "__name__", key)
+        return trace(recorded, metas, tape)
+
+    bodies = [branch(true_fun, "true_fun"), branch(false_fun, "false_fun")]
+    regions = [Region(b.nodes, b.arguments, b.captured_inputs, b.outputs) for b in bodies]
+    shapes = [[(m.shape, m.dtype) for m in r.metas(r.outputs)] for r in regions]
+    if structures["true_fun"] != structures["false_fun"] or shapes[0] != shapes[1]:
+        described = [", ".join(f"{format_shape(s)} {d}" for s, d in found) for found in shapes]
+        raise ShapeError(
+            f"cond(): the branches return different values: ({described[0]}) and ({described[1]})",
+            source=user_source(),
+        )
+    captured = [local(tape, v) for b in bodies for v in b.captured]
+    packed = tape.apply("Cond", [pred, *operands, *captured], true_body=regions[0], false_body=regions[1])
+    results, offset, emitter = [], 0, _Recording()
+    for meta in regions[0].metas(regions[0].outputs):
+        results.append(emitter.reshape(emitter.slice(packed, (offset,), (offset + meta.size,), (1,)), meta.shape))
+        offset += meta.size
+    return _rebuild(structures["true_fun"], iter(results))
+
+
+@derive_branches_with
+def branch_derivative(region, others, first):
+    """The vjp of one branch of a ``Cond`` as a body (``topos.ops.branches.branch_derivative``)."""
+    outputs = region.metas(region.outputs)
+    tape = BodyTape(outputs[0].dtype, None)
+    emitter = TapeEmitter(tape, (), None)
+    output_cotangents = [tape.placeholder(meta) for meta in outputs]
+    arguments = [tape.placeholder(meta) for meta in region.metas(region.arguments)]
+    constants = [tape.placeholder(meta) for meta in region.metas(region.captured)]
+    found = _reverse(region, emitter, arguments, constants, output_cotangents)
+
+    def floats(indices):
+        return [i for i in indices if region.nodes[i].dtype in ("float32", "float64")]
+
+    own = [_cotangent(region, emitter, found, i) for i in floats(region.captured)]
+    zeros = [emitter.constant(m.shape, m.dtype, 0.0) for m in others if m.dtype in ("float32", "float64")]
+    results = [_cotangent(region, emitter, found, i) for i in floats(region.arguments)]
+    results += own + zeros if first else zeros + own
+    tape._sealed = True
+    given = output_cotangents + arguments
     return Region(tape.nodes(), [v.index for v in given], [v.index for v in constants], [v.index for v in results])

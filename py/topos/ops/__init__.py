@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401  (registers the primitives)
     activations,
+    branches,
     convolution,
     cumulative,
     custom,
