@@ -301,3 +301,36 @@ def test_vmap_of_a_scan_and_its_per_example_gradients_equal_torch_func():
     expected = torch.func.vmap(torch.func.grad(torch_loss), in_dims=(None, 0))(w_t, xs_t).numpy()
     assert_close(got_losses, expected_losses, library_bound(expected_losses, "float64", 7 * 3), "losses")
     assert_close(got_gradients, expected, library_bound(expected, "float64", 7 * 3), "per-example gradients")
+
+
+@pytest.mark.parametrize("shared_predicate", [False, True])
+def test_vmap_of_cond_takes_each_examples_branch(shared_predicate):
+    """A batched predicate runs both branches batched and a Where takes each example's (JAX's rule); a
+    shared one stays one Cond of the batched branches. Values and per-example gradients against torch."""
+    points = np.array([[0.5, -1.0], [-0.3, 2.0], [1.5, 0.25], [-2.0, -0.5]])
+    tape = Tape()
+    xs = tape.input(points)
+    flag = tape.input(np.array(1.0))
+
+    def f(x, flag):
+        predicate = flag if shared_predicate else topos.greater(topos.sum(x), 0.0)
+        y = topos.cond(predicate, lambda a: topos.sin(a) * a, lambda a: topos.exp(a), x)
+        return y, topos.grad(topos.sum(y * y), x)
+
+    ys, grads = topos.vmap(f, in_axes=(0, None))(xs, flag)
+    got, got_grads = values(tape, ys, grads)
+    assert sum(node.opcode == "Cond" for node in tape.nodes()) == (2 if shared_predicate else 0)
+
+    def torch_f(x):
+        taken = True if shared_predicate else bool(x.sum() > 0)
+        y = torch.sin(x) * x if taken else torch.exp(x)
+        return (y * y).sum(), y
+
+    t = torch.tensor(points)
+    expected = torch.stack([torch_f(row)[1] for row in t]).numpy()
+    expected_grads = torch.func.vmap(torch.func.grad(lambda row: torch_f(row)[0]))(t) if shared_predicate else None
+    if expected_grads is None:  # a data-dependent branch: torch.func.vmap cannot, a loop of torch.func.grad can
+        expected_grads = torch.stack([torch.func.grad(lambda row: torch_f(row)[0])(row) for row in t])
+    expected_grads = expected_grads.numpy()
+    assert_close(got, expected, library_bound(expected, "float64", 2), "cond values")
+    assert_close(got_grads, expected_grads, library_bound(expected_grads, "float64", 2), "cond gradients")

@@ -54,9 +54,6 @@ DECLINED = {
     "Uniform": "a batched random key",
     "RandomInt": "a batched random key",
     "BitField": "a batched random key",
-    # Not written yet: under an unbatched predicate a Cond of the batched branches, under a batched one
-    # both branches batched and a Where per example (JAX's _cond_batching_rule).
-    "Cond": None,
     # A user's derivative holds its backward as a body, which a batching rule would batch as one.
     "CustomVjp": "its backward would be batched as a body",
 }

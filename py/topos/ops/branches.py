@@ -21,7 +21,9 @@ import numpy as np
 
 from ..dtypes import FLOAT_DTYPES
 from . import attributes as kinds
-from .bodies import body_cost, evaluate
+from . import batching
+from .bodies import body_cost, evaluate, inline
+from .loops import batched_step
 from .registry import Meta, Primitive, lookup, register
 
 _DERIVATIVE = {}
@@ -107,6 +109,42 @@ class Cond(Primitive):
             results.append(e.reshape(e.slice(packed, (offset,), (offset + meta.size,), (1,)), meta.shape))
             offset += meta.size
         return results
+
+    def batch(self, e, operands, dims, attrs):
+        # JAX's cond batching rule. Under a shared predicate, one Cond of the two branches batched alike
+        # (every output batched); under a batched one, both branches run batched, inline, and a Where
+        # takes each example's own (both are computed, as in JAX).
+        true, false = attrs["true_body"], attrs["false_body"]
+        count, first, _ = _split(attrs)
+        size = batching.batch_size(e, operands, dims)
+        moved = [h if d is None else batching.to_front(e, h, d) for h, d in zip(operands[1:], dims[1:])]
+        given = [None if d is None else 0 for d in dims[1:]]
+        captured = (moved[count : count + first], moved[count + first :])
+        branches = (
+            batched_step(true, given[:count] + given[count : count + first], size),
+            batched_step(false, given[:count] + given[count + first :], size),
+        )
+        if dims[0] is None:
+            packed = e.apply("Cond", [operands[0]] + moved, true_body=branches[0], false_body=branches[1])
+            outputs, offset = [], 0
+            for meta in true.metas(true.outputs):
+                step = size * meta.size
+                outputs.append(e.reshape(e.slice(packed, (offset,), (offset + step,), (1,)), (size,) + meta.shape))
+                offset += step
+            return batching.rows(e, outputs, size), 0
+        results = []
+        for region, values in zip(branches, captured):
+            sources = dict(zip(region.arguments, moved[:count]))
+            sources.update(zip(region.captured, values))
+            handles = inline(e, region.nodes, sources)
+            results.append([handles[index] for index in region.outputs])
+        predicate = batching.to_front(e, operands[0], dims[0])
+        chosen = []
+        for on_true, on_false in zip(*results):
+            shape = e.shape(on_true)
+            condition = e.broadcast(e.reshape(predicate, (size,) + (1,) * (len(shape) - 1)), shape)
+            chosen.append(e.where(condition, on_true, on_false))
+        return batching.rows(e, chosen, size), 0
 
     def stablehlo(self, ctx, node):
         count, first, _ = _split(node.attrs)
