@@ -308,3 +308,19 @@ def test_branches_that_return_different_shapes_are_refused():
     x = tape.input(np.ones(3))
     with pytest.raises(ShapeError, match="the branches return different values"):
         topos.cond(topos.greater(x.sum(), 0.0), lambda a: a, lambda a: a.sum(), x)
+
+
+def test_iree_runs_the_loop_and_the_branch_as_the_interpreter():
+    """The portable text (the default's too: a Scan and a Cond write no LAPACK call) compiles with
+    iree-compile and runs equal to the interpreter in float32."""
+    from test_iree import compile_for_cpu, run_on_iree
+
+    looped, network, plan = _values_and_gradients(True, reverse=True, dtype="float32")
+    branching, symbols = Tape.record(lambda tape: _branching(tape, 0.0, True), dtype="float32")
+    branch_plan = branching.entry(symbols).lower()
+    cases = [(network, plan, looped), (branching, branch_plan, branch_plan.run(branching.parameters()).outputs())]
+    for net, planned, expected in cases:
+        binary = compile_for_cpu(planned.emit_stablehlo(portable=True))
+        got = run_on_iree(binary, planned.argument_values(net.parameters()))
+        for value, want in zip(got, expected):
+            assert_close(value, want, scaled_bound(want, "float32", terms=3 * len(XS), k=16.0), "IREE")

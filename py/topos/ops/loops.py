@@ -89,7 +89,8 @@ def unpack(e, packed, attrs):
     results = []
     for shape, offset in pieces(attrs):
         size = Meta(shape, "float64").size
-        results.append(e.reshape(e.slice(packed, (offset,), (offset + size,), (1,)), shape))
+        whole = offset == 0 and (size,) == tuple(e.shape(packed))  # one result: the value itself, no Slice
+        results.append(e.reshape(packed if whole else e.slice(packed, (offset,), (offset + size,), (1,)), shape))
     return results
 
 
