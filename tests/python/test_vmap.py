@@ -334,3 +334,25 @@ def test_vmap_of_cond_takes_each_examples_branch(shared_predicate):
     expected_grads = expected_grads.numpy()
     assert_close(got, expected, library_bound(expected, "float64", 2), "cond values")
     assert_close(got_grads, expected_grads, library_bound(expected_grads, "float64", 2), "cond gradients")
+
+
+def test_per_example_gradients_through_a_users_derivative():
+    """A clipped gradient (custom_vjp): vmap batches the node and its held backward as a body, so each
+    example's gradient is clipped on its own; a shared weight's cotangents are each example's own."""
+
+    @topos.custom_vjp
+    def clip_gradient(x):
+        return x * 1.0
+
+    clip_gradient.defvjp(lambda x: (clip_gradient(x), x), lambda x, g: (topos.clip(g, -1.0, 1.0),))
+    scales = np.array([[0.5, 3.0], [-4.0, 0.1], [2.0, -0.2]])
+    tape = Tape()
+    xs, w = tape.input(scales), tape.parameter(np.array([1.5, -2.0]))
+
+    def per_example(w, x):
+        return topos.grad(topos.sum(clip_gradient(w * w) * x), w)
+
+    (got,) = values(tape, topos.vmap(per_example, in_axes=(None, 0))(w, xs))
+    weights = np.array([1.5, -2.0])
+    expected = np.clip(scales, -1.0, 1.0) * 2.0 * weights  # d(w * w) = 2 w, after the clipped cotangent x
+    np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)

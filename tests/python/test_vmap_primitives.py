@@ -54,8 +54,6 @@ DECLINED = {
     "Uniform": "a batched random key",
     "RandomInt": "a batched random key",
     "BitField": "a batched random key",
-    # A user's derivative holds its backward as a body, which a batching rule would batch as one.
-    "CustomVjp": "its backward would be batched as a body",
 }
 #: Calls a rule declines for some operands only: the op, and the words its error says.
 DECLINED_CALLS = {

@@ -14,12 +14,14 @@ are the cotangents of the arguments ``cotangents`` marks (the others have none).
   them, the gradient reading shows them as ordinary nodes, and ``topos.grad`` records them on the
   tape, differentiable again through their own rules. ``out``, the residuals and the captured
   values get no cotangent: the forward's own rules are never used, which is the point;
-- batching: declined (the backward would have to be batched as a body).
+- batching: the node over the batched values, its backward batched as a body
+  (``topos.ops.loops.batched_step``, as a ``Scan``'s step is).
 """
 
-from ..errors import MissingRuleError
 from . import attributes as kinds
+from . import batching
 from .bodies import inline
+from .loops import batched_step
 from .registry import Primitive, integer_attr, register
 
 
@@ -90,7 +92,22 @@ class CustomVjp(Primitive):
         return [None] + found + [None] * (residuals + captured)
 
     def batch(self, e, operands, dims, attrs):
-        raise MissingRuleError("CustomVjp has no batching rule (vmap): its backward would be batched as a body")
+        # ``out`` and the arguments are batched, shared ones stretched (so each cotangent the batched
+        # backward returns, batched, has its argument's shape; a stretch's own rule sums it for a shared
+        # value), the residuals and captured values as they come; the backward batched as a body whose
+        # cotangent argument is batched, as ``out`` is.
+        arguments, residuals, _ = counts(attrs)
+        size = batching.batch_size(e, operands, dims)
+        moved, given = [], []
+        for position, (operand, dim) in enumerate(zip(operands, dims)):
+            if dim is None and position <= arguments:
+                operand, dim = batching.stretched(e, operand, size), 0
+            moved.append(operand if dim is None else batching.to_front(e, operand, dim))
+            given.append(None if dim is None else 0)
+        backward = batched_step(
+            attrs["backward"], given[1 + arguments :][:residuals] + [0] + given[1 + arguments + residuals :], size
+        )
+        return e.apply("CustomVjp", moved, **dict(attrs, backward=backward)), 0
 
     def stablehlo(self, ctx, node):
         # The identity: a convert to the same type, so that the node still has its own %v name.
