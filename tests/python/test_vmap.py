@@ -190,6 +190,11 @@ def test_every_node_vmap_emits_carries_its_scope():
     assert scopes and all("vmap of normalised" in scope for scope in scopes)
     # The calls inside f group inside its scope: softmax's nodes after it.
     assert any(scope[-1] == "softmax" and scope[-2] == "vmap of normalised" for scope in scopes)
+    # The spec ends each emitted node's row with it, as it does a derivative's; a Jacobian is a derivative.
+    topos.jacobian(topos.exp(x), x)
+    rows = tape.describe().splitlines()
+    assert sum("[vmap of normalised]" in row for row in rows) == len(scopes)
+    assert any("[jacobian of exp " in row for row in rows)
 
 
 def test_errors_name_the_problem():

@@ -163,7 +163,10 @@ def describe_nodes(nodes):
 
 
 #: The scopes ``topos.grad``, ``jvp``, ``hvp`` and ``hessian`` give the nodes they append begin so.
-DERIVATIVE_SCOPES = ("grad of ", "jvp of ", "hvp of ", "hessian of ")
+DERIVATIVE_SCOPES = ("grad of ", "jvp of ", "hvp of ", "hessian of ", "jacobian of ", "jacfwd of ")
+
+#: The scope ``topos.vmap`` gives the nodes it emits begins so (``topos.model.vmap``).
+VMAP_SCOPE = "vmap of "
 
 #: The scope ``topos.checkpoint`` gives a region's nodes begins so (``topos.model.remat``).
 CHECKPOINT_SCOPE = "checkpoint of "
@@ -173,6 +176,12 @@ def checkpoint_scope(node):
     """The innermost ``topos.checkpoint`` region ``node`` was recorded in (``"checkpoint of block"``), or ``None``."""
     regions = [entry for entry in node.scope if entry.startswith(CHECKPOINT_SCOPE)]
     return regions[-1] if regions else None
+
+
+def vmap_scope(node):
+    """The innermost ``topos.vmap`` that emitted ``node`` batched (``"vmap of f"``), or ``None``."""
+    batched = [entry for entry in node.scope if entry.startswith(VMAP_SCOPE)]
+    return batched[-1] if batched else None
 
 
 def derivative_scope(node):
@@ -186,7 +195,8 @@ def describe_node_rows(nodes):
     """The lines of ``describe_nodes``, each with the indices of the nodes it is about:
     ``(line, (index,))`` for a node's row, ``(line, ())`` for the summary.
 
-    A node a derivative appended (``topos.grad``) ends its row with that derivative, in brackets."""
+    A node a derivative appended (``topos.grad``) ends its row with that derivative, in brackets, and so
+    does a node of a ``topos.checkpoint`` region with the region and one ``topos.vmap`` emitted with it."""
     rows = []
     for node in nodes:
         row = node.describe_row()
@@ -198,6 +208,9 @@ def describe_node_rows(nodes):
         region = checkpoint_scope(node)
         if region:  # recomputed by a plan's backward rather than kept (topos.checkpoint)
             row += f"  [{region}]"
+        batched = vmap_scope(node)
+        if batched:  # one node for the whole batch (topos.vmap)
+            row += f"  [{batched}]"
         rows.append((row, (node.index,)))
         rows.extend((line, (node.index,)) for line in body_lines(node, "      "))
     rows.append((tape_summary(nodes), ()))
