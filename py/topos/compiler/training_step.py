@@ -6,9 +6,10 @@ parameter the entry differentiates, the optimizer's update (``SGD``, ``Adam``,
 ``AdamW``) operation by operation in the order ``topos.model.optim`` evaluates
 it, with its hyperparameters as constants of the parameter's dtype. The module
 takes the plan's arguments, then each updated parameter's moments, then the
-step's scalars (Adam's step size and bias correction, SGD's "momentum has
-started"), which change from step to step and are computed on the host as the
-optimizer computes them. It returns the readables, then the new parameters,
+step's scalars (SGD's rate and "momentum has started", Adam's step size and bias
+correction, AdamW's decay factor), which change from step to step and are
+computed on the host as the optimizer computes them: the learning rate is an
+argument, never a constant, so one compiled step runs any rate or schedule. It returns the readables, then the new parameters,
 then the new moments; every parameter and moment argument is aliased to its
 new value (``tf.aliasing_output``), so a runtime that donates them updates them
 in place and nothing but the feeds, the scalars and the readables crosses to
@@ -24,6 +25,8 @@ from ..model import optim
 from .stablehlo import lower_plan, module_rows, scalar_literal, tensor_type
 
 SCALAR_NAMES = {
+    "neg_lr": "-lr, SGD's step (the rate of this step)",
+    "decay": "1 - lr * weight_decay, AdamW's decoupled weight decay",
     "neg_step_size": "-lr / (1 - beta1**step), Adam's step size",
     "sqrt_bias_correction2": "sqrt(1 - beta2**step), Adam's second bias correction",
     "momentum_started": "whether SGD's momentum buffer holds a value (false on the first step)",
@@ -56,16 +59,23 @@ class TrainingStep:
     def scalar_values(self, steps_taken):
         """The step scalars' values for the step after ``steps_taken`` steps, as 0-d arrays."""
         values = []
+        lr = self.optimizer.rate(steps_taken)  # the schedule's rate, a Python float, as optim's step asks it
         for name, dtype in self.scalars:
             dtype = np.dtype(dtype)
             if name == "momentum_started":
                 values.append(np.array(steps_taken > 0))
                 continue
+            if name == "neg_lr":
+                values.append(np.array(dtype.type(-lr)))
+                continue
+            if name == "decay":
+                values.append(np.array(dtype.type(1.0 - lr * self.optimizer.weight_decay)))
+                continue
             beta1, beta2 = self.optimizer.betas
             step = steps_taken + 1
             # As topos.model.optim: Python floats, cast where they meet the arrays.
             if name == "neg_step_size":
-                values.append(np.array(dtype.type(-(self.optimizer.lr / (1.0 - beta1**step)))))
+                values.append(np.array(dtype.type(-(lr / (1.0 - beta1**step)))))
             else:
                 values.append(np.array(dtype.type(math.sqrt(1.0 - beta2**step))))
         return values
@@ -125,8 +135,12 @@ def emit_training_step(plan, optimizer):
 
 def _scalars(optimizer, dtypes):
     if isinstance(optimizer, optim.SGD):
-        return [("momentum_started", "bool")] if optimizer.momentum != 0.0 else []
-    return [(name, dtype) for dtype in dtypes for name in ("neg_step_size", "sqrt_bias_correction2")]
+        started = [("momentum_started", "bool")] if optimizer.momentum != 0.0 else []
+        return started + [("neg_lr", dtype) for dtype in dtypes]
+    names = ("neg_step_size", "sqrt_bias_correction2")
+    if optimizer.decoupled and optimizer.weight_decay != 0.0:
+        names += ("decay",)
+    return [(name, dtype) for dtype in dtypes for name in names]
 
 
 class _UpdateWriter:
@@ -200,7 +214,7 @@ def _sgd(u, optimizer, param, grad, state):
             grad = u.op("add", grad, u.op("multiply", u.constant(optimizer.momentum), buffer))
         else:
             grad = buffer
-    new_param = u.op("add", param, u.op("multiply", u.constant(-optimizer.lr), grad))
+    new_param = u.op("add", param, u.op("multiply", u.step_scalar("neg_lr"), grad))
     return new_param, new_state
 
 
@@ -209,7 +223,7 @@ def _adam(u, optimizer, param, grad, state):
     beta1, beta2 = optimizer.betas
     if optimizer.weight_decay != 0.0:
         if optimizer.decoupled:
-            param = u.op("multiply", param, u.constant(1.0 - optimizer.lr * optimizer.weight_decay))
+            param = u.op("multiply", param, u.step_scalar("decay"))
         else:
             grad = u.op("add", grad, u.op("multiply", u.constant(optimizer.weight_decay), param))
     # exp_avg.lerp_(grad, 1 - beta1), as PyTorch's lerp evaluates it.

@@ -6,44 +6,40 @@ state = opt.init(parameters)
 parameters, state = opt.step(parameters, gradients, state)
 ```
 
-An optimizer is a frozen description of its hyperparameters; its state is an
-immutable ``OptimizerState`` value; ``step`` returns a new parameters table and
-a new state and leaves the old ones untouched, so a training loop can keep,
-compare or roll back any earlier step.
+An optimizer is a frozen description of its hyperparameters; its state is an immutable ``OptimizerState``
+value; ``step`` returns a new parameters table and a new state and leaves the old ones untouched, so a
+training loop can keep, compare or roll back any earlier step.
 
-The update rules follow PyTorch's ``torch.optim`` (``SGD``, ``Adam``, ``AdamW``)
-operation by operation, so that the same gradients give the same parameters to
-rounding. Every array operation stays in the parameter's dtype: Python
-hyperparameters are turned into scalars of that dtype where they meet an array,
-as PyTorch does. A parameter that has no slot in the gradients is skipped
-(its value and its state stay as they are), as PyTorch skips a parameter whose
-``.grad`` is ``None``.
+The update rules follow PyTorch's ``torch.optim`` (``SGD``, ``Adam``, ``AdamW``) operation by operation, so
+that the same gradients give the same parameters to rounding. Every array operation stays in the parameter's
+dtype: Python hyperparameters are turned into scalars of that dtype where they meet an array, as PyTorch does.
+A parameter that has no slot in the gradients is skipped (its value and its state stay as they are), as
+PyTorch skips a parameter whose ``.grad`` is ``None``.
 
-All parameters of one dtype are updated at once: the state lays them end to end
-in one flat array, and each moment in another, so a step is a dozen vector
-passes over every parameter together, as PyTorch's ``foreach`` implementations
-do, rather than a dozen numpy calls per parameter. The operations are elementwise and the same as per
-parameter, so the results are the same to the last bit. The tables a step
-returns view those flat arrays.
+All parameters of one dtype are updated at once: the state lays them end to end in one flat array, and each
+moment in another, so a step is a dozen vector passes over every parameter together, as PyTorch's ``foreach``
+implementations do, rather than a dozen numpy calls per parameter. The operations are elementwise and the same
+as per parameter, so the results are the same to the last bit. The tables a step returns view those flat
+arrays.
 
-``step(parameters, gradients, state, donate=True)`` says that the caller gives
-up the state it passes, as JAX's donated arguments do: the step may write the
-new values into memory the state owns instead of new arrays, and the donated
-state refuses another step or a read (``ArgumentError``). Nothing anyone can
-still read changes: the step writes into an array only when nothing but the
-state refers to it (no table, run, tensor or slot state views it; every numpy
-view refers to the array that owns its memory), and into a new one otherwise.
-The table passed in is still the caller's during the step, so the new
-parameters go to the memory of the table before it, once that one is gone; the
-moments are updated where they lie. A loop that keeps only the latest table and
-state (and runs) allocates nothing per step, and gets the same bits as without
-donation.
+``step(parameters, gradients, state, donate=True)`` says that the caller gives up the state it passes, as
+JAX's donated arguments do: the step may write the new values into memory the state owns instead of new
+arrays, and the donated state refuses another step or a read (``ArgumentError``). Nothing anyone can still
+read changes: the step writes into an array only when nothing but the state refers to it (no table, run,
+tensor or slot state views it; every numpy view refers to the array that owns its memory), and into a new one
+otherwise. The table passed in is still the caller's during the step, so the new parameters go to the memory
+of the table before it, once that one is gone; the moments are updated where they lie. A loop that keeps only
+the latest table and state (and runs) allocates nothing per step, and gets the same bits as without donation.
 
-Without donation the step writes into the memory of the state before the one it
-is given (the new state keeps those arrays, ``take_unheld``), once nothing refers
-to it any more: a loop that keeps only the latest table and state takes no new
-memory either. The gradients of a prepared backward lie end to end in the
-layout's order, and a step over large parameters reads them there.
+Without donation the step writes into the memory of the state before the one it is given (the new state keeps
+those arrays, ``take_unheld``), once nothing refers to it any more: a loop that keeps only the latest table
+and state takes no new memory either. The gradients of a prepared backward lie end to end in the layout's
+order, and a step over large parameters reads them there.
+
+``lr`` is a number or a schedule (``topos.model.schedules``): a step runs at ``optimizer.rate(state.steps)``,
+and the rate is no part of a state's identity. ``state.save(path)`` and
+``optimizer.load_state(path, parameters)`` keep a state in a safetensors file (``topos.model.optim_files``):
+a run resumes bit for bit.
 """
 
 import math
@@ -53,6 +49,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ArgumentTypeError, DtypeError, FeedError, ShapeError
 from ..text import format_shape
+from . import optim_files
 from .clipping import clip_by_global_norm
 from .network import Gradients, Parameters, related_networks
 from .nodes import describe_node
@@ -63,9 +60,11 @@ from .optim_state import (
     Layout,
     OptimizerState,
     SGDSlot,
+    by_dtype,
     only_the_state_holds,
     take_unheld,
 )
+from .schedules import as_rate, rate_at
 
 __all__ = [
     "SGD",
@@ -124,11 +123,25 @@ class Optimizer:
                     f"cannot optimize {describe_node(nodes[index])}: its dtype {array.dtype} is not floating"
                 )
         flats = {}
-        for dtype, indices in _by_dtype(parameters).items():
+        for dtype, indices in by_dtype(parameters).items():
             layout = Layout(dtype, indices, [parameters.slots[i].shape for i in indices])
             flats[layout.dtype] = Flat(layout, {name: np.zeros(layout.size, dtype) for name in self._moments()})
         keys = {index: self._initial_key() for index in parameters.slots}
         return OptimizerState(self, parameters.network, 0, keys=keys, flats=flats)
+
+    def rate(self, count):
+        """The learning rate of the step after ``count`` steps: ``lr``, or ``lr(count)`` for a schedule."""
+        return rate_at(type(self).__name__, self.lr, count)
+
+    def load_state(self, path, parameters):
+        """The ``OptimizerState`` that ``state.save(path)`` wrote, for ``parameters`` (a table of the same
+        names, shapes and dtypes); raises ``CheckpointError`` naming each problem of the file."""
+        if not isinstance(parameters, Parameters):
+            raise ArgumentTypeError(f"load_state() takes a Parameters table, got {type(parameters).__name__}")
+        return optim_files.read_state(self, path, parameters)
+
+    def _write_state(self, state, path):
+        optim_files.write_state(state, path)
 
     def step(self, parameters, gradients, state, donate=False):
         """One update: returns ``(new_parameters, new_state)``.
@@ -149,13 +162,14 @@ class Optimizer:
                 )
         # A parameter without a gradient is not updated (key None): its value and state stay as they are.
         keys = {index: key if index in gradients.slots else None for index, key in state._keys.items()}
+        lr = self.rate(state.steps)
         if donate:
             state._drop_views()  # so that only views someone else holds keep the state's memory from reuse
         table = {}
         flats = {}
         with np.errstate(all="ignore"):
-            for dtype, indices in _by_dtype(parameters).items():
-                flat = self._step_dtype(dtype, indices, keys, parameters, gradients, state, donate)
+            for dtype, indices in by_dtype(parameters).items():
+                flat = self._step_dtype(dtype, indices, keys, parameters, gradients, state, donate, lr)
                 flats[flat.layout.dtype] = flat
                 table.update(flat.views("param"))
         # Not donated, the state passed in stays the caller's; the new one keeps its arrays, for the step
@@ -169,7 +183,7 @@ class Optimizer:
             self, state.network, state.steps + 1, keys=new_keys, flats=flats, table=new_parameters, recycle=recycle
         )
 
-    def _step_dtype(self, dtype, indices, keys, parameters, gradients, state, donate):
+    def _step_dtype(self, dtype, indices, keys, parameters, gradients, state, donate, lr):
         """The update of the parameters of one dtype: a ``Flat`` of their new values and moments.
 
         The flat arrays come from the state where it has them for exactly these
@@ -239,7 +253,7 @@ class Optimizer:
                     grad[at : at + high - low] = flattened[index][low:high]
                 run_grad = grad[:count]
             if key not in coefficients:
-                coefficients[key] = self._coefficients(key, layout.dtype)
+                coefficients[key] = self._coefficients(key, layout.dtype, lr)
             self._update(
                 inputs["param"][start:stop],
                 run_grad,
@@ -263,8 +277,9 @@ class Optimizer:
             raise ArgumentTypeError(f"step() takes the state from init() or step() third, got {type(state).__name__}")
         if state._donated:
             raise ArgumentError(DONATED_STATE)
-        if state.optimizer != self:
-            raise ArgumentError(f"this state was made by {state.optimizer!r}, not by {self!r}")
+        made_by = state.optimizer
+        if type(made_by) is not type(self) or optim_files.hyperparameters(made_by) != optim_files.hyperparameters(self):
+            raise ArgumentError(f"this state was made by {made_by!r}, not by {self!r} (the rate aside)")
         if not related_networks(gradients.network, parameters.network):
             raise FeedError("these gradients belong to another network than the parameters")
         if not related_networks(state.network, parameters.network) or set(state._keys) != set(parameters.slots):
@@ -275,14 +290,6 @@ class Optimizer:
                 raise FeedError(
                     f"the gradients have a slot for {describe_node(nodes[index])}, which is no parameter here"
                 )
-
-
-def _by_dtype(parameters):
-    """dtype -> the indices of the parameters of that dtype, in node order."""
-    groups = {}
-    for index, array in parameters.slots.items():
-        groups.setdefault(array.dtype, []).append(index)
-    return groups
 
 
 def _as_float(optimizer, name, value):
@@ -318,10 +325,11 @@ class SGD(Optimizer):
     nesterov: bool = False
 
     def __post_init__(self):
-        for name in ("lr", "momentum", "dampening", "weight_decay"):
+        object.__setattr__(self, "lr", as_rate(type(self).__name__, self.lr))
+        for name in ("momentum", "dampening", "weight_decay"):
             object.__setattr__(self, name, _as_float(self, name, getattr(self, name)))
         object.__setattr__(self, "nesterov", bool(self.nesterov))
-        _check_non_negative(self, lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay)
+        _check_non_negative(self, momentum=self.momentum, weight_decay=self.weight_decay)
         if self.nesterov and (self.momentum <= 0.0 or self.dampening != 0.0):
             raise ArgumentError("SGD: Nesterov momentum needs momentum > 0 and dampening = 0")
 
@@ -344,10 +352,10 @@ class SGD(Optimizer):
         views = flat.views("momentum_buffer")
         return {index: SGDSlot(views[index] if keys[index] else None) for index in flat.layout.indices}
 
-    def _coefficients(self, key, dtype):
+    def _coefficients(self, key, dtype, lr):
         """Whether the momentum buffer has started (``key``), then the update's scalars in the arrays'
-        dtype: ``weight_decay``, ``momentum``, ``1 - dampening``, ``-lr``."""
-        scalars = (self.weight_decay, self.momentum, 1.0 - self.dampening, -self.lr)
+        dtype: ``weight_decay``, ``momentum``, ``1 - dampening``, ``-lr`` (this step's rate)."""
+        scalars = (self.weight_decay, self.momentum, 1.0 - self.dampening, -lr)
         return (key, *(_scalar(value, dtype) for value in scalars))
 
     def _update(self, param, grad, moments, coefficients, outputs, scratch, work):
@@ -404,14 +412,15 @@ class _AdamBase(Optimizer):
     decoupled = False
 
     def __post_init__(self):
-        for name in ("lr", "eps", "weight_decay"):
+        object.__setattr__(self, "lr", as_rate(type(self).__name__, self.lr))
+        for name in ("eps", "weight_decay"):
             object.__setattr__(self, name, _as_float(self, name, getattr(self, name)))
         try:
             beta1, beta2 = (float(beta) for beta in self.betas)
         except (TypeError, ValueError):
             raise ArgumentError(f"{type(self).__name__}: betas is a pair of numbers, got {self.betas!r}") from None
         object.__setattr__(self, "betas", (beta1, beta2))
-        _check_non_negative(self, lr=self.lr, eps=self.eps, weight_decay=self.weight_decay)
+        _check_non_negative(self, eps=self.eps, weight_decay=self.weight_decay)
         for position, beta in enumerate(self.betas):
             if not 0.0 <= beta < 1.0:
                 raise ArgumentError(f"{type(self).__name__}: betas[{position}] must be in [0, 1), got {beta}")
@@ -433,8 +442,8 @@ class _AdamBase(Optimizer):
         averages, squares = flat.views("exp_avg"), flat.views("exp_avg_sq")
         return {index: AdamSlot(keys[index], averages[index], squares[index]) for index in flat.layout.indices}
 
-    def _coefficients(self, key, dtype):
-        """The scalars of the update of slots that have taken ``key`` steps, in the arrays' dtype.
+    def _coefficients(self, key, dtype, lr):
+        """The scalars of the update of slots that have taken ``key`` steps at this step's rate ``lr``.
 
         The bias corrections are Python floats, as in PyTorch, and meet the arrays as scalars. PyTorch's
         ``param - step_size * exp_avg / (sqrt(exp_avg_sq) / sqrt(bias_correction2) + eps)`` has
@@ -443,9 +452,9 @@ class _AdamBase(Optimizer):
         """
         beta1, beta2 = self.betas
         step = key + 1
-        step_size = self.lr / (1.0 - beta1**step)
+        step_size = lr / (1.0 - beta1**step)
         root = math.sqrt(1.0 - beta2**step)
-        decay = 1.0 - self.lr * self.weight_decay if self.decoupled else self.weight_decay
+        decay = 1.0 - lr * self.weight_decay if self.decoupled else self.weight_decay
         scalars = (decay, 1.0 - beta1, beta2, 1.0 - beta2, self.eps * root, -step_size * root)
         return tuple(_scalar(value, dtype) for value in scalars)
 

@@ -40,6 +40,14 @@ class AdamSlot:
     exp_avg_sq: np.ndarray
 
 
+def by_dtype(parameters):
+    """dtype -> the indices of the parameters of that dtype, in node order."""
+    groups = {}
+    for index, array in parameters.slots.items():
+        groups.setdefault(array.dtype, []).append(index)
+    return groups
+
+
 class Layout:
     """Where the parameters of one dtype lie in a flat array: ``indices`` (parameter nodes, in
     order), each one's ``offsets``, ``sizes`` and ``shapes``, and ``size`` elements in all."""
@@ -216,6 +224,11 @@ class OptimizerState:
         object.__setattr__(self, "_recycle", {})
         object.__setattr__(self, "_table", None)
         object.__setattr__(self, "_donated", True)
+
+    def save(self, path):
+        """Write this state (moments, step count, slot keys) as a safetensors file, atomically; read it
+        back with ``optimizer.load_state(path, parameters)`` (the format: ``topos.model.optim_files``)."""
+        self.optimizer._write_state(self, path)
 
     def of(self, symbol):
         """The slot state of one parameter (an ``SGDSlot`` or an ``AdamSlot``)."""

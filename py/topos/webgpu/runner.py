@@ -201,6 +201,17 @@ class Runner:
         with prepared.lock:
             self.device.write_buffer(prepared.params, prepared.rows[id(launch)] * PARAM_STRIDE, block)
 
+    def write_view(self, program, view, array):
+        """Write ``array`` (float32) into the elements of ``view``, a dense view of one of ``program``'s
+        buffers, between runs (a ``DeviceTrainer`` that resumes writes its moments so)."""
+        prepared = self.prepare(program)
+        data = np.ascontiguousarray(array, dtype=np.float32).reshape(-1)
+        with prepared.lock:
+            at = prepared.offsets[view.buffer] + 4 * view.offset
+            self.device.write_buffer(prepared.buffers[view.buffer], at, data)
+            self.uploaded_bytes += data.nbytes
+            self.uploads += 1
+
     def read_view(self, program, view, dtype="float32"):
         """The elements of ``view`` in one of ``program``'s buffers, between runs."""
         prepared = self.prepare(program)

@@ -25,7 +25,9 @@ parameters = trainer.parameters()
 
 The updates follow ``topos.model.optim`` (SGD with momentum, Nesterov and weight
 decay; Adam; AdamW) operation by operation in float32, so a device run tracks a
-host run to rounding.
+host run to rounding. The rate is a parameter word of the update launch, written
+each step from ``optimizer.rate(steps)``, so a schedule costs nothing on the device;
+``state()`` reads the optimizer's state back and ``state=`` resumes from one.
 """
 
 import math
@@ -43,6 +45,7 @@ from ..errors import ArgumentError, ArgumentTypeError
 from ..model import optim
 from ..model.network import Parameters
 from ..model.nodes import describe_node
+from ..model.optim_files import trainer_moments, trainer_state
 from ..tensor import freeze
 from ..text import plural
 from . import flat
@@ -54,13 +57,14 @@ class DeviceTrainer:
 
     The shape every trainer shares (``topos.xla.XLATrainer``, ``DataParallelTrainer``):
     ``step(feeds)`` returns a ``PlanRun`` of the step's readables (``compile_ms`` None:
-    nothing is compiled by XLA here); ``parameters()`` and ``moments()`` read copies back.
+    nothing is compiled by XLA here); ``parameters()``, ``moments()`` and ``state()`` read
+    copies back; ``state=`` (an ``OptimizerState``) starts from the moments and step count it holds.
     """
 
     #: The most elements of one bank (one optimizer launch): one storage binding's worth.
     BANK_ELEMENTS = flat.MAX_ELEMENTS
 
-    def __init__(self, plan, parameters, optimizer, runner=None):
+    def __init__(self, plan, parameters, optimizer, runner=None, state=None):
         if not isinstance(plan, Plan):
             raise ArgumentTypeError(
                 f"DeviceTrainer takes a Plan (network.entry([...]).backward(loss).lower()), got {type(plan).__name__}"
@@ -74,7 +78,10 @@ class DeviceTrainer:
         plan.network.check_parameters(parameters)
         self.plan = plan
         self.optimizer = optimizer
-        self.steps = 0
+        self._trained = tuple(p for p, _ in plan.gradients if p in parameters.slots)
+        self.steps, moments = 0, None
+        if state is not None:
+            self.steps, moments = trainer_moments(optimizer, parameters, self._trained, state)
         self._counts = None
         self._initial = dict(parameters.slots)
         self._template = parameters
@@ -88,6 +95,9 @@ class DeviceTrainer:
 
             runner = default_runner()
         self.runner = runner
+        for (index, moment), value in (moments or {}).items():  # else the banks start at zero, as init() does
+            view = View.of_buffer(self._moment_buffers[(index, moment)], plan.nodes[index].shape)
+            runner.write_view(self._program, view, value)
         self._executor = WebGPUExecutor(plan, runner)
         self._executor_backends = dict(reading.backends)
 
@@ -203,9 +213,10 @@ class DeviceTrainer:
         """This step's parameter words for an update launch over ``count`` elements."""
         o = self.optimizer
         f32 = np.float32
+        lr = o.rate(self.steps)  # this step's rate: the schedule's, as the host's step asks it
         if isinstance(o, optim.SGD):
             flags = (2 if self.steps == 0 else 0) | (4 if o.nesterov else 0)
-            return [count, flags, f32(o.lr), f32(o.momentum), f32(1.0 - o.dampening), f32(o.weight_decay)]
+            return [count, flags, f32(lr), f32(o.momentum), f32(1.0 - o.dampening), f32(o.weight_decay)]
         beta1, beta2 = o.betas
         step = self.steps + 1
         correction1 = 1.0 - beta1**step
@@ -213,16 +224,16 @@ class DeviceTrainer:
         return [
             count,
             1 if o.decoupled else 0,
-            f32(o.lr),
+            f32(lr),
             f32(beta1),
             f32(beta2),
             f32(o.weight_decay),
             f32(o.eps),
-            f32(o.lr / correction1),
+            f32(lr / correction1),
             f32(math.sqrt(correction2)),
             f32(1.0 - beta1),
             f32(1.0 - beta2),
-            f32(1.0 - o.lr * o.weight_decay),
+            f32(1.0 - lr * o.weight_decay),
         ]
 
     def step(self, feeds=None):
@@ -289,3 +300,7 @@ class DeviceTrainer:
             (index, moment): self.runner.read_view(self._program, View.of_buffer(buffer, nodes[index].shape))
             for (index, moment), buffer in self._moment_buffers.items()
         }
+
+    def state(self):
+        """The optimizer's state now, as ``optimizer.step`` would hold it (``state.save(path)`` keeps it)."""
+        return trainer_state(self.optimizer, self._template, self._trained, self.steps, self.moments())

@@ -34,8 +34,10 @@ from ..compiler.training_step import emit_training_step
 from ..errors import ArgumentError, ArgumentTypeError
 from ..model.network import Gradients
 from ..model.nodes import source_value
+from ..model.optim_files import trainer_state
 from ..tensor import freeze
 from .runtime import client, compile_module
+from .trainer import resumed
 
 
 def compile_partitioned(text, devices):
@@ -126,10 +128,11 @@ class DataParallelTrainer:
     The parameters and the optimizer's moments stay on the devices, a copy on each, between steps;
     each step XLA all-reduces the gradients and every device applies the same update. Only the
     feeds (split) and the step's scalars go up, and only the readables come back. It answers as
-    every trainer does (``XLATrainer``): ``step`` a ``PlanRun``, ``parameters()``, ``moments()``.
+    every trainer does (``XLATrainer``): ``step`` a ``PlanRun``, ``parameters()``, ``moments()``,
+    ``state()``, and ``state=`` to go on from an optimizer's state.
     """
 
-    def __init__(self, plan, parameters, optimizer, batch_axes, devices):
+    def __init__(self, plan, parameters, optimizer, batch_axes, devices, state=None):
         if not isinstance(plan, Plan):
             raise ArgumentTypeError(
                 "DataParallelTrainer takes a Plan (network.entry([...]).backward(loss).lower()), "
@@ -139,8 +142,8 @@ class DataParallelTrainer:
         self.plan = plan
         self.optimizer = optimizer
         self.devices = devices
-        self.steps = 0
         self.module = module = emit_training_step(plan, optimizer)
+        self.steps, moments = resumed(module, parameters, state)
         nodes = plan.nodes
         split = split_positions(plan, batch_axes, devices, module.argument_nodes)
         moment_shapes = [nodes[index].shape for index in module.updated for _ in module.moments]
@@ -158,9 +161,7 @@ class DataParallelTrainer:
             if nodes[index].opcode == "Parameter"
         }
         self._moment_keys = [(index, moment) for index in module.updated for moment in module.moments]
-        self._moments = {
-            key: placed(self._mesh, np.zeros(nodes[key[0]].shape, nodes[key[0]].dtype)) for key in self._moment_keys
-        }
+        self._moments = {key: placed(self._mesh, moments[key]) for key in self._moment_keys}
 
     def step(self, feeds=None):
         """One training step on every device; returns a ``PlanRun`` holding the readables (the loss) of this step."""
@@ -199,3 +200,7 @@ class DataParallelTrainer:
     def moments(self):
         """The optimizer's moments on the devices now: {(parameter index, moment name): numpy array}."""
         return {key: np.array(array) for key, array in self._moments.items()}
+
+    def state(self):
+        """The optimizer's state now, as ``optimizer.step`` would hold it (``state.save(path)`` keeps it)."""
+        return trainer_state(self.optimizer, self._template, self.module.updated, self.steps, self.moments())

@@ -16,6 +16,11 @@ for step in range(100):
     print(run.of(loss))
 parameters = trainer.parameters()
 ```
+
+``trainer.state()`` is the optimizer's state as the host's step would hold it
+(``state.save(path)`` keeps it), and ``XLATrainer(plan, parameters, optimizer,
+state=state)`` goes on from one: saved after 50 steps and resumed, a run takes
+the same 50 steps after as the run never stopped, bit for bit.
 """
 
 import numpy as np
@@ -25,6 +30,7 @@ from ..compiler.plan import Plan
 from ..compiler.training_step import emit_training_step
 from ..errors import ArgumentTypeError
 from ..model.nodes import source_value
+from ..model.optim_files import trainer_moments, trainer_state
 from ..tensor import freeze
 from .fusion import fused_nodes
 from .runtime import compile_module, to_device, to_host
@@ -36,12 +42,13 @@ class XLATrainer:
     The shape every trainer shares (``DataParallelTrainer``, ``topos.webgpu.DeviceTrainer``):
     ``step(feeds)`` returns a ``PlanRun`` of the step's readables; ``parameters()`` and
     ``moments()`` read copies back from the device, which later steps never change (nor
-    the table the trainer was made from).
+    the table the trainer was made from); ``state()`` is the optimizer's state, and
+    ``state=`` (an ``OptimizerState``: ``state()``, ``optimizer.load_state``) starts from one.
     """
 
     name = "xla"
 
-    def __init__(self, plan, parameters, optimizer, optimize=True):
+    def __init__(self, plan, parameters, optimizer, optimize=True, state=None):
         if not isinstance(plan, Plan):
             raise ArgumentTypeError(
                 f"XLATrainer takes a Plan (network.entry([...]).backward(loss).lower()), got {type(plan).__name__}"
@@ -49,8 +56,8 @@ class XLATrainer:
         plan.network.check_parameters(parameters)
         self.plan = plan
         self.optimizer = optimizer
-        self.steps = 0
         self.module = emit_training_step(plan, optimizer)
+        self.steps, moments = resumed(self.module, parameters, state)
         self.compiled = compile_module(self.module.text, optimize=optimize)
         self._template = parameters
         nodes = plan.nodes
@@ -59,11 +66,7 @@ class XLATrainer:
             for index in self.module.argument_nodes
             if nodes[index].opcode == "Parameter"
         }
-        self._moments = {
-            (index, moment): to_device(np.zeros(nodes[index].shape, nodes[index].dtype))
-            for index in self.module.updated
-            for moment in self.module.moments
-        }
+        self._moments = {key: to_device(value) for key, value in moments.items()}
 
     @property
     def compile_ms(self):
@@ -107,7 +110,21 @@ class XLATrainer:
         """The optimizer's moments on the device now: {(parameter index, moment name): numpy array}."""
         return {key: np.array(to_host(array)) for key, array in self._moments.items()}
 
+    def state(self):
+        """The optimizer's state now, as ``optimizer.step`` would hold it (``state.save(path)`` keeps it)."""
+        return trainer_state(self.optimizer, self._template, self.module.updated, self.steps, self.moments())
+
     def fusions(self):
         """Which nodes XLA fused into one kernel in the training step: ``[(fusion name, (node index, ...)), ...]``
         (the update section's operations belong to no node and are left out)."""
         return fused_nodes(self.compiled.hlo_text(), self.module.rows)
+
+
+def resumed(module, parameters, state):
+    """``(steps, moments)`` a trainer of the training step ``module`` starts from: zeros after no steps,
+    or what ``state`` holds ({(parameter index, moment name): numpy array})."""
+    if state is not None:
+        return trainer_moments(module.optimizer, parameters, module.updated, state)
+    nodes = module.plan.nodes
+    zeros = {(i, m): np.zeros(nodes[i].shape, nodes[i].dtype) for i in module.updated for m in module.moments}
+    return 0, zeros

@@ -96,22 +96,29 @@ MAX_HEADER_BYTES = 100_000_000
 def save_parameters(parameters, path):
     """Write ``parameters`` as a safetensors file at ``path``, one tensor per parameter, atomically."""
     nodes = parameters.network.nodes()
-    header = {"__metadata__": {"format": "topos"}}
-    entries = []
-    offset = 0
+    tensors = {}
     for index, array in parameters.slots.items():
         name = nodes[index].name
         if name == "__metadata__":
             raise CheckpointError(
                 f"cannot write {os.fspath(path)}: the name '__metadata__' is reserved, rename parameter {index}"
             )
+        tensors[name] = array
+    write_safetensors(path, tensors, {"format": "topos"})
+
+
+def write_safetensors(path, tensors, metadata):
+    """Write ``tensors`` (name -> array, in this order) and ``metadata`` (str -> str) as a safetensors
+    file at ``path``, atomically (the optimizer's state files are written here too)."""
+    header = {"__metadata__": metadata}
+    offset = 0
+    for name, array in tensors.items():
         size = array.size * array.dtype.itemsize
         header[name] = {
             "dtype": SAFETENSORS_DTYPES[array.dtype.name],
             "shape": list(array.shape),
             "data_offsets": [offset, offset + size],
         }
-        entries.append(array)
         offset += size
     encoded = json.dumps(header, separators=(",", ":")).encode("utf-8")
     encoded += b" " * (-len(encoded) % 8)
@@ -119,7 +126,7 @@ def save_parameters(parameters, path):
     def chunks():
         yield len(encoded).to_bytes(8, "little")
         yield encoded
-        for array in entries:
+        for array in tensors.values():
             yield _little_endian_bytes(array)
 
     write_atomically(path, chunks())
