@@ -21,7 +21,7 @@ from ..errors import ArgumentError, ArgumentTypeError, AxisError, RecordingError
 from ..ops import lookup
 from ..ops.batching import move
 from ..ops.bodies import Region
-from ..ops.loops import batch_steps_with
+from ..ops.loops import batch_loops_with, batch_steps_with
 from ..ops.registry import Meta
 from ..text import format_shape
 from .bodies import BodyTape, local, trace
@@ -247,6 +247,53 @@ def batched_step(region, dims, size):
     return Region(
         tape.nodes(), [v.index for v in given[:count]], [v.index for v in given[count:]], [v.index for v in results]
     )
+
+
+@batch_loops_with
+def batched_loop(cond, body, dims, size):
+    """JAX's while batching rule (``topos.ops.loops.batched_loop``): the batched predicate reduced to
+    "any example goes on", and a body that steps every example and keeps, by a ``Where``, the new carries
+    of those whose own predicate holds."""
+    carries, tested = len(body.arguments), len(cond.captured)
+    metas = body.metas(body.arguments)
+    cond_dims, body_dims = dims[carries : carries + tested], dims[carries + tested :]
+
+    def placeholders(tape, metas, dims):
+        return [
+            tape.placeholder(Meta(m.shape if d is None else (size,) + m.shape, m.dtype)) for m, d in zip(metas, dims)
+        ]
+
+    def predicate(tape, state, captured):
+        sources = {i: (v, 0) for i, v in zip(cond.arguments, state)}
+        sources.update({i: (v, d) for i, v, d in zip(cond.captured, captured, cond_dims)})
+        value, dim = batch_nodes(tape, cond.nodes, sources, size, (), reuse=False)[cond.outputs[0]]
+        return _place(TapeEmitter(tape, (), None), value, dim, 0, size, 0)
+
+    tape = BodyTape(metas[0].dtype, None)
+    e = TapeEmitter(tape, (), None)
+    state, captured = placeholders(tape, metas, [0] * carries), placeholders(tape, cond.metas(cond.captured), cond_dims)
+    going = e.apply("NotEqual", [predicate(tape, state, captured), e.constant((size,), metas[0].dtype, 0.0)])
+    anyone = e.apply("Max", [going], axes=(0,), keepdims=False)
+    tape._sealed = True
+    batched_cond = Region(tape.nodes(), [v.index for v in state], [v.index for v in captured], [anyone.index])
+
+    tape = BodyTape(metas[0].dtype, None)
+    e = TapeEmitter(tape, (), None)
+    state = placeholders(tape, metas, [0] * carries)
+    stepped = placeholders(tape, body.metas(body.captured), body_dims)
+    captured = placeholders(tape, cond.metas(cond.captured), cond_dims)
+    holds = predicate(tape, state, captured)
+    sources = {i: (v, 0) for i, v in zip(body.arguments, state)}
+    sources.update({i: (v, d) for i, v, d in zip(body.captured, stepped, body_dims)})
+    handles = batch_nodes(tape, body.nodes, sources, size, (), reuse=False)
+    results = []
+    for n, (index, old) in enumerate(zip(body.outputs, state)):
+        new = _place(e, *handles[index], 0, size, n)
+        condition = e.broadcast(e.reshape(holds, (size,) + (1,) * (len(old.shape) - 1)), old.shape)
+        results.append(e.where(condition, new, old))
+    tape._sealed = True
+    given = [v.index for v in stepped + captured]
+    return batched_cond, Region(tape.nodes(), [v.index for v in state], given, [v.index for v in results])
 
 
 def _inner(node_scope, scope):

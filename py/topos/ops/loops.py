@@ -67,6 +67,20 @@ def batched_step(region, dims, size):
     return _DERIVATIVE["batch"](region, dims, size)
 
 
+def batch_loops_with(rule):
+    """Install ``rule(cond, body, dims, size) -> (cond, body)`` (``batched_loop``)."""
+    _DERIVATIVE["batch loop"] = rule
+    return rule
+
+
+def batched_loop(cond, body, dims, size):
+    """A ``While``'s predicate and body batched (``topos.model.vmap``): the predicate holds while any
+    example's does, and the body steps only the examples whose own predicate holds (the others keep
+    their carries). ``dims``: the carries' (all 0), the predicate's captured values', the body's; the
+    batched body reads the body's captured values, then the predicate's again."""
+    return _DERIVATIVE["batch loop"](cond, body, dims, size)
+
+
 def counts(attrs):
     """``(carries, xs, captured)``: how many operands of each kind a ``Scan`` of ``attrs`` takes, in order."""
     region, carries = attrs["body"], attrs["carries"]
