@@ -31,7 +31,7 @@ from topos import (
     ShapeError,
     show,
 )
-from topos.model import optim
+from topos.model import optim, schedules
 from topos.webgpu import DeviceTrainer
 from topos.xla import DataParallelTrainer, XLATrainer
 
@@ -151,6 +151,7 @@ CASES = [
     ("scan", lambda: topos.scan(lambda c, x: (c, c), 2.0, None, length=3), ArgumentTypeError, "needs a recorded"),
     ("fori_loop", lambda: topos.fori_loop(0, 2.5, lambda i, v: v, _vector()), ArgumentTypeError, "integer bounds"),
     ("cond", lambda: topos.cond(_vector(), topos.exp, topos.exp, _vector()), ShapeError, "pred must be a rank-0"),
+    ("while_loop", lambda: topos.while_loop(lambda v: v, lambda v: v, _vector()), ShapeError, "rank-0 float value"),
     ("jacobian", lambda: topos.jacobian(_matrix(), "x"), ArgumentTypeError, "takes recorded values"),
     ("jacrev", lambda: topos.jacrev("y", _matrix()), ArgumentTypeError, "takes recorded values"),
     ("jacfwd", lambda: topos.jacfwd(*_two()[:1], _vector()), RecordingError, "another tape"),
@@ -276,6 +277,24 @@ CASES = [
     ("optim.Optimizer", lambda: optim.SGD().step("p", "g", "s"), ArgumentTypeError, "step() takes a Parameters"),
     ("optim.clip_by_global_norm", lambda: optim.clip_by_global_norm("g", 1.0), ArgumentTypeError, "takes a Gradients"),
     ("optim.clip_by_global_norm", lambda: optim.clip_by_global_norm(_gradients()[1], -1.0), ArgumentError, "positive"),
+    ("optim.Optimizer", lambda: optim.Adam().load_state("s.safetensors", "p"), ArgumentTypeError, "takes a Parameters"),
+    ("schedules.constant_schedule", lambda: schedules.constant_schedule("x"), ArgumentError, "must be a number"),
+    ("schedules.linear_schedule", lambda: schedules.linear_schedule(1.0, 0.0, 2.5), ArgumentError, "whole number"),
+    ("schedules.cosine_decay_schedule", lambda: schedules.cosine_decay_schedule(1.0, 0), ArgumentError, ">= 1"),
+    ("schedules.exponential_decay", lambda: schedules.exponential_decay(1.0, 5, -0.5), ArgumentError, "positive"),
+    (
+        "schedules.piecewise_constant_schedule",
+        lambda: schedules.piecewise_constant_schedule(1.0, {3: -1}),
+        ArgumentError,
+        ">= 0",
+    ),
+    ("schedules.join_schedules", lambda: schedules.join_schedules([abs], [1]), ArgumentError, "take 0 boundaries"),
+    (
+        "schedules.warmup_cosine_decay_schedule",
+        lambda: schedules.warmup_cosine_decay_schedule(0, 1, 5, 3),
+        ArgumentError,
+        "past",
+    ),
     ("XLATrainer", lambda: XLATrainer("plan", None, optim.Adam()), ArgumentTypeError, "XLATrainer takes a Plan"),
     # Checked deeper down, by the network the trainer asks: still the line that made the trainer.
     ("XLATrainer", lambda: XLATrainer(_plan()[1], "parameters", optim.Adam()), ArgumentTypeError, "a Parameters table"),
@@ -422,6 +441,7 @@ NOT_IN_THE_TABLE = {
     "optim.OptimizerState": "made by init() and step(), never by the user (step() checks the state it is given)",
     "optim.SGDSlot": "a read-only record of one parameter's SGD state, handed out by OptimizerState.of",
     "optim.AdamSlot": "a read-only record of one parameter's Adam moments, handed out by OptimizerState.of",
+    "schedules.Schedule": "the base class of the schedules: it takes no arguments",
     "show.capture": "appends the cards to any list it is given, or to a new one: no argument is bad",
     "show.watch": "calls back whatever watcher it is given; it checks nothing itself",
     "show.text": "shows str() of any value: no argument is bad",
@@ -438,6 +458,7 @@ def _public_callables():
     namespaces = [
         ("", topos),
         ("optim.", optim),
+        ("schedules.", schedules),
         ("show.", show),
         ("datasets.", topos.datasets),
         ("linalg.", topos.linalg),
