@@ -309,7 +309,7 @@ export interface LaunchTiming {
 
 // Output cards (topos.show), as JSON ---------------------------------------------------------
 
-export type OutputItem = PrintItem | TextCard | LinesCard | GraphCard | PlotCard;
+export type OutputItem = PrintItem | TextCard | LinesCard | GraphCard | PlotCard | ImageCard | HeatmapCard;
 
 export interface PrintItem {
   kind: "print";
@@ -338,4 +338,39 @@ export interface PlotCard {
   y_label: string;
   log_y: boolean;
   layers: { label: string; x: number[]; y: (number | null)[] }[];
+}
+
+/** One picture of an image or heatmap card: a byte a pixel (a channel) in base64, rows top first. */
+export interface CardPicture {
+  width: number;
+  height: number;
+  channels: 1 | 3;
+  pixels: string;
+  caption?: string;
+}
+
+/** The drawing shared by image and heatmap cards (py/topos/show/image.py): a byte's colour through `palette`. */
+interface PictureCard {
+  title: string;
+  shape: number[];
+  scale: "gray" | "diverging" | "rgb";
+  /** Colours evenly spaced from byte 0 to 255 (a byte between two is their blend); null for RGB bytes. */
+  palette: [number, number, number][] | null;
+  range: [number, number];
+  downsampled: number;
+}
+
+export interface ImageCard extends PictureCard {
+  kind: "image";
+  count: number;
+  images: CardPicture[];
+}
+
+export interface HeatmapCard extends PictureCard {
+  kind: "heatmap";
+  x_range: [number, number];
+  y_range: [number, number];
+  image: CardPicture;
+  points: { x: number[]; y: number[]; class: number[] } | null;
+  class_colours: [number, number, number][];
 }

@@ -29,6 +29,7 @@ The plot builder is immutable: every method returns a new builder::
     show.plot(Plot().layer(Line.y(losses).label("loss")).title("training").log_y())
 """
 
+import base64
 import math
 import operator
 from contextlib import contextmanager
@@ -50,6 +51,8 @@ from .graph_card import (  # noqa: F401  (re-exported)
     graph_text,
     nodes_json,
 )
+from .image import heatmap_faces, image_faces
+from .svg_image import card_png, card_svg
 from .svg_plot import plot_problem, plot_svg
 
 _captures = []
@@ -103,17 +106,25 @@ class Card:
         for watcher in _watchers:
             watcher.card(self)
 
-    def update(self, value):
+    def update(self, value, **options):
         """Show ``value`` in this card from now on, as the ``show`` function that made it would; returns the card.
 
         A plot that grows while a script trains: ``curve = show.plot(...)`` once,
         then ``curve.update(Plot()...)`` with the points so far. The card's text and
-        JSON are the new ones, and the playground's Run mode redraws it.
+        JSON are the new ones, and the playground's Run mode redraws it. An image or
+        heatmap card keeps the options it was made with (captions, ranges, points),
+        but those passed here: ``boundary.update(probabilities, title="step 200")``.
         """
         faces = _FACES.get(self.kind)
         if faces is None:
             raise ArgumentError(f"a {self.kind} card cannot be updated: only the cards of topos.show's functions can")
-        self.data, self._text = faces(value)
+        if options and self.kind not in _OPTIONED:
+            raise ArgumentError(f"a {self.kind} card's update() takes the new value alone, got {sorted(options)}")
+        if self.kind in _OPTIONED:
+            self._options = {**getattr(self, "_options", {}), **options}
+            self.data, self._text = faces(value, **self._options)
+        else:
+            self.data, self._text = faces(value)
         for watcher in _watchers:
             watcher.card(self)
         return self
@@ -128,7 +139,10 @@ class Card:
         return f"<{self.kind} card>\n{self._text}"
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"text/plain": self._text, "text/html": self._html(), MIME_TYPE: self.to_json()}
+        faces = {"text/plain": self._text, "text/html": self._html(), MIME_TYPE: self.to_json()}
+        if self.kind in _OPTIONED:
+            faces["image/png"] = base64.b64encode(card_png(self.kind, self.data)).decode("ascii")
+        return faces
 
     def _html(self):
         """The static HTML: a drawing for a graph or a plot, the text in a ``<pre>`` for the rest.
@@ -141,6 +155,8 @@ class Card:
             return plot_svg(self.data) if problem is None else pre_html(self._text, "plot", f"Not drawn: {problem}.")
         if self.kind == "graph":
             return graph_html(self.data.get("graph"), self._text)
+        if self.kind in _OPTIONED:
+            return card_svg(self.kind, self.data, self._text)
         return pre_html(self._text, self.kind)
 
 
@@ -364,6 +380,49 @@ def plot_text(value):
     return "\n".join(rows)
 
 
+# Images -----------------------------------------------------------------------
+
+
+def image(values, captions=None, scale=None, range=None, title=""):  # noqa: A002 (range: as matplotlib names it)
+    """An image card: grayscale ``[H, W]``, RGB ``[H, W, 3]``, or a grid ``[N, H, W]`` / ``[N, H, W, 3]``.
+
+    ``values``: a numpy array, a ``Tensor`` or a run's result (``run.of(x)``); a last axis of
+    1 is one channel, and ``[H, W, 3]`` is one RGB image unless ``scale`` is ``"gray"`` or
+    ``"diverging"`` (then it is 3 images, each H x 3). ``captions``: one text an image
+    (shown under it). ``scale``: ``"gray"``, ``"diverging"`` (signed data: white at zero,
+    blue below, red above; the default where the data hold both signs) or ``"rgb"``.
+    ``range``: ``(low, high)``, the values drawn as the scale's two ends (default: the
+    data's). Large images are downsampled by block mean to at most 256x256, a grid draws
+    its first 64 images (``topos.show.image``'s module docstring has the rule); the text
+    says so. ``card.update(new_values, **options)`` redraws it.
+    """
+    return _optioned("image", values, captions=captions, scale=scale, range=range, title=title)
+
+
+def heatmap(values, x_range, y_range, points=None, classes=None, scale=None, range=None, title=""):  # noqa: A002
+    """A heatmap card: ``values`` [H, W] over ``x_range`` x ``y_range``, with ``points`` [P, 2] over it.
+
+    ``values[i, j]`` fills column ``j`` of ``W`` across ``x_range`` and row ``i`` of ``H`` up
+    ``y_range`` (row 0 at the bottom): ``values[i, j] = f(xs[j], ys[i])``. ``classes``:
+    one whole number a point, its colour. ``scale`` and ``range`` as ``show.image``'s; a
+    classifier's probabilities read best as ``scale="diverging", range=(0, 1)``: white at
+    0.5, the decision boundary. ``card.update(new_values, **options)`` redraws it (a
+    boundary that moves while a network trains).
+    """
+    options = {"points": points, "classes": classes, "scale": scale, "range": range, "title": title}
+    return _optioned("heatmap", values, x_range=x_range, y_range=y_range, **options)
+
+
+def _optioned(kind, values, **options):
+    """A card whose faces take options besides the value: the card keeps them for ``update``."""
+    card_data, card_text = _FACES[kind](values, **options)
+    card = Card(kind, card_data, card_text)
+    card._options = options
+    return card
+
+
+_OPTIONED = ("image", "heatmap")
+
 _FACES = {
     "spec": _described_faces,
     "hlo": _hlo_faces,
@@ -371,6 +430,8 @@ _FACES = {
     "text": _text_faces,
     "graph": _graph_faces,
     "plot": _plot_faces,
+    "image": image_faces,
+    "heatmap": heatmap_faces,
 }
 
 
@@ -401,4 +462,19 @@ def _whole_number(value, name):
     return number
 
 
-__all__ = ["Card", "Line", "Plot", "capture", "graph", "hlo", "lines", "plot", "progress", "spec", "text", "watch"]
+__all__ = [
+    "Card",
+    "Line",
+    "Plot",
+    "capture",
+    "graph",
+    "heatmap",
+    "hlo",
+    "image",
+    "lines",
+    "plot",
+    "progress",
+    "spec",
+    "text",
+    "watch",
+]

@@ -6,14 +6,15 @@
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import "./plot.css";
-import type { GraphCard, LinesCard, PlotCard, ReadingRow, TextCard } from "../../protocol";
+import type { GraphCard, HeatmapCard, ImageCard, LinesCard, PlotCard, ReadingRow, TextCard } from "../../protocol";
 import { GraphView } from "../panes/graph-view";
+import { drawHeatmapCard, drawImageCard } from "./draw-image";
 import { TextPane } from "../panes/text-pane";
 
 export const CARD_MIME_TYPE = "application/vnd.topos.card+json";
 
 /** The cards this drawing knows, each of which may come with its text's rows (the readings' row JSON). */
-export type Card = (TextCard | LinesCard | GraphCard | PlotCard) & { rows?: ReadingRow[] };
+export type Card = (TextCard | LinesCard | GraphCard | PlotCard | ImageCard | HeatmapCard) & { rows?: ReadingRow[] };
 
 /** Any card, also of a kind this drawing does not know (from a newer engine): shown as its text. */
 export interface AnyCard {
@@ -69,6 +70,10 @@ export function drawCard(card: AnyCard, width: number, plotHeight = PLOT_HEIGHT)
       return textBlock(`card card-${known.kind}`, known.text);
     case "plot":
       return drawPlot(known, width, plotHeight);
+    case "image":
+      return drawImageCard(known);
+    case "heatmap":
+      return drawHeatmapCard(known, width);
     default:
       return textBlock(`card card-${card.kind}`, card.text ?? "");
   }
