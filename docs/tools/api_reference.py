@@ -33,6 +33,7 @@ MODULES = [
     "topos",
     "topos.model",
     "topos.model.optim",
+    "topos.model.schedules",
     "topos.compiler",
     "topos.show",
     "topos.xla",

@@ -1,7 +1,7 @@
 """Learning-rate schedules: the rate as a function of the step count, named and meant as optax's.
 
 ```python
-rate = optim.warmup_cosine_decay_schedule(0.0, 1e-2, warmup_steps=100, decay_steps=1000)
+rate = schedules.warmup_cosine_decay_schedule(0.0, 1e-2, warmup_steps=100, decay_steps=1000)
 opt = optim.Adam(lr=rate)  # lr is a number or a schedule
 ```
 
