@@ -135,7 +135,7 @@ from .model.functions import (
     where,
 )
 from .model.logical import logical_and, logical_not, logical_or, logical_xor
-from .model.loops import cond, fori_loop, scan
+from .model.loops import cond, fori_loop, scan, while_loop
 from .model.pooling import avg_pool, max_pool
 from .model.randomness import bernoulli, dropout, fold_in, normal, random_bits, random_key, split_key, uniform
 from .model.reductions import all, any, cummax, cummin, cumprod, logcumsumexp, prod
@@ -205,6 +205,7 @@ __all__ = [
     "scan",
     "fori_loop",
     "cond",
+    "while_loop",
     "greater",
     "greater_equal",
     "layer_norm",

@@ -343,6 +343,34 @@ def _topos_cond(x, w):
     )
 
 
+def _halvings(x, w, sin, limit):
+    """x updated by sin(x w) + x / 2 until its first element passes ``limit`` or 6 trips have run."""
+    trips = 0
+    while x[0] < limit and trips < 6:
+        x, trips = sin(x * w) + x / 2, trips + 1
+    return x
+
+
+WHILE_EXAMPLES = (
+    Example(
+        "while_halvings",
+        [(3,), (3,)],
+        {},
+        topos=lambda tape, x, w: _topos_while(x, w),
+        torch=lambda x, w: _halvings(x, w, torch.sin, 1.0),
+        numpy=lambda x, w: _halvings(x, w, np.sin, 1.0),
+    ),
+)
+
+
+def _topos_while(x, w):
+    """``while_loop`` over (x, trips), the predicate reading x and the trip count, the body reading w."""
+    topos = importlib.import_module("topos")
+    more = lambda c: topos.less(c[0][0], 1.0) * topos.less(c[1], 6.0)  # noqa: E731
+    x, _ = topos.while_loop(more, lambda c: (topos.sin(c[0] * w) + c[0] / 2, c[1] + 1.0), (x, 0.0))
+    return x
+
+
 def _scan_recurrence(x, w):
     topos = importlib.import_module("topos")
 
@@ -2154,6 +2182,13 @@ OP_SPECS = {
         kernel_declined="a branch runs on the host: no WGSL kernel chooses between two bodies' launches yet",
         notes=("variadic: the predicate, the operands, each branch's captured values; one example row",),
         examples=COND_EXAMPLES,
+    ),
+    "While": OpSpec(
+        (REAL, REAL),
+        docs=Guide("transformations.md", "`topos.while_loop(cond_fun, body_fun, init_val"),
+        kernel_declined="a loop's body runs on the host: no WGSL loop repeats a body's launches yet",
+        notes=("variadic: the carries, each body's captured values; one example row",),
+        examples=WHILE_EXAMPLES,
     ),
     "Parameter": OpSpec((), docs=Api("Tape.parameter"), kernel_declined=SOURCE),
     "Input": OpSpec((), docs=Api("Tape.input"), kernel_declined=SOURCE),

@@ -497,6 +497,20 @@ def cond_case(draw):
     return Case([normal(rng, (3,)), normal(rng, (3,))], build)
 
 
+@st.composite
+def while_case(draw):
+    """topos.while_loop for 1..3 trips (a counter carried beside x, never perturbed), the body reading w."""
+    trips = draw(st.integers(1, 3))
+    rng = np.random.default_rng(draw(seeds))
+
+    def build(tape, x, w):
+        more = lambda c: topos.less(c[1], float(trips))  # noqa: E731
+        step = lambda c: (topos.sin(c[0] * w) + c[0] * 0.5, c[1] + 1.0)  # noqa: E731
+        return topos.while_loop(more, step, (x, tape.leaf(0.0)))[0]
+
+    return Case([normal(rng, (3,)), normal(rng, (3,))], build)
+
+
 def wide(rng, shape):
     return normal(rng, shape, 2.0)
 
@@ -570,6 +584,7 @@ PRIMITIVE_CASES = {
     "Reverse": reverse_case(),
     "Scan": scan_case(),
     "Cond": cond_case(),
+    "While": while_case(),
     "WindowSum": window_case("WindowSum"),
     "WindowMax": window_case("WindowMax"),
     "SelectAndScatterAdd": window_case("SelectAndScatterAdd"),

@@ -324,3 +324,48 @@ def test_iree_runs_the_loop_and_the_branch_as_the_interpreter():
         got = run_on_iree(binary, planned.argument_values(net.parameters()))
         for value, want in zip(got, expected):
             assert_close(value, want, scaled_bound(want, "float32", terms=3 * len(XS), k=16.0), "IREE")
+
+
+def _halving(tape, loop, limit=5.0):
+    x = tape.parameter(np.array([0.3, -0.7]), name="x")
+    w = tape.parameter(np.array(1.3), name="w")
+    bound = tape.input(limit, name="limit")
+    if loop:
+        more = lambda c: topos.less(c[1], bound)  # noqa: E731
+        x_final, _ = topos.while_loop(more, lambda c: (topos.sin(c[0] * w) + c[0], c[1] + 1.0), (x, 0.0))
+    else:
+        x_final = x
+        for _ in range(int(limit)):
+            x_final = topos.sin(x_final * w) + x_final
+    loss = (x_final * x_final).sum()
+    gradients = topos.grad(loss, [x, w])
+    return [loss, *gradients, *topos.grad((gradients[0] * gradients[0]).sum(), [x, w])]
+
+
+def test_while_loop_values_and_gradients_equal_the_unrolled_loop():
+    results = []
+    for loop in (True, False):
+        network, symbols = Tape.record(lambda tape, loop=loop: _halving(tape, loop))
+        run = network.forward(network.parameters(), {})
+        results.append([np.asarray(run.of(s)) for s in symbols])
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    for got, want in zip(results[0][1:], results[1][1:]):
+        # The gradients' contributions are summed in another order (running sums in the backward loop),
+        # and the second order's through chains of five steps' products, of either sign: a short chain
+        # of reductions, as the RNN's second order above.
+        assert_close(got, want, scaled_bound(want, "float64", terms=10, k=16.0), "while_loop gradient")
+
+
+def test_while_loop_runs_a_trip_count_fed_at_run_time_and_on_xla():
+    network, symbols = Tape.record(lambda tape: _halving(tape, True))
+    limit = next(network.symbol(n.index) for n in network.nodes() if n.name == "limit")
+    plan = network.entry(symbols).lower()
+    for trips in (2.0, 7.0):
+        other, expected_symbols = Tape.record(lambda tape, trips=trips: _halving(tape, False, trips))
+        run = other.forward(other.parameters(), {})
+        expected = [np.asarray(run.of(s)) for s in expected_symbols]
+        got = plan.run(network.parameters(), {limit: trips}).outputs()
+        from_xla = plan.run(network.parameters(), {limit: trips}, backend="xla").outputs()
+        for value, xla, want in zip(got, from_xla, expected):
+            assert_close(value, want, scaled_bound(want, "float64", terms=10), "while_loop")
+            assert_close(xla, want, scaled_bound(want, "float64", terms=10, k=16.0), "XLA while_loop")

@@ -20,7 +20,7 @@ SOURCES = {"Parameter", "Input", "Leaf"}
 # (ScatterAdd was one, for its float atomics, until kernels/scatter.wgsl wrote it as a gather.)
 # Lu (topos.ops.linalg_factor): its pivot search and row swaps are sequential; Qr and Svd
 # (topos.ops.linalg_spectral): no Householder or Jacobi SVD kernel yet.
-DECLINED_ON_WEBGPU = {"Lu", "Qr", "Svd", "Scan", "Cond"}  # Scan, Cond: their bodies run on the host
+DECLINED_ON_WEBGPU = {"Lu", "Qr", "Svd", "Scan", "Cond", "While"}  # loops and branches: bodies run on the host
 
 
 def rules_missing(primitive, rules):

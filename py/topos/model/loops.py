@@ -16,6 +16,7 @@ from ..ops.branches import derive_branches_with
 from ..ops.emitter import Emitter
 from ..ops.loops import derive_steps_with, unpack
 from ..ops.registry import Meta
+from ..ops.whiles import derive_whiles_with
 from ..text import format_shape
 from .autodiff import ancestors, descendants, reverse_scan
 from .bodies import BodyTape, local, trace
@@ -137,12 +138,12 @@ def _named(f):
     return f"{getattr(f, '__name__', 'the function')}{where}"
 
 
-def _check_carries(f, region, carried):
+def _check_carries(f, region, carried, what="scan"):
     """Each carry the step returns keeps the shape and dtype it came in with; else ``ShapeError`` naming it."""
     for position, (value, output) in enumerate(zip(carried, region.metas(region.outputs))):
         if (value.shape, value.dtype) != (output.shape, output.dtype):
             raise ShapeError(
-                f"scan(): {_named(f)} returns carry {position} as {format_shape(output.shape)} {output.dtype}, "
+                f"{what}(): {_named(f)} returns carry {position} as {format_shape(output.shape)} {output.dtype}, "
                 f"where it came in as {format_shape(value.shape)} {value.dtype}: a carry keeps its shape and dtype",
                 shapes=[value.shape, output.shape],
                 source=user_source(),
@@ -312,4 +313,113 @@ def branch_derivative(region, others, first):
     results += own + zeros if first else zeros + own
     tape._sealed = True
     given = output_cotangents + arguments
+    return Region(tape.nodes(), [v.index for v in given], [v.index for v in constants], [v.index for v in results])
+
+
+def while_loop(cond_fun, body_fun, init_val):
+    """``body_fun`` applied to the carry while ``cond_fun(carry)`` is nonzero when the network runs: the
+    last carry (JAX's ``lax.while_loop``). Both recorded once, as one ``While`` node.
+
+    ``init_val`` and what ``body_fun`` returns are a value or a tuple or list of values (nested), each
+    keeping its shape and one float dtype; ``cond_fun`` returns a rank-0 float value (a comparison).
+    The trip count is known only when the loop runs. Differentiable, unlike JAX's in reverse mode, by
+    recomputation: N (N + 1) / 2 body runs for N trips and no memory growing with N
+    (``topos.ops.whiles``); a loop with a trip count known when recording is a ``fori_loop``.
+    """
+    carried, structure = _flatten(init_val, "init_val")
+    values = [v for v in carried if isinstance(v, Value)]
+    if not values:
+        raise ArgumentTypeError("while_loop() needs a recorded value in init_val (it records on its tape)")
+    tape = innermost([v.tape for v in values])
+    carried = [v if isinstance(v, Value) else _leaf(tape, v) for v in carried]
+    metas = [Meta(v.shape, v.dtype) for v in carried]
+
+    def predicate(*placeholders):
+        result = cond_fun(_rebuild(structure, iter(placeholders)))
+        if not isinstance(result, Value) or result.shape != () or result.dtype not in ("float32", "float64"):
+            raise ShapeError(
+                f"while_loop(): {_named(cond_fun)} must return a rank-0 float value (a comparison gives one)",
+                source=user_source(),
+            )
+        return result
+
+    def step(*placeholders):
+        new, new_structure = _flatten(body_fun(_rebuild(structure, iter(placeholders))), "the carry")
+        if new_structure != structure:
+            raise ShapeError(
+                f"while_loop(): {_named(body_fun)} returns a carry shaped otherwise than init_val", source=user_source()
+            )
+        return tuple(new)
+
+    cond = trace(predicate, metas, tape, name=getattr(cond_fun, "__name__", "cond_fun"))
+    body = trace(step, metas, tape, name=getattr(body_fun, "__name__", "body_fun"))
+    regions = [Region(b.nodes, b.arguments, b.captured_inputs, b.outputs) for b in (cond, body)]
+    _check_carries(body_fun, regions[1], carried, "while_loop")
+    captured = [local(tape, v) for b in (cond, body) for v in b.captured]
+    packed = tape.apply("While", carried + captured, cond_body=regions[0], body=regions[1])
+    results = unpack(_Recording(), packed, {"body": regions[1], "carries": len(carried), "length": 0})
+    return _rebuild(structure, iter(results))
+
+
+@derive_whiles_with
+def while_derivative(cond, body, wanted):
+    """The counting loop and the backward loop of a ``While``'s derivative (``topos.ops.whiles``)."""
+    dtype = body.nodes[body.outputs[0]].dtype
+    carries = body.metas(body.arguments)
+    counter = Meta((), dtype)
+    counted_body = _counted(body, carries + [counter], lambda e, handles, given: _outputs(body, handles))
+    counting = {
+        "cond_body": _counted(cond, carries + [counter], lambda e, handles, given: [handles[cond.outputs[0]]]),
+        "body": counted_body,
+    }
+    below = _built(carries + [counter], [counter], lambda e, given, captured: [e.less(given[-1], captured[0])])
+    kept = [i for i, want in zip(body.captured, wanted) if want]
+    state = carries + body.metas(kept) + [counter]
+
+    def backward_step(e, given, captured):
+        cotangents, sums, j = given[: len(carries)], given[len(carries) : -1], given[-1]
+        initial, constants = captured[: len(carries)], captured[len(carries) :]
+        operands = initial + [e.constant((), dtype, 0.0), j] + constants
+        inner = e.apply("While", operands, cond_body=below, body=counted_body)
+        carry = unpack(e, inner, {"body": counted_body, "carries": len(carries) + 1, "length": 0})[: len(carries)]
+        found = _reverse(body, e, carry, constants, cotangents)
+        results = [_cotangent(body, e, found, i) for i in body.arguments]
+        results += [e.add(total, _cotangent(body, e, found, i)) for total, i in zip(sums, kept)]
+        return results + [e.sub(j, e.constant((), dtype, 1.0))]
+
+    backward = {
+        "cond_body": _built(state, [], lambda e, given, captured: [e.greater(given[-1], e.constant((), dtype, -0.5))]),
+        "body": _built(state, carries + body.metas(body.captured), backward_step),
+    }
+    return counting, backward
+
+
+def _outputs(region, handles):
+    return [handles[i] for i in region.outputs]
+
+
+def _counted(region, arguments, outputs):
+    """``region`` re-recorded with one more argument, a trip counter: ``outputs(e, handles, given)`` gives
+    what it returns, and a body (its outputs as many as its arguments less one) returns the counter plus 1."""
+
+    def build(e, given, captured):
+        sources = dict(zip(region.arguments, given[:-1]))
+        sources.update(zip(region.captured, captured))
+        returned = outputs(e, inline(e, region.nodes, sources), given)
+        if len(returned) == len(given) - 1:
+            returned = returned + [e.add(given[-1], e.constant((), given[-1].dtype, 1.0))]
+        return returned
+
+    return _built(arguments, region.metas(region.captured), build)
+
+
+def _built(arguments, captured, build):
+    """A ``Region`` recorded on a tape of its own: placeholders of ``arguments`` and ``captured`` (metas),
+    and the values ``build(emitter, arguments, captured)`` returns."""
+    tape = BodyTape(arguments[0].dtype, None)
+    emitter = TapeEmitter(tape, (), None)
+    given = [tape.placeholder(meta) for meta in arguments]
+    constants = [tape.placeholder(meta) for meta in captured]
+    results = build(emitter, given, constants)
+    tape._sealed = True
     return Region(tape.nodes(), [v.index for v in given], [v.index for v in constants], [v.index for v in results])

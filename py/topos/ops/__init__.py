@@ -23,6 +23,7 @@ from . import (  # noqa: F401  (registers the primitives)
     sort,
     sources,
     special,
+    whiles,
     windows,
 )
 from .registry import Meta, Primitive, lookup, missing_rules, primitives, register, unregister
