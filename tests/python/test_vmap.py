@@ -361,3 +361,22 @@ def test_per_example_gradients_through_a_users_derivative():
     weights = np.array([1.5, -2.0])
     expected = np.clip(scales, -1.0, 1.0) * 2.0 * weights  # d(w * w) = 2 w, after the clipped cotangent x
     np.testing.assert_allclose(got, expected, rtol=1e-15, atol=0)
+
+
+def test_vmap_of_a_while_loop_runs_each_example_its_own_trips():
+    """JAX's while rule: the loop goes on while any example's predicate holds, and an example whose own
+    has failed keeps its carry, so each ends where its own loop would (1, 2, 6 and 0 doublings here)."""
+    starts = np.array([5.0, 3.0, 0.2, 12.0])
+    tape = Tape()
+    xs, limit = tape.input(starts), tape.input(np.array(10.0))
+
+    def double_until(x, limit):
+        return topos.while_loop(lambda c: topos.greater(limit, c), lambda c: c * 2.0 + 0.0, x)
+
+    (got,) = values(tape, topos.vmap(double_until, in_axes=(0, None))(xs, limit))
+    expected = []
+    for value in starts:
+        while value < 10.0:
+            value *= 2.0
+        expected.append(value)
+    np.testing.assert_array_equal(got, expected)  # doublings are exact
