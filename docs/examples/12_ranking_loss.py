@@ -44,9 +44,10 @@ gains = 2.0**test_relevance - 1.0
 
 
 def build(tape):
-    w1 = tape.parameter(rng.normal(0.0, 0.5, (FEATURES, HIDDEN)), name="hidden.weight")
+    init = np.random.default_rng(1)  # the same starting weights in every recording
+    w1 = tape.parameter(init.normal(0.0, 0.5, (FEATURES, HIDDEN)), name="hidden.weight")
     b1 = tape.parameter(np.zeros(HIDDEN), name="hidden.bias")
-    w2 = tape.parameter(rng.normal(0.0, 0.5, HIDDEN), name="output.weight")
+    w2 = tape.parameter(init.normal(0.0, 0.5, HIDDEN), name="output.weight")
 
     def scores(x):
         return topos.matmul(topos.tanh(topos.matmul(x, w1) + b1), w2)  # [queries, documents]
@@ -66,12 +67,15 @@ def loss_plot(losses):
     return Plot().layer(Line.y(losses).label("ListMLE")).title("training").x_label("step").y_label("loss")
 
 
-network, (ndcg, loss) = Tape.record(build)
+# The panes' recording: float32, so that the kernels reading shows the WGSL kernel of each node
+# (the sorts among them); the training records again in float64, which every CPU rounds alike.
+network, (ndcg, loss) = Tape.record(build, dtype="float32")
 
 
 # The training runs when the file runs as a program (Run in the playground, or python on the
 # command line); the playground's readings read the recording above and train nothing.
 if __name__ == "__main__":
+    network, (ndcg, loss) = Tape.record(build)
     parameters = network.parameters()
     optimizer = optim.Adam(lr=0.02)
     state = optimizer.init(parameters)

@@ -69,12 +69,15 @@ def loss_plot(losses):
     return Plot().layer(Line.y(losses).label("loss")).title("training").x_label("step").y_label("-log likelihood")
 
 
-network, (weight, centre, nu, held_out, loss) = Tape.record(build)
+# The panes' recording: float32, so that the kernels reading shows the WGSL kernel of each node
+# (lgamma's among them); the training records again in float64, which every CPU rounds alike.
+network, (weight, centre, nu, held_out, loss) = Tape.record(build, dtype="float32")
 
 
 # The training runs when the file runs as a program (Run in the playground, or python on the
 # command line); the playground's readings read the recording above and train nothing.
 if __name__ == "__main__":
+    network, (weight, centre, nu, held_out, loss) = Tape.record(build)
     parameters = network.parameters()
     optimizer = optim.Adam(lr=0.005)
     state = optimizer.init(parameters)

@@ -34,8 +34,10 @@ test_tokens = rng.integers(0, VOCAB, (256, LENGTH))
 
 
 def build(tape):
+    init = np.random.default_rng(1)  # the same starting weights in every recording
+
     def weight(shape, name):
-        return tape.parameter(rng.normal(0.0, 1.0 / np.sqrt(shape[0]), shape), name=name)
+        return tape.parameter(init.normal(0.0, 1.0 / np.sqrt(shape[0]), shape), name=name)
 
     embed, position = weight((VOCAB, EMBED), "embed"), weight((LENGTH, EMBED), "position")
     wq, wk, wv = (weight((EMBED, HEADS, HEAD), name) for name in ("query", "key", "value"))
@@ -58,12 +60,15 @@ def loss_plot(losses):
     return Plot().layer(Line.y(losses).label("cross-entropy")).title("training").x_label("step").y_label("loss")
 
 
-network, (tokens, targets, predicted, loss) = Tape.record(build)
+# The panes' recording: float32, so that the kernels reading shows the WGSL kernel of each node
+# (einsum's matrix products among them); the training records again in float64, which every CPU rounds alike.
+network, (tokens, targets, predicted, loss) = Tape.record(build, dtype="float32")
 
 
 # The training runs when the file runs as a program (Run in the playground, or python on the
 # command line); the playground's readings read the recording above and train nothing.
 if __name__ == "__main__":
+    network, (tokens, targets, predicted, loss) = Tape.record(build)
     parameters = network.parameters()
     optimizer = optim.Adam(lr=0.01)
     state = optimizer.init(parameters)
