@@ -356,6 +356,19 @@ def test_while_loop_values_and_gradients_equal_the_unrolled_loop():
         assert_close(got, want, scaled_bound(want, "float64", terms=10, k=16.0), "while_loop gradient")
 
 
+def test_while_loop_of_one_carry_differentiates():
+    # One carry: the predicate returns as many values as the body, which the derivative's trip
+    # counter once mistook for a body (a regression test). Three halvings take [3, 5] to a sum of 1.
+    tape = Tape()
+    x = tape.parameter(np.array([3.0, 5.0]))
+    y = topos.while_loop(lambda c: topos.greater(topos.sum(c), 1.0), lambda c: c * 0.5, x)
+    g = topos.grad(topos.sum(y * y), x)
+    network = tape.seal()
+    run = network.forward(network.parameters(), {})
+    np.testing.assert_array_equal(np.asarray(run.of(y)), [0.375, 0.625])
+    np.testing.assert_array_equal(np.asarray(run.of(g)), 2 * np.array([0.375, 0.625]) * 0.125)
+
+
 def test_while_loop_runs_a_trip_count_fed_at_run_time_and_on_xla():
     network, symbols = Tape.record(lambda tape: _halving(tape, True))
     limit = next(network.symbol(n.index) for n in network.nodes() if n.name == "limit")

@@ -367,7 +367,7 @@ def while_derivative(cond, body, wanted):
     dtype = body.nodes[body.outputs[0]].dtype
     carries = body.metas(body.arguments)
     counter = Meta((), dtype)
-    counted_body = _counted(body, carries + [counter], lambda e, handles, given: _outputs(body, handles))
+    counted_body = _counted(body, carries + [counter], lambda e, handles, given: _outputs(body, handles), count=True)
     counting = {
         "cond_body": _counted(cond, carries + [counter], lambda e, handles, given: [handles[cond.outputs[0]]]),
         "body": counted_body,
@@ -398,15 +398,16 @@ def _outputs(region, handles):
     return [handles[i] for i in region.outputs]
 
 
-def _counted(region, arguments, outputs):
+def _counted(region, arguments, outputs, count=False):
     """``region`` re-recorded with one more argument, a trip counter: ``outputs(e, handles, given)`` gives
-    what it returns, and a body (its outputs as many as its arguments less one) returns the counter plus 1."""
+    what it returns, and where ``count`` (a body, not a predicate) the counter plus 1 after it. (Told, not
+    guessed from the number of outputs: a predicate of a loop of one carry returns as many as a body.)"""
 
     def build(e, given, captured):
         sources = dict(zip(region.arguments, given[:-1]))
         sources.update(zip(region.captured, captured))
         returned = outputs(e, inline(e, region.nodes, sources), given)
-        if len(returned) == len(given) - 1:
+        if count:
             returned = returned + [e.add(given[-1], e.constant((), given[-1].dtype, 1.0))]
         return returned
 
