@@ -46,6 +46,12 @@ const TRAINING = [
   ["15_image_blur.py", 200],
   ["16_kmeans.py", 10],
   ["17_char_sampler.py", 300],
+  // The character RNN (one scan) draws its loss, then prints what it writes; the heat equation (one
+  // fori_loop) draws the ring's field (observed and simulated, a point a cell), then its loss.
+  ["18_char_rnn.py", 150],
+  ["19_heat_equation.py", 80, [64, 80]],
+  // The spiral draws its loss and redraws its decision boundary (a heatmap card: image-cards.test.mjs reads it).
+  ["21_spiral.py", 301],
 ];
 
 describe("the gallery in Run mode", () => {

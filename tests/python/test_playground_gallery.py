@@ -34,6 +34,9 @@ TRAINING = {
     "15_image_blur.py": 200,
     "16_kmeans.py": 10,
     "17_char_sampler.py": 300,
+    "18_char_rnn.py": 150,
+    "19_heat_equation.py": 80,
+    "21_spiral.py": 301,
 }
 
 
