@@ -9,7 +9,8 @@ or backward) and its fate. ``to_json()`` returns a JSON-ready dict::
      "edges": [[0, 3], [1, 3], ...]}
 
 A node that holds a body (a ``Scan``'s step) has its body's graph under the attribute's name
-(``"body": {"nodes", "edges", "arguments", "captured", "outputs"}``), numbered from 0.
+(``"body": {"nodes", "edges", "arguments", "captured", "outputs", "fed_by"}``), numbered from 0;
+``fed_by`` names the node's operand that feeds each placeholder, so a body drawn expanded is wired in.
 Edges are ``[operand, reader]`` pairs, one per operand slot (a node that reads
 a value twice has two edges from it). ``to_dot()`` is the same graph for Graphviz.
 """
@@ -54,8 +55,32 @@ def node_entry(node):
             "arguments": list(region.arguments),
             "captured": list(region.captured),
             "outputs": list(region.outputs),
+            "fed_by": fed_by(node, key),
         }
     return entry
+
+
+def fed_by(node, key):
+    """The node (an operand of ``node``) that gives each placeholder of its body ``key`` its value, in the
+    order ``arguments + captured``; None where no operand does (a custom backward's cotangent).
+
+    Each primitive orders its operands its own way (its class's docstring), so the page can wire an
+    expanded body to the node's operands without knowing the ops: every body's captured values come
+    last, in the order of the attributes; the arguments are the leading operands, after a ``Cond``'s
+    predicate, and a ``CustomVjp``'s are its residuals, after ``out`` and the arguments."""
+    region, operands = node.attrs[key], list(node.operands)
+    regions = [value for value in node.attrs.values() if isinstance(value, Region)]
+    after = sum(len(other.captured) for other in regions[regions.index(region) + 1 :])
+    end = len(operands) - after
+    captured = operands[end - len(region.captured) : end]
+    if node.opcode == "Cond":
+        arguments = operands[1 : 1 + len(region.arguments)]
+    elif node.opcode == "CustomVjp":
+        start = 1 + node.attrs["arguments"]
+        arguments = operands[start : start + len(region.arguments) - 1] + [None]
+    else:  # Scan: carries then xs; While: its carries, for the predicate and the body alike
+        arguments = operands[: len(region.arguments)]
+    return arguments + captured
 
 
 class Graph:
