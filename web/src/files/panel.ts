@@ -44,6 +44,25 @@ function button(text: string, title: string, onClick: () => void): HTMLButtonEle
   return element;
 }
 
+/** The parameters file that an optimizer state file belongs to, by the name `state.save` is given beside
+ * `parameters.save`'s (docs/training.md, "Resuming"): `model.state.safetensors` for `model.safetensors`. */
+export function parametersOfState(name: string): string | null {
+  return name.endsWith(".state.safetensors") ? name.slice(0, -".state.safetensors".length) + ".safetensors" : null;
+}
+
+/** The files in their order, except that an optimizer state whose parameters are listed too comes right
+ * after them: the two are what a resumed run loads, so they are offered side by side. */
+export function statesBesideParameters<F extends { name: string }>(files: F[]): F[] {
+  const names = new Set(files.map((file) => file.name));
+  const paired = (file: F) => names.has(parametersOfState(file.name) ?? "");
+  const ordered: F[] = [];
+  for (const file of files) {
+    if (paired(file)) continue;
+    ordered.push(file, ...files.filter((state) => paired(state) && parametersOfState(state.name) === file.name));
+  }
+  return ordered;
+}
+
 /** Save `bytes` as a download named `name` (the last part of a path: a browser saves no folders). */
 function download(name: string, bytes: BlobPart, type = "application/octet-stream"): void {
   const link = make("a");
@@ -198,6 +217,25 @@ export class FilesPanel {
     this.changed();
   }
 
+  /** A parameters file and its optimizer state, kept together (a resumed run needs both). */
+  private async keepBoth(parameters: FileBytes, state: FileBytes): Promise<void> {
+    const names = [parameters, state].map((file) => file.name.split("/").pop()!);
+    const problem = refusal(this.sizes(this.stored.filter((file) => !names.includes(file.name))), [
+      { name: names[0], size: parameters.bytes.byteLength },
+      { name: names[1], size: state.bytes.byteLength },
+    ]);
+    if (problem) return this.say(`Not kept: ${problem}.`);
+    for (const [name, file] of [
+      [names[0], parameters],
+      [names[1], state],
+    ] as const) {
+      await storeFile({ name, bytes: file.bytes.slice().buffer as ArrayBuffer, added: Date.now() });
+    }
+    this.stored = await storedFiles();
+    this.say(`Kept ${names.join(" and ")} with your files: a run can load both and resume where this one stopped.`);
+    this.changed();
+  }
+
   private changed(): void {
     this.render();
     this.host.changed(this.fileBytes());
@@ -248,20 +286,37 @@ export class FilesPanel {
       button("Remove", `Remove ${file.name} from your files`, () => void this.remove(file.name)),
     ]);
     for (const by of ["run", "typing"] as const) {
-      this.fill(this.lists[by], this.written[by], by === "run" ? "nothing (or no run yet)" : "nothing", (file) => [
-        button("Keep", `Keep ${file.name} with your files, for every run to read`, () => void this.keep(file)),
-      ]);
+      const written = this.written[by];
+      this.fill(this.lists[by], written, by === "run" ? "nothing (or no run yet)" : "nothing", (file) => {
+        const actions = [button("Keep", `Keep ${file.name} with your files, for every run to read`, () => void this.keep(file))];
+        const state = written.find((other) => parametersOfState(other.name) === file.name);
+        if (state) {
+          const both = `Keep ${file.name} and its optimizer state ${state.name}: a run loads both to resume training`;
+          actions.push(button("Keep both", both, () => void this.keepBoth(file, state)));
+        }
+        return actions;
+      });
     }
   }
 
   private fill(list: HTMLUListElement, files: FileBytes[], none: string, actions: (file: FileBytes) => HTMLButtonElement[]): void {
+    const names = new Set(files.map((file) => file.name));
     list.replaceChildren(
       ...(files.length
-        ? files.map((file) => {
+        ? statesBesideParameters(files).map((file) => {
             const item = make("li");
             item.dataset.file = file.name;
+            const parameters = parametersOfState(file.name);
+            const name = make("span", "files-name", file.name);
+            if (parameters !== null && names.has(parameters)) {
+              // Beside its parameters: say what it is and how a run resumes from it.
+              item.dataset.stateOf = parameters;
+              item.classList.add("files-state");
+              name.append(make("span", "files-note", `the optimizer's state of ${parameters.split("/").pop()}`));
+              name.title = "optimizer.load_state(path, parameters) resumes the run (docs/training.md, Resuming)";
+            }
             item.append(
-              make("span", "files-name", file.name),
+              name,
               make("span", "files-size", megabytes(file.bytes.byteLength)),
               button("Download", `Download ${file.name}`, () => download(file.name, file.bytes.slice())),
               ...actions(file),
