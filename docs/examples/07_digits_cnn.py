@@ -16,7 +16,11 @@ are scored by the model recorded again without dropout, at their own batch
 size, which adopts the trained parameters by name; ``topos.argmax`` of the
 logits is the guess, and the share of guesses ``topos.equal`` to the labels
 the accuracy, both in the recording. The loss and the held-out accuracy grow on one plot card,
-a point a step (the accuracy is scored every few steps and held between).
+a point a step (the accuracy is scored every few steps and held between). Once trained, two
+image cards show what it learned and where it fails: the sixteen 3x3 kernels of the first
+convolution (``show.image`` on a diverging scale: white is zero, red a weight that adds, blue
+one that takes away) and every held-out digit it reads wrong, captioned with its guess and
+its label.
 
 It trains on numpy, or on WebGPU through ``topos.webgpu.DeviceTrainer``
 (``main(backend=...)``); in the playground's Run mode it takes WebGPU where the
@@ -122,13 +126,18 @@ class HeldOut:
     def __init__(self, config, dtype):
         sized = replace(config, batch=HELD_OUT, training=False)
         self.network, symbols = Tape.record(lambda tape: build(tape, sized), dtype=dtype)
-        self.images, self.labels, _, _, _, self.accuracy, self.loss = symbols
+        self.images, self.labels, _, _, self.guesses, self.accuracy, self.loss = symbols
 
     def score(self, parameters):
         """``(accuracy, cross-entropy)`` of the trained ``parameters`` on the held-out images."""
         feeds = {self.images: IMAGES[HELD_OUT_INDICES], self.labels: LABELS[HELD_OUT_INDICES]}
         run = self.network.forward(self.network.adopt(parameters), feeds)
         return run.of(self.accuracy).scalar(), run.of(self.loss).scalar()
+
+    def read(self, parameters):
+        """The digit the trained ``parameters`` read in each held-out image (int32 [297])."""
+        feeds = {self.images: IMAGES[HELD_OUT_INDICES], self.labels: LABELS[HELD_OUT_INDICES]}
+        return self.network.forward(self.network.adopt(parameters), feeds).of(self.guesses).numpy()
 
 
 class HostTrainer:
@@ -230,7 +239,21 @@ def main(config=CONFIG, dtype="float64", backend="numpy"):
     print(
         f"held out: {right} of {HELD_OUT} images read right, accuracy {accuracy:.3f}, cross-entropy {held_out_loss:.4f}"
     )
+    show_what_it_learned(trainer.parameters(), held_out)
     return losses, accuracies, trainer.parameters()
+
+
+def show_what_it_learned(parameters, held_out):
+    """Two image cards: the first convolution's kernels, and the held-out digits read wrong."""
+    kernels = dict(parameters.items())["conv1.weight"].numpy()[:, 0]  # [16, 3, 3], one input channel
+    show.image(kernels, scale="diverging", title="the first convolution's 3x3 kernels")
+    guesses = held_out.read(parameters)
+    truth = LABELS[HELD_OUT_INDICES]
+    wrong = np.flatnonzero(guesses != truth)
+    if len(wrong):
+        captions = [f"read {guesses[i]}, is {truth[i]}" for i in wrong]
+        digits = IMAGES[HELD_OUT_INDICES][wrong, 0]  # [wrong, 8, 8] in [0, 1]
+        show.image(digits, captions=captions, scale="gray", range=(0, 1), title="held-out digits it reads wrong")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 // least 0.95. The digits come from the topos wheel the page installed (topos.datasets), so
 // nothing is fetched for them: the run makes no request outside the site. Headless Chromium's
 // adapter is SwiftShader, a software fallback, so "auto" trains on numpy, float64, and the
-// printed lines are the docs' (by the docs' output-agreement rule).
+// printed lines are the docs' (by the docs' output-agreement rule). Once trained it shows two image
+// cards: its first-layer kernels and the held-out digits it reads wrong, captioned.
 //
 // Run it alone: bash tests/run-browser.sh tests/browser/digits-cnn.test.mjs
 
@@ -74,11 +75,33 @@ describe("the digits CNN in Run mode", () => {
     assert.ok(Number(found[2]) >= 0.95, `held-out accuracy ${found[2]}`);
     assert.equal(Number(found[1]), Math.round(Number(found[2]) * 297));
 
-    // The printed lines are the docs' (the docs are built natively, in float64).
+    // The printed lines are the docs' (the docs are built natively, in float64): the print blocks alone,
+    // the image cards after them aside.
     const docsPrinted = built.output.filter((item) => item.kind === "print").map((item) => item.text).join("");
-    const pagePrinted = printed.slice(printed.indexOf(docsPrinted.split("\n")[0]));
+    const blocks = await page.$$eval("[data-run-output] > .card-print", (found) => found.map((block) => block.textContent).join(""));
+    const pagePrinted = blocks.slice(blocks.indexOf(docsPrinted.split("\n")[0]));
     const problem = agreement.firstDisagreement(docsPrinted.trimEnd(), pagePrinted.trimEnd());
     assert.equal(problem, null, `${FILE}: ${problem}`);
+
+    // Once trained, two image cards: the 16 first-layer kernels (3x3, signed: a diverging scale), then the
+    // misread held-out digits (8x8) captioned with guess and label, as many as it read wrong, the docs' captions.
+    const images = await page.$$eval("[data-run-output] .card-image", (found) =>
+      found.map((card) => ({
+        title: card.dataset.title,
+        sizes: [...card.querySelectorAll("canvas")].map((canvas) => `${canvas.width}x${canvas.height}`),
+        captions: [...card.querySelectorAll(".picture figcaption")].map((caption) => caption.textContent),
+        scale: card.querySelector(".picture-scale").textContent,
+      })),
+    );
+    assert.equal(images.length, 2, JSON.stringify(images));
+    assert.equal(images[0].title, "the first convolution's 3x3 kernels");
+    assert.deepEqual(images[0].sizes, Array(16).fill("3x3"));
+    assert.match(images[0].scale, /^diverging: blue -[0-9.]+, white 0, red [0-9.]+$/);
+    const misread = 297 - Number(found[1]);
+    assert.deepEqual(images[1].sizes, Array(misread).fill("8x8"));
+    const docsCaptions = built.output.filter((item) => item.kind === "image")[1].images.map((image) => image.caption);
+    assert.deepEqual(images[1].captions, docsCaptions);
+    for (const caption of images[1].captions) assert.match(caption, /^read \d, is \d$/);
   });
 
   test("nothing left the origin and no script error happened", () => {

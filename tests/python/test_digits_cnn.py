@@ -7,6 +7,7 @@ model's loss and gradients in float64, and for the held-out accuracy recomputed 
 parameters; the numpy run for the WebGPU one (float32, DeviceTrainer on lavapipe here).
 """
 
+import base64
 import importlib.util
 import io
 import math
@@ -188,10 +189,11 @@ def test_the_held_out_score_is_pytorchs_from_the_trained_parameters(example):
 def test_it_trains_as_run_mode_watches_it_one_card_growing_a_point_a_step(example):
     config = small(example)
     text, (losses, accuracies, _), watcher = watched(lambda: example.main(config))
-    plots = [card for card, _ in watcher.cards]
+    plots = [card for card, _ in watcher.cards if card.kind == "plot"]
     assert plots and all(card is plots[0] for card in plots), "one plot card, made once and then updated"
     # Made before the first step with no points, then updated once a step: both lines grow together.
-    assert [lengths for _, lengths in watcher.cards] == [[n, n] for n in range(config.steps + 1)]
+    lengths = [lengths for card, lengths in watcher.cards if card.kind == "plot"]
+    assert lengths == [[n, n] for n in range(config.steps + 1)]
     curve = plots[0].to_json()
     assert curve["x_label"] == "step"
     loss_line, accuracy_line = curve["layers"]
@@ -204,6 +206,32 @@ def test_it_trains_as_run_mode_watches_it_one_card_growing_a_point_a_step(exampl
     assert {int(step) for step in printed} == {0, 2, 4, 5}
     for step, value in printed.items():
         assert abs(losses[int(step)] - float(value)) <= 5e-5
+
+
+def test_once_trained_it_shows_its_first_kernels_and_the_held_out_digits_it_reads_wrong(example):
+    """Two image cards after the plot: the 16 first-layer kernels on a diverging scale (the range the
+    largest weight either side of zero), then each misread held-out digit captioned with torch's guess."""
+    config = small(example, steps=30, evaluate_every=10)
+    _, (_, accuracies, parameters), watcher = watched(lambda: example.main(config))
+    images = [card for card, _ in watcher.cards if card.kind == "image"]
+    assert [card.kind for card, _ in watcher.cards][-len(images) :] == ["image"] * len(images)
+    weights = {name: tensor.numpy() for name, tensor in parameters.items()}
+    kernels = images[0].to_json()
+    assert kernels["shape"] == [16, 3, 3] and kernels["scale"] == "diverging" and len(kernels["images"]) == 16
+    largest = np.abs(weights["conv1.weight"]).max()
+    assert kernels["range"] == [-largest, largest]
+    held_out = example.HELD_OUT_INDICES
+    logits, _ = torch_logits(example, weights, example.IMAGES[held_out], config)
+    guesses = logits.argmax(dim=1).numpy()
+    wrong = np.flatnonzero(guesses != example.LABELS[held_out])
+    assert len(wrong) == round((1 - accuracies[-1]) * 297) and len(wrong) > 0  # 30 steps: some are misread
+    digits = images[1].to_json()
+    assert digits["shape"] == [len(wrong), 8, 8] and digits["range"] == [0.0, 1.0]
+    captions = [picture["caption"] for picture in digits["images"]]
+    assert captions == [f"read {guesses[i]}, is {example.LABELS[held_out][i]}" for i in wrong][: len(captions)]
+    # The first misread digit's pixels are its image's, a byte each: round(value * 255).
+    first = np.frombuffer(base64.b64decode(digits["images"][0]["pixels"]), dtype=np.uint8)
+    assert np.array_equal(first, np.rint(example.IMAGES[held_out][wrong[0], 0].reshape(-1) * 255))
 
 
 def test_a_run_is_reproducible_and_the_seed_changes_it(example):
