@@ -94,7 +94,7 @@ describe("the user's files", () => {
   let page;
   let pageErrors;
 
-  useBrowser({ playground: "", shared: true }, (opened) => ({ browser, page, errors: pageErrors } = opened));
+  useBrowser({ playground: "" }, (opened) => ({ browser, page, errors: pageErrors } = opened));
 
   test("a dropped file and a picked one are read by the script, listed, and still there after a reload", async () => {
     await dropFiles(page, [{ name: "data.csv", text: CSV }]);
@@ -227,7 +227,7 @@ describe("a keystroke never waits for training", () => {
   let browser;
   let page;
 
-  useBrowser({ playground: "", shared: true }, (opened) => ({ browser, page } = opened));
+  useBrowser({ playground: "" }, (opened) => ({ browser, page } = opened));
 
   test("an edit to the gallery MLP makes its readings without training; Run trains it", async () => {
     const mlp = readFileSync(new URL("docs/examples/04_mlp.py", ROOT), "utf8");

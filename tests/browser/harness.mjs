@@ -26,14 +26,16 @@ const FLAGS = [
 ];
 
 /**
- * A fresh browser profile. Every request is recorded; `foreign` lists those that tried to
- * leave the site, its origin or its sub-path (they are aborted, and the tests fail on any:
- * a request for `/assets/...` from a site served under `/deploy/topos/` is one). `baseUrl` names
+ * A fresh browser profile, in a Chromium of its own. Every request is recorded; `foreign` lists those
+ * that tried to leave the site, its origin or its sub-path (they are aborted, and the tests fail on
+ * any: a request for `/assets/...` from a site served under `/deploy/topos/` is one). `baseUrl` names
  * another local server; `intercept: false` only watches requests instead of routing them,
  * because Playwright's routing turns the HTTP cache off (the offline app's tests need it;
  * the host-resolver rule still leaves every outside name unresolvable). `device` replaces the
  * desktop window with Playwright's emulation of another screen (`viewport`, `isMobile`,
- * `hasTouch`, `deviceScaleFactor`).
+ * `hasTouch`, `deviceScaleFactor`). The tests' blocks take a context in the file's one browser
+ * instead (useBrowser): this is for a profile kept on disk (the offline app's HTTP cache) and for
+ * scripts outside the test runner.
  */
 export async function openBrowser({ baseUrl = BASE_URL, intercept = true, device = {} } = {}) {
   const profile = mkdtempSync(join(tmpdir(), "topos-browser-"));
@@ -44,6 +46,11 @@ export async function openBrowser({ baseUrl = BASE_URL, intercept = true, device
     viewport: { width: 1400, height: 900 },
     ...device,
   });
+  return watched(context, { baseUrl, intercept }, () => rmSync(profile, { recursive: true, force: true }));
+}
+
+/** `{ context, foreign, close }` of openBrowser: the context's requests kept to the site (or watched). */
+async function watched(context, { baseUrl = BASE_URL, intercept = true }, cleanUp = () => {}) {
   const site = new URL("./", baseUrl).href;
   const foreign = [];
   const allowed = (url) => url.startsWith(site) || url.startsWith("data:") || url.startsWith("blob:");
@@ -61,51 +68,58 @@ export async function openBrowser({ baseUrl = BASE_URL, intercept = true, device
   }
   const close = async () => {
     await context.close();
-    rmSync(profile, { recursive: true, force: true });
+    cleanUp();
   };
   return { context, foreign, close };
 }
 
-// The file's one shared browser: opened by the first describe block that asks for it, closed after
-// the last. Blocks register when the file is loaded (node:test runs describe bodies at once), so
-// `users` is the whole count before any block's `before` runs.
-const sharedBrowser = { users: 0, opened: null };
+// The file's one Chromium (under node --test each file is a process of its own): launched by the first
+// describe block that asks for it, closed after the last. Blocks register when the file is loaded
+// (node:test runs describe bodies at once), so `users` is the whole count before any block's `before`
+// runs. Each block takes a context of its own in it: a fresh profile (nothing stored, no service worker,
+// no cache) without a browser's start (a second or two) of its own.
+const fileBrowser = { users: 0, launched: null };
+
+/** A fresh profile in the file's browser: openBrowser's `{ context, foreign, close }` and options. */
+async function openContext({ baseUrl, intercept, device = {} } = {}) {
+  fileBrowser.launched ??= chromium.launch({ executablePath: CHROMIUM, headless: true, args: FLAGS });
+  const browser = await fileBrowser.launched;
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 }, ...device });
+  return watched(context, { baseUrl, intercept });
+}
 
 /**
- * The scaffold of a describe block: a browser opened before its tests and closed after them.
- * `options` are openBrowser's, and
- * - `prepare(browser)` runs on the new browser before any page (routes, request listeners, init scripts);
- * - `playground` (a fragment or query, "" for none) opens the playground on it (openPlayground);
- * - `shared: true` takes the file's shared browser instead of a fresh profile: the block starts
- *   from what a fresh profile has of the site (clearSiteData: the pages of the block before
- *   closed, nothing stored), but with a warm HTTP cache and no browser to start. The browser
- *   closes after the file's last shared block; they all take the first one's `options`.
+ * The scaffold of a describe block: a fresh profile (a context in the file's browser, openContext)
+ * opened before its tests and closed after them. `options` are openBrowser's, and
+ * - `prepare(browser)` runs on the new profile before any page (routes, request listeners, init scripts);
+ * - `playground` (a fragment or query, "" for none) opens the playground on it (openPlayground).
  * `onOpen({ browser, page, errors })` hands the block what it opened, once, before its tests.
  */
-export function useBrowser({ playground, shared = false, prepare, ...options } = {}, onOpen = () => {}) {
+export function useBrowser({ playground, prepare, ...options } = {}, onOpen = () => {}) {
   let opened = {};
-  if (shared) sharedBrowser.users += 1;
+  fileBrowser.users += 1;
   before(async () => {
-    if (shared) sharedBrowser.opened ??= openBrowser(options);
-    const browser = await (shared ? sharedBrowser.opened : openBrowser(options));
-    if (shared) await clearSiteData(browser.context);
-    opened = { browser };
-    await prepare?.(browser);
-    if (playground !== undefined) Object.assign(opened, await openPlayground(browser.context, playground));
+    opened = { browser: await openContext(options) };
+    await prepare?.(opened.browser);
+    if (playground !== undefined) Object.assign(opened, await openPlayground(opened.browser.context, playground));
     onOpen(opened);
   });
   after(async () => {
-    if (!shared) return opened.browser?.close();
-    sharedBrowser.users -= 1;
-    if (sharedBrowser.users === 0) await (await sharedBrowser.opened)?.close();
+    await opened.browser?.close();
+    fileBrowser.users -= 1;
+    if (fileBrowser.users === 0 && fileBrowser.launched) {
+      const browser = await fileBrowser.launched;
+      fileBrowser.launched = null;
+      await browser.close();
+    }
   });
 }
 
 /**
- * What a fresh profile has of a site, in a browser that has been used: no page open, nothing
+ * What a fresh profile has of a site, in a profile that has been used: no page open, nothing
  * stored for the site's origin (local and session storage, IndexedDB, service workers, Cache
- * Storage, cookies), while the HTTP cache stays warm. Closing the pages first keeps a page of an
- * earlier test from writing its autosave again.
+ * Storage, cookies). Closing the pages first keeps a page of an earlier test from writing its
+ * autosave again.
  */
 export async function clearSiteData(context, url = BASE_URL) {
   const blank = await context.newPage();

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { before, beforeEach, describe, test } from "node:test";
 import LZString from "lz-string";
-import { BASE_URL, clearSiteData, openBrowser, openPlayground, paneText, pasteCode, READING_NAMES, useBrowser, waitForPane } from "./harness.mjs";
+import { BASE_URL, clearSiteData, openPlayground, paneText, pasteCode, READING_NAMES, useBrowser, waitForPane } from "./harness.mjs";
 import { SEED_DESCRIBE, SEED_RECORDING } from "./seed.mjs";
 
 /** A share link's fragment for `code`, in the format docs/playground.md gives. */
@@ -40,8 +40,8 @@ const heights = (page) =>
   }));
 
 describe("edits are never lost", () => {
-  // One browser for the three tests, its HTTP cache warm after the first; each test starts as in a
-  // fresh profile, with no page open and nothing stored for the site (clearSiteData).
+  // One profile for the three tests; each test starts as in a fresh one, with no page open and
+  // nothing stored for the site (clearSiteData).
   let browser;
   useBrowser({}, (opened) => ({ browser } = opened));
   beforeEach(() => clearSiteData(browser.context));
@@ -288,51 +288,50 @@ describe("the keyboard and the layout", () => {
 });
 
 describe("when Python fails", () => {
+  let opened;
+
+  useBrowser({ playground: "?timeLimit=60000" }, (value) => (opened = value));
+
   test("the status bar says one plain line; the traceback is behind details; the next run works", async () => {
-    const browser = await openBrowser();
-    try {
-      const { page, errors } = await openPlayground(browser.context, "?timeLimit=60000");
-      await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("readings in"));
-      const normal = await heights(page);
+    const { browser, page, errors } = opened;
+    await page.waitForFunction(() => document.querySelector("#status").textContent.startsWith("readings in"));
+    const normal = await heights(page);
 
-      // A script that grows memory until numpy cannot allocate (numpy's _ArrayMemoryError, a MemoryError).
-      await pasteCode(page, "import numpy as np\nchunks = []\nwhile True:\n    chunks.append(np.empty(2**26))\n");
-      await page.waitForFunction(() => /restarted/.test(document.querySelector("#status").textContent), null, { timeout: 60_000 });
-      const status = await statusText(page);
-      assert.equal(status, "your code ran out of memory on line 4; Python has been restarted");
-      assert.deepEqual(await heights(page), normal, "the status bar grew");
-      assert.match(await page.textContent("#error-summary"), /^Your code ran out of memory on line 4.*\n.*Unable to allocate/);
-      assert.equal(await page.$eval("#error-details", (details) => details.open), false);
-      assert.match(await page.textContent("#error-traceback"), /Traceback[\s\S]*File "main.py", line 4[\s\S]*_ArrayMemoryError/);
-      await page.waitForSelector('#editor[data-error-line="4"]');
+    // A script that grows memory until numpy cannot allocate (numpy's _ArrayMemoryError, a MemoryError).
+    await pasteCode(page, "import numpy as np\nchunks = []\nwhile True:\n    chunks.append(np.empty(2**26))\n");
+    await page.waitForFunction(() => /restarted/.test(document.querySelector("#status").textContent), null, { timeout: 60_000 });
+    const status = await statusText(page);
+    assert.equal(status, "your code ran out of memory on line 4; Python has been restarted");
+    assert.deepEqual(await heights(page), normal, "the status bar grew");
+    assert.match(await page.textContent("#error-summary"), /^Your code ran out of memory on line 4.*\n.*Unable to allocate/);
+    assert.equal(await page.$eval("#error-details", (details) => details.open), false);
+    assert.match(await page.textContent("#error-traceback"), /Traceback[\s\S]*File "main.py", line 4[\s\S]*_ArrayMemoryError/);
+    await page.waitForSelector('#editor[data-error-line="4"]');
 
-      // A failure after the script ran, with a 5,000-character message: the script breaks json.dumps, with
-      // which the playground writes its result.
-      const message = "internal ".repeat(600);
-      await pasteCode(page, `import json\n\ndef broken(*args, **kwargs):\n    raise RuntimeError(${JSON.stringify(message)})\n\njson.dumps = broken\n`);
-      await page.waitForFunction(() => /failed.*restarted/.test(document.querySelector("#status").textContent), null, { timeout: 60_000 });
-      assert.equal(await statusText(page), "Python failed on line 4 (RuntimeError); it has been restarted");
-      assert.deepEqual(await heights(page), normal, "the status bar grew");
-      await page.click("#error-details summary");
-      assert.ok((await page.textContent("#error-traceback")).includes(message.trim()));
-      const panel = await page.$eval("#error", (e) => e.getBoundingClientRect().height);
-      assert.ok(panel <= 0.3 * (await page.$eval(".editor-column", (e) => e.getBoundingClientRect().height)) + 1, "the error panel outgrew its space");
+    // A failure after the script ran, with a 5,000-character message: the script breaks json.dumps, with
+    // which the playground writes its result.
+    const message = "internal ".repeat(600);
+    await pasteCode(page, `import json\n\ndef broken(*args, **kwargs):\n    raise RuntimeError(${JSON.stringify(message)})\n\njson.dumps = broken\n`);
+    await page.waitForFunction(() => /failed.*restarted/.test(document.querySelector("#status").textContent), null, { timeout: 60_000 });
+    assert.equal(await statusText(page), "Python failed on line 4 (RuntimeError); it has been restarted");
+    assert.deepEqual(await heights(page), normal, "the status bar grew");
+    await page.click("#error-details summary");
+    assert.ok((await page.textContent("#error-traceback")).includes(message.trim()));
+    const panel = await page.$eval("#error", (e) => e.getBoundingClientRect().height);
+    assert.ok(panel <= 0.3 * (await page.$eval(".editor-column", (e) => e.getBoundingClientRect().height)) + 1, "the error panel outgrew its space");
 
-      // A user's exception with a 5,000-character name is still one line.
-      await pasteCode(page, `raise type(${JSON.stringify("E".repeat(5000))}, (Exception,), {})("too long to read")\n`);
-      await page.waitForFunction(() => /^E{100}/.test(document.querySelector("#status").textContent), null, { timeout: 60_000 });
-      assert.deepEqual(await heights(page), normal, "the status bar grew");
+    // A user's exception with a 5,000-character name is still one line.
+    await pasteCode(page, `raise type(${JSON.stringify("E".repeat(5000))}, (Exception,), {})("too long to read")\n`);
+    await page.waitForFunction(() => /^E{100}/.test(document.querySelector("#status").textContent), null, { timeout: 60_000 });
+    assert.deepEqual(await heights(page), normal, "the status bar grew");
 
-      // The page goes on: Python was restarted, and the next edit runs.
-      await pasteCode(page, SEED_RECORDING + 'print("after the failures")\n');
-      await waitForPane(page, "output", (text) => text.includes("after the failures"), 60_000);
-      assert.equal(await paneText(page, "spec"), SEED_DESCRIBE);
-      assert.equal(await page.$eval("#error", (e) => e.hidden), true);
-      assert.equal(await page.$eval("#editor", (e) => e.dataset.errorLine), undefined);
-      assert.deepEqual(errors, []);
-      assert.deepEqual(browser.foreign, []);
-    } finally {
-      await browser.close();
-    }
+    // The page goes on: Python was restarted, and the next edit runs.
+    await pasteCode(page, SEED_RECORDING + 'print("after the failures")\n');
+    await waitForPane(page, "output", (text) => text.includes("after the failures"), 60_000);
+    assert.equal(await paneText(page, "spec"), SEED_DESCRIBE);
+    assert.equal(await page.$eval("#error", (e) => e.hidden), true);
+    assert.equal(await page.$eval("#editor", (e) => e.dataset.errorLine), undefined);
+    assert.deepEqual(errors, []);
+    assert.deepEqual(browser.foreign, []);
   });
 });

@@ -7,7 +7,7 @@
 
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { BASE_URL, openBrowser, openPlayground, paneText, pasteCode, useBrowser, waitForPane } from "./harness.mjs";
+import { BASE_URL, paneText, pasteCode, useBrowser, waitForPane } from "./harness.mjs";
 
 const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 3 };
 const TABLET = { viewport: { width: 768, height: 1024 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 };
@@ -284,10 +284,13 @@ for (const [name, device] of [
   ["a tablet", TABLET],
   ["a laptop", LAPTOP],
 ]) {
-  test(`on ${name}, the editor and the readings stand side by side, and nothing runs off the screen`, async () => {
-    const browser = await openBrowser({ device });
-    try {
-      const { page, errors } = await openPlayground(browser.context);
+  describe(`the playground on ${name}`, () => {
+    let opened;
+
+    useBrowser({ device, playground: "" }, (value) => (opened = value));
+
+    test(`on ${name}, the editor and the readings stand side by side, and nothing runs off the screen`, async () => {
+      const { browser, page, errors } = opened;
       await page.waitForSelector('#editor[data-editor="monaco"] .monaco-editor');
       await assertFits(page, `the playground on ${name}`);
       const editor = await box(page, "#editor");
@@ -298,8 +301,6 @@ for (const [name, device] of [
       await docs.goto(new URL("docs/readings.html", BASE_URL).href);
       await assertFits(docs, `docs/readings.html on ${name}`);
       assert.deepEqual(errors, []);
-    } finally {
-      await browser.close();
-    }
+    });
   });
 }

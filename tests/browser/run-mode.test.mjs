@@ -67,7 +67,7 @@ describe("Run mode", () => {
   let page;
   let pageErrors;
 
-  useBrowser({ playground: "", shared: true }, (opened) => ({ browser, page, errors: pageErrors } = opened));
+  useBrowser({ playground: "" }, (opened) => ({ browser, page, errors: pageErrors } = opened));
 
   test("the first printed line shows while the run goes, Stop ends an endless loop at once, and the next run works", async () => {
     assert.equal(await page.$eval("#stop", (button) => button.disabled), true, "Stop is on with no run");
@@ -156,7 +156,7 @@ describe("Run mode", () => {
 describe("Run mode in an embed", () => {
   let browser;
 
-  useBrowser({ shared: true }, (opened) => ({ browser } = opened));
+  useBrowser({}, (opened) => ({ browser } = opened));
 
   const embedUrl = (query, code) =>
     new URL(`embed.html?${query}#code=v1:${LZString.compressToEncodedURIComponent(code)}`, BASE_URL).href;

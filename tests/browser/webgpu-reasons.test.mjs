@@ -4,11 +4,12 @@
 // (navigator.gpu taken away), no adapter (requestAdapter answers null); and headless Chromium as it
 // is, whose only adapter is SwiftShader, a fallback, which "auto" leaves to numpy. After the first
 // readings the status bar says "kernels on numpy: <why>", and the backend picker's tooltip holds
-// Python's whole message.
+// Python's whole message. Each case is a fresh profile of its own in the file's one browser: the
+// rewrite is a route of that profile, so no browser needs flags of its own.
 
 import assert from "node:assert/strict";
-import { test } from "node:test";
-import { openBrowser, openPlayground } from "./harness.mjs";
+import { describe, test } from "node:test";
+import { useBrowser } from "./harness.mjs";
 
 const BROWSERS = {
   "no JSPI": {
@@ -34,34 +35,36 @@ const BROWSERS = {
 };
 
 for (const [name, { prelude, status, title }] of Object.entries(BROWSERS)) {
-  test(`with ${name}, the status bar says why the kernels run on numpy`, async () => {
-    const browser = await openBrowser();
-    // The service worker may still be fetching the worker's script (its precache) when the test
-    // closes the browser: that fetch then fails with the context ("Response has been disposed"),
-    // which says nothing about the page. Any failure before the close is the test's.
+  describe(`a browser with ${name}`, () => {
+    // The service worker may still be fetching the worker's script (its precache) when the block
+    // closes its profile: that fetch then fails with the context ("Response has been disposed"),
+    // which says nothing about the page. Any failure before the test ends is the test's.
     let closing = false;
-    try {
-      if (prelude) {
-        // Registered after the harness's own route, so it is consulted first.
-        await browser.context.route(/\/assets\/worker-[^/]*\.js$/, async (route) => {
-          try {
-            const response = await route.fetch();
-            await route.fulfill({ response, body: `${prelude}\n${await response.text()}` });
-          } catch (error) {
-            if (!closing) throw error;
-          }
-        });
+    let opened;
+    const rewrite = (browser) =>
+      // Registered after the harness's own route, so it is consulted first.
+      browser.context.route(/\/assets\/worker-[^/]*\.js$/, async (route) => {
+        try {
+          const response = await route.fetch();
+          await route.fulfill({ response, body: `${prelude}\n${await response.text()}` });
+        } catch (error) {
+          if (!closing) throw error;
+        }
+      });
+    useBrowser({ playground: "", prepare: prelude ? rewrite : undefined }, (value) => (opened = value));
+
+    test(`with ${name}, the status bar says why the kernels run on numpy`, async () => {
+      try {
+        const { browser, page, errors } = opened;
+        const line = await page.$eval("#status", (element) => element.textContent);
+        assert.match(line, /^readings in \d+ ms \(Python \d+ ms\) · /);
+        assert.equal(line.split(" · ").slice(1).join(" · "), status);
+        assert.match(await page.$eval("#backend", (picker) => picker.title), title);
+        assert.deepEqual(browser.foreign, []);
+        assert.deepEqual(errors, []);
+      } finally {
+        closing = true;
       }
-      const { page, errors } = await openPlayground(browser.context);
-      const line = await page.$eval("#status", (element) => element.textContent);
-      assert.match(line, /^readings in \d+ ms \(Python \d+ ms\) · /);
-      assert.equal(line.split(" · ").slice(1).join(" · "), status);
-      assert.match(await page.$eval("#backend", (picker) => picker.title), title);
-      assert.deepEqual(browser.foreign, []);
-      assert.deepEqual(errors, []);
-    } finally {
-      closing = true;
-      await browser.close();
-    }
+    });
   });
 }
