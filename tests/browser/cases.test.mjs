@@ -36,8 +36,13 @@ async function buildPageScript() {
 }
 
 test("every shared test vector agrees on the browser's WebGPU and on Pyodide's numpy", async () => {
-  const script = await buildPageScript();
-  const browser = await openBrowser();
+  // The browser starts (in its own processes) while Vite bundles the page's script.
+  const launching = openBrowser();
+  const script = await buildPageScript().catch(async (error) => {
+    await (await launching).close();
+    throw error;
+  });
+  const browser = await launching;
   try {
     const page = await browser.context.newPage();
     const errors = [];

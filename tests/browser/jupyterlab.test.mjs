@@ -136,9 +136,17 @@ describe("the cards in JupyterLab", () => {
     );
     await page.keyboard.press("ControlOrMeta+S");
     const saved = join(notebooks, "cards.ipynb");
+    // JupyterLab writes the file in place: a read that catches it half-written (no JSON yet) is not the save.
+    const cardsSoFar = () => {
+      try {
+        return savedCards(saved);
+      } catch (error) {
+        if (error instanceof SyntaxError) return [];
+        throw error;
+      }
+    };
     const started = Date.now();
-    while (Date.now() - started < LAB_TIMEOUT && !savedCards(saved).length) await new Promise((resolve) => setTimeout(resolve, 250));
-    cards = savedCards(saved);
+    while (Date.now() - started < LAB_TIMEOUT && !(cards = cardsSoFar()).length) await new Promise((resolve) => setTimeout(resolve, 250));
   });
 
   after(async () => {

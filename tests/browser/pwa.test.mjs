@@ -72,11 +72,13 @@ describe("the offline app", () => {
   const pageErrors = [];
 
   before(async () => {
-    await build(first, "pwa-test-a");
+    // The browser starts while the first build is written; nothing asks the server for a page before.
+    server = await startStaticServer(first, { base: SUB_PATH });
+    const [built, opened] = await Promise.allSettled([build(first, "pwa-test-a"), openBrowser({ baseUrl: server.url, intercept: false })]);
+    browser = opened.value;
+    for (const outcome of [built, opened]) if (outcome.status === "rejected") throw outcome.reason;
     secondBuilt = build(second, NEW_BUILD);
     secondBuilt.catch(() => {}); // awaited by the last test, where a failed build shows
-    server = await startStaticServer(first, { base: SUB_PATH });
-    browser = await openBrowser({ baseUrl: server.url, intercept: false });
     page = await browser.context.newPage();
     page.on("pageerror", (error) => pageErrors.push(String(error)));
   });
@@ -127,7 +129,8 @@ describe("the offline app", () => {
     await waitForReadings(page);
     assert.ok(await page.evaluate(() => Boolean(navigator.serviceWorker.controller)), "the page is not served by the worker");
     // The update check may land a moment after the page is ready.
-    await page.waitForTimeout(1000);
+    const started = Date.now();
+    while (!server.log.slice(mark).some((entry) => entry.path === server.pathOf("sw.js")) && Date.now() - started < 10_000) await page.waitForTimeout(50);
     const requests = server.log.slice(mark);
     assert.deepEqual([...new Set(requests.map((entry) => entry.path))], [server.pathOf("sw.js")], JSON.stringify(requests));
     const bytes = requests.reduce((total, entry) => total + entry.bytes, 0);
@@ -154,6 +157,10 @@ describe("the offline app", () => {
       }
       const spec = await waitForPane(page, "spec", (text) => text.includes("   6  Exp            5"));
       assert.match(spec, /tape: 7 nodes, 1 parameter, 2 inputs$/);
+      // The spec may be of the first typed line alone, and the readings stream in pane by pane
+      // (playground.test.mjs waits the same way): the second line's print, then every pane's change.
+      await waitForPane(page, "output", (text) => /6 {2}Exp/.test(text));
+      for (const name of READINGS) await waitForPane(page, name, (text) => text !== before[name]);
       for (const name of READINGS) {
         assert.notEqual(await paneText(page, name), before[name], `the ${name} pane did not change offline`);
       }
