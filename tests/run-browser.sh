@@ -34,8 +34,11 @@ export PLAYGROUND_URL="http://127.0.0.1:$port$base"
 # Test files named on the command line run alone; without any, every file of tests/browser/ runs.
 targets=(tests/browser/)
 for argument in "$@"; do [[ "$argument" == -* ]] || targets=(); done
+# One test file at a time: some tests race a page's clock (an older run overtaken by an edit, a 3 s
+# time limit), and two files at once on two cores have not yet been shown to pass every time.
+# BROWSER_TEST_CONCURRENCY=2 runs two files at once (each is its own node process and Chromium).
 status=0
-node --test --test-concurrency=1 --test-reporter=spec "${targets[@]}" "$@" || status=$?
+node --test --test-concurrency="${BROWSER_TEST_CONCURRENCY:-1}" --test-reporter=spec "${targets[@]}" "$@" || status=$?
 # The server names every request it could not answer (above all, any outside the sub-path).
 if grep -q "static-server: 404" "$log"; then
   echo "run-browser: requests the site could not answer:" >&2
