@@ -290,7 +290,7 @@ COUNTERPARTS = {
         "Plot": ("", "", ""),
         "capture": ("", "", ""),
         "graph": ("", "", ""),
-        "heatmap": ("", "", "matplotlib's imshow over an extent, with scatter points; TensorFlow Playground's boundary"),
+        "heatmap": ("", "", "matplotlib's imshow over an extent, with a scatter of points"),
         "hlo": ("", "", "jax.jit(f).lower(...).as_text()"),
         "image": ("", "", "matplotlib's imshow; jax-js's displayImage"),
         "lines": ("", "", ""),
