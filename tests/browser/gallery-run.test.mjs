@@ -4,7 +4,7 @@
 // printed digit or so) and draws its loss on one plot card with a point a step. The
 // transformer says where it trained: headless Chromium's adapter is SwiftShader, a
 // software fallback, so "auto" leaves the training to numpy, as the docs show it.
-// The PCA, which does not train, runs once: its cards and printed lines are the docs', in order.
+// The PCA and the Mandelbrot set, which do not train, run once: their cards and printed lines are the docs', in order.
 
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -86,8 +86,9 @@ describe("the gallery in Run mode", () => {
   // largest first, a log y axis) and prints the explained share, the eigh/svd agreement and where
   // three digits sit on the first two components. The page's output, card by card and in order
   // (the print blocks included, and an error's card should the script raise), is the docs' output.
-  test("11_digits_pca.py runs in the page, draws the cards and prints what the docs show", async () => {
-    const file = "11_digits_pca.py";
+  // The Mandelbrot set (one while_loop) runs once too: a heatmap and a printed line a view, its trip count
+  // the loop's own (60 steps over the set, fewer beside it), the page's as the docs'.
+  for (const file of ["11_digits_pca.py", "20_mandelbrot.py"]) test(`${file} runs in the page, draws the cards and prints what the docs show`, async () => {
     const part = built.get(file);
     await page.evaluate((code) => window.playground.setCode(code), part.code);
     await page.click("#run");

@@ -758,3 +758,49 @@ def test_heat_equation_is_the_numpy_loop_and_learns_both_coefficients():
     assert watcher.steps == [(step, len(losses)) for step in range(1, len(losses) + 1)]
     printed = printed_steps(text)
     assert len(printed) >= 4 and all(abs(losses[step] - value) <= unit for step, (value, unit) in printed.items())
+
+
+def test_mandelbrot_is_numpys_escape_loop_and_the_data_decide_the_trip_count():
+    watcher = Watcher()
+    with show.watch(watcher):
+        text, namespace = run_example("20_mandelbrot.py")
+    network, limit = namespace["network"], namespace["LIMIT"]
+    assert re.search(r"^ +\d+  While .* cond_body=<\d+ nodes> body=<\d+ nodes>", network.describe(), re.M)
+    cards = [card for card, _ in watcher.cards]
+    assert [card.kind for card in cards] == ["heatmap", "heatmap"]
+    taken = {}
+    for (x_range, y_range), title, card in zip(
+        (namespace["WHOLE"], namespace["BESIDE"]), ("the whole set", "beside it"), cards
+    ):
+        times, taken[title] = namespace["draw"](x_range, y_range, title)
+        # numpy's loop of the same operations: only correctly rounded +, -, * and comparisons, no library
+        # function and no sum but the count of points inside (exact), so IEEE 754 fixes every bit.
+        c_re, c_im = namespace["view"](x_range, y_range)
+        z_re, z_im, expected, steps = np.zeros_like(c_re), np.zeros_like(c_re), np.zeros_like(c_re), 0
+        while steps < limit and np.sum(z_re * z_re + z_im * z_im <= 4.0) > 0:
+            inside = z_re * z_re + z_im * z_im <= 4.0
+            z_re, z_im = (
+                np.where(inside, z_re * z_re - z_im * z_im + c_re, z_re),
+                np.where(inside, 2.0 * z_re * z_im + c_im, z_im),
+            )
+            expected, steps = expected + inside, steps + 1
+        np.testing.assert_array_equal(times, expected)
+        assert taken[title] == steps
+        kept = int(np.sum(expected >= limit))
+        assert (
+            f"{title}, x {x_range} y {y_range}: the loop ran {steps} steps; {kept} points of {times.size} kept in"
+            in text
+        )
+        # One heatmap a view, over the view, titled with the steps the loop took.
+        data = card.to_json()
+        assert data["title"] == f"{title}: {steps} steps" and data["shape"] == list(expected.shape)
+        assert (data["x_range"], data["y_range"]) == (list(x_range), list(y_range))
+    # The trip count is the data's, in one recording: the whole set holds points that never escape, so the
+    # loop runs to its limit; beside the set every point escapes, and the loop stops with the last.
+    assert taken["the whole set"] == limit > taken["beside it"]
+    # The recording does not grow with the limit: the condition and the step are the While's bodies.
+    module = load_module("20_mandelbrot.py")
+    for count in (10, 10_000):
+        module.LIMIT = count
+        longer, _ = topos.Tape.record(module.build)
+        assert len(longer) == len(network)
