@@ -270,6 +270,21 @@ def test_a_plots_axes_ignore_the_users_decimal_context():
 
 # Every card constructor -----------------------------------------------------------------------------------
 
+
+def _shaped(values):
+    """``values`` as an array of some shape (rank 0 to 4) that holds them all, drawn."""
+    count = len(values)
+    shapes = [(), (count,), (1, count), (count, 1), (1, 1, count), (1, 1, count, 1), (1, count, 1, 1)]
+    if count == 6:
+        shapes += [(2, 3), (3, 2, 1), (1, 2, 3), (2, 1, 1, 3)]
+    return st.sampled_from([shape for shape in shapes if int(np.prod(shape)) == count]).map(
+        lambda shape: np.array(values, dtype=np.float64).reshape(shape)
+    )
+
+
+#: Each card constructor's call with the drawn argument: the heatmap also takes its two ranges.
+MAKERS = {"heatmap": lambda value: show.heatmap(value, (-1.0, 1.0), (0.0, 2.0))}
+
 #: What each card constructor of topos.show is given here: hypothesis draws its argument.
 CARD_ARGUMENTS = {
     "spec": st.one_of(texts, st.integers()),
@@ -278,6 +293,9 @@ CARD_ARGUMENTS = {
     "text": st.one_of(texts, numbers, st.lists(numbers, max_size=3).map(np.array)),
     "graph": st.one_of(texts, st.integers(), st.lists(st.integers(), max_size=3)),
     "plot": st.one_of(series.map(Line.y), texts, numbers),
+    # Images and heatmaps: any floats (NaN, infinities and the largest included), any shape of rank 0 to 4.
+    "image": st.one_of(st.lists(numbers, min_size=1, max_size=24).flatmap(_shaped), texts, numbers),
+    "heatmap": st.one_of(st.lists(numbers, min_size=1, max_size=24).flatmap(_shaped), texts, numbers),
 }
 
 
@@ -291,7 +309,7 @@ def test_the_sweep_covers_every_card_constructor():
 def test_every_card_constructor_makes_a_card_that_draws_or_raises_a_topos_error(data, kind):
     value = data.draw(CARD_ARGUMENTS[kind])
     try:
-        card = getattr(show, kind)(value)
+        card = MAKERS.get(kind, getattr(show, kind))(value)
     except topos.ToposError:
         return
     tree = check_bundle(card._repr_mimebundle_())

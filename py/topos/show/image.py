@@ -176,7 +176,7 @@ def _is_grid(array, rgb):
 
 def _as_grid(array, scale):
     """``(images [N, H, W] or [N, H, W, 3], whether RGB)``; see ``show.image`` for how a shape reads."""
-    last = array.shape[-1]
+    last = array.shape[-1] if array.ndim else None
     rgb = (array.ndim == 3 and last == 3 and scale in (None, "rgb")) or (array.ndim == 4 and last == 3)
     if array.ndim not in (2, 3, 4) or (array.ndim == 4 and last not in (1, 3)):
         raise ShapeError(
@@ -225,7 +225,13 @@ def _range(given, array, scale):
         most = max(abs(low), abs(high)) or 1.0
         return [-most, most]
     if low == high:
-        return [low - 0.5, high + 0.5]
+        # Half a unit either side, or a thousandth of the value where that is more (beside 1e308 half a unit is nothing).
+        pad = max(0.5, abs(low) / 1000)
+        if not math.isfinite(high + pad):  # beside the largest float the range reaches only below (or above) it
+            return [low - 2 * pad, high]
+        if not math.isfinite(low - pad):
+            return [low, high + 2 * pad]
+        return [low - pad, high + pad]
     return [low, high]
 
 
@@ -245,6 +251,8 @@ def _points(points, classes):
             raise ArgumentError("show.heatmap() has classes but no points to colour")
         return None
     xy = _array(points, "show.heatmap() points").astype(np.float64)
+    if xy.ndim == 2 and not np.all(np.isfinite(xy)):
+        raise ArgumentError("show.heatmap() takes finite points: a NaN or infinite point has no place")
     if xy.ndim != 2 or xy.shape[1] != 2:
         raise ShapeError(
             f"show.heatmap() takes points as [P, 2] (x, y), got shape {list(xy.shape)}",
@@ -285,15 +293,19 @@ def _block_mean(image, factor):
     padded[:height, :width] = image
     blocks = padded.reshape(rows, factor, columns, factor, *image.shape[2:])
     finite = np.isfinite(blocks)
-    sums = np.where(finite, blocks, 0.0).sum(axis=(1, 3))
-    counts = finite.sum(axis=(1, 3))
-    return np.divide(sums, counts, out=np.full(sums.shape, np.nan), where=counts > 0)
+    counts = finite.sum(axis=(1, 3), keepdims=True)
+    # Each value divided by its block's count before the sum, so that a sum of the largest floats cannot overflow.
+    shares = np.divide(np.where(finite, blocks, 0.0), counts, out=np.zeros(blocks.shape), where=counts > 0)
+    means = shares.sum(axis=(1, 3))
+    return np.where(counts[:, 0, :, 0] > 0, means, np.nan)
 
 
 def _levels(image, low, high):
     """Each value's place in ``[low, high]`` as a byte, 0 to 255; a value not finite is 0."""
     finite = np.isfinite(image)
-    placed = np.clip(np.rint((np.where(finite, image, low) - low) / (high - low) * 255), 0, 255)
+    # In halves: the difference of two finite floats' halves cannot overflow, as [-1e308, 1e308]'s would.
+    place = (np.where(finite, image, low) / 2 - low / 2) / (high / 2 - low / 2)
+    placed = np.clip(np.rint(place * 255), 0, 255)
     return np.where(finite, placed, 0).astype(np.uint8)
 
 

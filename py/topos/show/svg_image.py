@@ -84,7 +84,8 @@ def _heatmap_rgb(data):
 def _place(data, x, y, width, height):
     """Where (x, y) lies on a heatmap drawn ``width`` x ``height``: from the left, and from the top."""
     (x0, x1), (y0, y1) = data["x_range"], data["y_range"]
-    return (x - x0) / (x1 - x0) * width, (y1 - y) / (y1 - y0) * height
+    # In halves, as image.py places values: no difference of two finite floats overflows then.
+    return (x / 2 - x0 / 2) / (x1 / 2 - x0 / 2) * width, (y1 / 2 - y / 2) / (y1 / 2 - y0 / 2) * height
 
 
 def _image_element(picture, palette, x, y, zoom):
