@@ -3,7 +3,8 @@
 // runs every cell (Run > Run All Cells) and saves it. The saved outputs are the oracle: every
 // output that carries a card (application/vnd.topos.card+json) is drawn by the extension, the
 // graph card as one element a node with the node labels as text, the plot card by uPlot with all
-// its points, and a card with rows highlights the rows about the same nodes on a click.
+// its points, an image card on a canvas whose pixels are the card's, and a card with rows highlights
+// the rows about the same nodes on a click.
 
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -202,6 +203,18 @@ describe("the cards in JupyterLab", () => {
         legend: [plot.x_label, ...plot.layers.map((layer) => layer.label)],
       })),
     );
+  });
+
+  test("the image card: drawn on a canvas, the ramp's pixel v gray 17 v", async () => {
+    const image = cards.find((card) => card.kind === "image");
+    assert.ok(image, "no image card in the notebook");
+    await page.waitForSelector(".jp-ToposCard .card-image canvas", { timeout: LAB_TIMEOUT });
+    const pixels = await page.$eval(".jp-ToposCard .card-image canvas", (canvas) => {
+      const { data } = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height);
+      return Array.from({ length: canvas.width * canvas.height }, (_, i) => [data[4 * i], data[4 * i + 1], data[4 * i + 2]]);
+    });
+    assert.deepEqual(pixels, Array.from({ length: 16 }, (_, v) => [17 * v, 17 * v, 17 * v]));
+    assert.equal(await page.$eval(".jp-ToposCard .card-image", (figure) => figure.dataset.title), image.title);
   });
 
   test("a card with rows highlights the rows about the same nodes on a click", async () => {

@@ -7,6 +7,7 @@ own text, the card JSON is what ``to_json`` gives, the HTML is a table, an SVG o
 escaped text. One kernel start (a few seconds) for the whole file.
 """
 
+import base64
 import pathlib
 import re
 
@@ -68,6 +69,18 @@ def test_every_card_and_object_has_the_mime_types_it_should(outputs):
         assert outputs[cell]["text/html"].startswith('<table class="topos-table'), cell
     for cell in ["cell-05", "cell-06", "cell-07"]:
         assert set(outputs[cell]) == {"text/plain", "text/html"}, cell
+
+
+def test_an_image_card_also_carries_one_png(outputs):
+    """The ramp 0..15 on the gray scale: byte 17 v, in the card's JSON and (enlarged) in the PNG."""
+    data = outputs["cell-14"]
+    assert set(data) == {"text/plain", "text/html", MIME_TYPE, "image/png"}
+    card = data[MIME_TYPE]
+    assert card["kind"] == "image" and card["title"] == "a 4x4 ramp"
+    assert list(base64.b64decode(card["images"][0]["pixels"])) == [17 * v for v in range(16)]
+    png = base64.b64decode(data["image/png"])
+    assert png.startswith(b"\x89PNG\r\n\x1a\n")
+    assert data["text/html"].startswith("<svg") and data["text/plain"].startswith("a 4x4 ramp: 4x4, gray scale")
 
 
 def test_spec_of_the_tape_and_the_network(outputs):
