@@ -65,7 +65,8 @@ def draw(x_range, y_range, title):
 
 
 if __name__ == "__main__":
-    for x_range, y_range, title in ((*WHOLE, "the whole set"), (*BESIDE, "beside it")):
-        times, taken = draw(x_range, y_range, title)
+    views = [(*WHOLE, "the whole set"), (*BESIDE, "beside it")]
+    drawn = [draw(*view) for view in views]  # both cards first, then the printed lines (as the docs show them)
+    for (x_range, y_range, title), (times, taken) in zip(views, drawn):
         kept = int(np.sum(times >= LIMIT))
         print(f"{title}, x {x_range} y {y_range}: the loop ran {taken} steps; {kept} points of {times.size} kept in")
