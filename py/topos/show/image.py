@@ -47,8 +47,9 @@ PALETTES = {
     "diverging": [[33, 102, 172], [247, 247, 247], [178, 24, 43]],
 }
 SCALES = ("gray", "diverging", "rgb")
-#: The points' colours, by class (class k takes colour k modulo the list).
-CLASS_COLOURS = [[31, 119, 180], [214, 39, 40], [44, 160, 44], [255, 127, 14], [148, 103, 189], [140, 86, 75]]
+#: The points' colours, by class (class k takes colour k modulo the list): darker than the diverging
+#: scale's ends, so that a point of class 0 still shows on the blue its class is drawn in (with a white rim).
+CLASS_COLOURS = [[8, 48, 107], [103, 0, 13], [0, 109, 44], [166, 54, 3], [84, 39, 143], [0, 0, 0]]
 
 
 def image_faces(values, captions=None, scale=None, range=None, title=""):  # noqa: A002 (range: as matplotlib names it)

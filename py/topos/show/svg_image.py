@@ -19,8 +19,9 @@ import numpy as np
 from ..display import escape
 from .image import rgb_of
 
-#: The size a drawn image reaches at least on its larger side, where a whole zoom gets it there.
-DRAWN_SIDE = 96
+#: The size a drawn image reaches at least on its larger side, where a whole zoom gets it there; a
+#: heatmap, one picture with points over it, is drawn larger.
+DRAWN_SIDE, HEATMAP_SIDE = 96, 288
 #: The most a pixel is made larger: a 1x1 image stays a 32x32 square.
 MAX_ZOOM = 32
 #: Images a row of a grid, and the room between and under them (a caption's line).
@@ -41,8 +42,8 @@ def png_bytes(rgb):
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b"")
 
 
-def zoom_of(picture):
-    return max(1, min(MAX_ZOOM, DRAWN_SIDE // max(picture["width"], picture["height"])))
+def zoom_of(picture, side=DRAWN_SIDE):
+    return max(1, min(MAX_ZOOM, side // max(picture["width"], picture["height"])))
 
 
 def enlarged(rgb, zoom):
@@ -67,7 +68,7 @@ def card_png(kind, data):
 
 
 def _heatmap_rgb(data):
-    zoom = zoom_of(data["image"])
+    zoom = zoom_of(data["image"], HEATMAP_SIDE)
     rgb = enlarged(rgb_of(data["image"], data["palette"]), zoom).copy()
     points = data["points"]
     if points is not None:
@@ -75,9 +76,14 @@ def _heatmap_rgb(data):
         for x, y, label in zip(points["x"], points["y"], points["class"], strict=True):
             left, top = _place(data, x, y, width, height)
             if 0 <= left < width and 0 <= top < height:
-                half, row, column = POINT_SIDE // 2, int(top), int(left)
-                square = (slice(max(0, row - half), row + half + 1), slice(max(0, column - half), column + half + 1))
-                rgb[square] = data["class_colours"][label % len(data["class_colours"])]
+                row, column = int(top), int(left)
+                # A white square one pixel wider each way, then the class's colour: a rim that shows on any colour.
+                for half, colour in ((POINT_SIDE // 2 + 1, [255, 255, 255]), (POINT_SIDE // 2, None)):
+                    square = (
+                        slice(max(0, row - half), row + half + 1),
+                        slice(max(0, column - half), column + half + 1),
+                    )
+                    rgb[square] = colour or data["class_colours"][label % len(data["class_colours"])]
     return rgb
 
 
@@ -98,7 +104,7 @@ def _image_element(picture, palette, x, y, zoom):
 
 def card_svg(kind, data, text):
     """The card as SVG: its images (a PNG each), their captions, points as circles; the first line of ``text`` under it."""
-    zoom = zoom_of(data["image"] if kind == "heatmap" else data["images"][0])
+    zoom = zoom_of(data["image"], HEATMAP_SIDE) if kind == "heatmap" else zoom_of(data["images"][0])
     parts = []
     top = 22 if data.get("title") else 4
     if kind == "heatmap":
