@@ -349,7 +349,7 @@ export interface CardPicture {
   caption?: string;
 }
 
-/** The drawing shared by image and heatmap cards (py/topos/show/image.py): a byte's colour through `palette`. */
+/** The drawing shared by image and heatmap cards (py/topos/show/pictures.py): a byte's colour through `palette`. */
 interface PictureCard {
   title: string;
   shape: number[];

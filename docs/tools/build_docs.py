@@ -261,7 +261,7 @@ def same_json(built, rerun, in_output=False):
 
 
 def same_pixels(built, rerun):
-    """An image card's pixels (base64 bytes, py/topos/show/image.py) equal but for one level a byte.
+    """An image card's pixels (base64 bytes, py/topos/show/pictures.py) equal but for one level a byte.
 
     A byte is a value's place in the card's range, rounded: values within ``RELATIVE`` of
     each other (another CPU's last bits, grown through training) round to bytes one apart

@@ -2,7 +2,7 @@
 //
 // A known image: a 4x4 ramp 0..15 on the gray scale is byte 17 v (v / 15 * 255), so the canvas's
 // pixel (row, column) is gray 17 (4 row + column), read pixel by pixel; a signed image's canvas is the
-// colours that Python's own palette blend (topos.show.image.colours, what the PNG in a notebook holds)
+// colours that Python's own palette blend (topos.show.pictures.colours, what the PNG in a notebook holds)
 // gives, printed by the same run. Then the gallery's spiral (21_spiral.py) in Run mode: its heatmap is
 // one card redrawn while the run goes (its title names the step), and once trained the values' canvas
 // puts the training points on their class's side (blue below 0.5, red above) and agrees with the
@@ -24,7 +24,7 @@ const KNOWN = `
 import json
 import numpy as np
 from topos import show
-from topos.show.image import rgb_of
+from topos.show.pictures import rgb_of
 
 ramp = show.image(np.arange(16.0).reshape(4, 4), title="ramp")
 signed = show.image(np.array([[-2.0, -1.0, 0.0], [0.5, 1.0, 2.0]]), title="signed")
@@ -53,7 +53,7 @@ async function runCode(page, code) {
   return printed;
 }
 
-/** A byte through a palette, as image.py's colours and draw-image.ts's colourOf blend it. */
+/** A byte through a palette, as pictures.py's colours and draw-image.ts's colourOf blend it. */
 function colourOf(level, palette) {
   const where = (level * (palette.length - 1)) / 255;
   const below = Math.min(Math.floor(where), palette.length - 2);

@@ -18,7 +18,7 @@ import topos
 from topos import Tape, show
 from topos.errors import ArgumentError, ShapeError
 from topos.show import MIME_TYPE
-from topos.show.image import MAX_IMAGES, MAX_SIDE, PALETTES, _block_mean, colours, pixels_of
+from topos.show.pictures import MAX_IMAGES, MAX_SIDE, PALETTES, _block_mean, colours, pixels_of
 from topos.show.svg_image import zoom_of
 
 

@@ -51,7 +51,7 @@ from .graph_card import (  # noqa: F401  (re-exported)
     graph_text,
     nodes_json,
 )
-from .image import heatmap_faces, image_faces
+from .pictures import heatmap_faces, image_faces
 from .svg_image import card_png, card_svg
 from .svg_plot import plot_problem, plot_svg
 
@@ -393,7 +393,7 @@ def image(values, captions=None, scale=None, range=None, title=""):  # noqa: A00
     blue below, red above; the default where the data hold both signs) or ``"rgb"``.
     ``range``: ``(low, high)``, the values drawn as the scale's two ends (default: the
     data's). Large images are downsampled by block mean to at most 256x256, a grid draws
-    its first 64 images (``topos.show.image``'s module docstring has the rule); the text
+    its first 64 images (``topos.show.pictures``' module docstring has the rule); the text
     says so. ``card.update(new_values, **options)`` redraws it.
     """
     return _optioned("image", values, captions=captions, scale=scale, range=range, title=title)

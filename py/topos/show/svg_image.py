@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 
 from ..display import escape
-from .image import rgb_of
+from .pictures import rgb_of
 
 #: The size a drawn image reaches at least on its larger side, where a whole zoom gets it there; a
 #: heatmap, one picture with points over it, is drawn larger.
@@ -90,7 +90,7 @@ def _heatmap_rgb(data):
 def _place(data, x, y, width, height):
     """Where (x, y) lies on a heatmap drawn ``width`` x ``height``: from the left, and from the top."""
     (x0, x1), (y0, y1) = data["x_range"], data["y_range"]
-    # In halves, as image.py places values: no difference of two finite floats overflows then.
+    # In halves, as pictures.py places values: no difference of two finite floats overflows then.
     return (x / 2 - x0 / 2) / (x1 / 2 - x0 / 2) * width, (y1 / 2 - y / 2) / (y1 / 2 - y0 / 2) * height
 
 

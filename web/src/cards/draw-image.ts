@@ -1,4 +1,4 @@
-// Image and heatmap cards (py/topos/show/image.py) drawn on canvases: each picture's bytes, base64,
+// Image and heatmap cards (py/topos/show/pictures.py) drawn on canvases: each picture's bytes, base64,
 // one a pixel (or three, RGB), through the card's palette, onto a canvas of the picture's own size,
 // made larger by CSS with pixelated scaling (a pixel stays a square). A heatmap's points go on a
 // second canvas over it, so that the values' canvas holds the values alone: what a test reads
@@ -16,7 +16,7 @@ const MAX_ZOOM = 32;
 const HEATMAP_WIDTH = 320;
 const POINT_RADIUS = 3.5;
 
-/** A byte through `palette`: the linear blend of the two colours around it, rounded as image.py's `colours` rounds. */
+/** A byte through `palette`: the linear blend of the two colours around it, rounded as pictures.py's `colours` rounds. */
 export function colourOf(level: number, palette: Colour[]): Colour {
   const where = (level * (palette.length - 1)) / 255;
   const below = Math.min(Math.floor(where), palette.length - 2);
