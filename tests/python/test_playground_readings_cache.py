@@ -60,3 +60,32 @@ def test_the_cache_keeps_the_most_recently_used_recordings():
     assert cache.get("b") is None
     assert cache.get("a") == {"spec": 1}
     assert cache.get("c") == {"spec": 3}
+
+
+LOOP = """import topos
+from topos import Tape
+
+
+def build(tape):
+    w = tape.parameter([[0.5, 0.0], [0.0, 0.5]])
+    xs = tape.input([[1.0, -1.0], [2.0, 0.5], [-0.5, 1.5]])
+
+    def step(h, x):
+        h = STEP
+        return h, h.sum()
+
+    h, ys = topos.scan(step, tape.leaf([0.0, 0.0]), xs)
+    return [ys.sum()]
+
+
+network, (loss,) = Tape.record(build)
+"""
+
+
+def test_two_loops_whose_steps_differ_in_their_nodes_are_two_recordings():
+    # The same nodes outside the loop, on the same lines, and steps of the same size: only the
+    # bodies differ (a Tanh or a Sin), and the readings that print them must follow.
+    tanh = readings_of(LOOP.replace("STEP", "topos.tanh(h @ w + x)"))
+    sine = readings_of(LOOP.replace("STEP", "topos.sin(h @ w + x)"))
+    assert "Tanh" in tanh["spec"]["text"] and "Sin " in sine["spec"]["text"]
+    assert sine == fresh_readings_of(LOOP.replace("STEP", "topos.sin(h @ w + x)"))

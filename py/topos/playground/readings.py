@@ -39,6 +39,7 @@ from ..display import text_reading
 from ..errors import ArgumentError
 from ..model import optim
 from ..ops import registry as primitive_registry
+from ..ops.bodies import Region
 from ..text import format_shape
 
 #: The readings, in the page's order (``ReadingName`` in web/protocol.ts names the same).
@@ -248,6 +249,11 @@ def value_key(value):
     if isinstance(value, np.ndarray):
         digest = hashlib.blake2b(np.ascontiguousarray(value).tobytes(), digest_size=16).digest()
         return ("array", value.dtype.str, value.shape, digest)
+    if isinstance(value, Region):
+        # A body (a Scan's step, a Cond's branches) by its nodes: its repr, "<10 nodes>", is the same
+        # for two different steps of ten nodes, which would be handed each other's readings.
+        body = tuple(node_key(node) for node in value.nodes)
+        return ("region", body, value.arguments, value.captured, value.outputs)
     if isinstance(value, dict):
         return ("dict", tuple((key, value_key(item)) for key, item in value.items()))
     if isinstance(value, (list, tuple)):
