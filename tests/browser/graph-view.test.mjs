@@ -3,15 +3,26 @@
 // causal_self_attention, mlp); the wheel zooms at the pointer, a drag pans, the keys zoom, pan
 // and fit, the fit control shows the whole; a node selected in the spec pane is brought into
 // view; a group expands in place and collapses again. A graph card in the output pane is drawn
-// the same way, its wheel zooming only with Ctrl (a plain wheel scrolls the output).
+// the same way, its wheel zooming only with Ctrl (a plain wheel scrolls the output). A loop
+// (topos.scan) is one group, collapsed, as many boxes for 10 steps as for 10,000, that opens into
+// its step by a click or the keyboard; a cond inside it opens level by level into its branches.
 
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { before, describe, test } from "node:test";
-import { pasteCode, useBrowser } from "./harness.mjs";
+import { paneText, pasteCode, useBrowser, waitForPane } from "./harness.mjs";
 
 const TRANSFORMER = readFileSync(new URL("../../docs/examples/06_char_transformer.py", import.meta.url), "utf8");
 const PANE = '[data-reading="graph"]';
+/** An RNN over `steps` rows with topos.scan; `body` is its step's first line (a plain step, or a cond). */
+const scanProgram = (steps, body) =>
+  `import numpy as np\n\nimport topos\nfrom topos import Tape\n\n\ndef build(tape):\n` +
+  `    w = tape.parameter(np.eye(3) * 0.5, name="w")\n    h0 = tape.input(np.zeros(3), name="h0")\n` +
+  `    xs = tape.input(np.linspace(-1.0, 1.0, ${steps} * 3).reshape(${steps}, 3), name="xs")\n\n` +
+  `    def step(h, x):\n        ${body}\n        return h, (h * h).sum()\n\n` +
+  `    h, ys = topos.scan(step, h0, xs)\n    return [ys.sum() + h.sum()]\n\n\nnetwork, (loss,) = Tape.record(build)\n`;
+const PLAIN_STEP = "h = topos.tanh(h @ w + x)";
+const BRANCHED_STEP = "h = topos.cond(topos.greater(topos.sum(x), 0.0), lambda a: topos.tanh(a @ w + x), lambda a: a * 0.5, h)";
 // Every gallery model, the transformer last (the tests after the first view's go on with it).
 const GALLERY = readdirSync(new URL("../../docs/examples/", import.meta.url))
   .filter((name) => name.endsWith(".py"))
@@ -87,6 +98,51 @@ async function topGroups(page) {
 
 const inside = (inner, outer) =>
   inner.left >= outer.left - 0.5 && inner.right <= outer.right + 0.5 && inner.top >= outer.top - 0.5 && inner.bottom <= outer.bottom + 0.5;
+
+/** Paste `code` and wait until the spec shows `expected` (not the emptied editor's readings) and the graph is drawn. */
+async function record(page, code, expected) {
+  await pasteCode(page, code);
+  await waitForPane(page, "spec", (text) => text.includes(expected), 120_000);
+  await page.waitForFunction(() => {
+    const pane = document.querySelector('[data-reading="graph"]');
+    return pane.ariaBusy !== "true" && pane.querySelector(".graph-view")?.ariaBusy === "false";
+  }, null, { timeout: 60_000 });
+}
+
+/** Open or close the group `id` by its toggle (a click, or Enter on the focused toggle) and wait for the new drawing. */
+async function toggleGroup(page, id, how = "click") {
+  const before = await page.evaluate(() => document.querySelector('[data-reading="graph"] .graph-drawing'));
+  if (how === "click") await page.click(`${PANE} [data-group="${id}"] > [data-toggle]`);
+  else {
+    await page.focus(`${PANE} [data-group="${id}"] > [data-toggle]`);
+    await page.keyboard.press(how);
+  }
+  await page.waitForFunction((old) => document.querySelector('[data-reading="graph"] .graph-drawing') !== old, before);
+  await drawn(page);
+}
+
+/** Each box drawn (nodes and group boxes) and frame: its class, group, label, the nodes it selects, its rectangle on screen. */
+async function drawnBoxes(page) {
+  return page.$$eval(`${PANE} .node, ${PANE} .group, ${PANE} .frame`, (all) =>
+    all.map((box) => {
+      const { left, right, top, bottom } = box.getBoundingClientRect();
+      const kind = box.classList.contains("node") ? "node" : box.classList.contains("group") ? "group" : "frame";
+      return { kind, group: box.dataset.group, label: box.querySelector(":scope > text").textContent, nodes: box.dataset.nodes, rect: { left, right, top, bottom } };
+    }),
+  );
+}
+
+/** The rows of the spec printed under a node of the top level as its body (or a body's, `depth` 2), each as the graph labels the node: "7 Tanh [3]". */
+function bodyRows(spec, depth = 1) {
+  const indent = " ".repeat(3 + 6 * depth);
+  return spec
+    .split("\n")
+    .filter((line) => line.startsWith(indent) && /^\d/.test(line.slice(indent.length)))
+    .map((line) => {
+      const [index, opcode] = line.trim().split(/\s+/);
+      return `${index} ${opcode} ${line.match(/\[[\d, ]*\]/)[0]}`;
+    });
+}
 
 async function canvasCentre(page) {
   const box = await (await page.$(`${PANE} .graph-canvas`)).boundingBox();
@@ -313,6 +369,81 @@ describe("the graph view", () => {
       ([card, scale]) => Number(document.querySelector(`${card} .graph-canvas`).dataset.scale) > scale,
       [card, before.scale],
     );
+    assert.deepEqual(errors, []);
+  });
+
+  test("a scan is one group, collapsed, whatever its trip count; it opens into its step, wired to the loop's operands and result", async () => {
+    await page.click("#tab-graph");
+    await record(page, scanProgram(10, PLAIN_STEP), "length=10 ");
+    const size = Number((await paneText(page, "spec")).match(/Scan .*body=<(\d+) nodes> length=10 /)[1]);
+    const collapsed = await drawnBoxes(page);
+    const loop = collapsed.find((box) => box.kind === "group" && box.label.startsWith("scan · "));
+    assert.ok(loop, JSON.stringify(collapsed.map((box) => box.label)));
+    assert.equal(loop.label, `scan · ${size} nodes a step, 10 steps`);
+    assert.ok(!collapsed.some((box) => / Tanh /.test(box.label)), "the step's nodes are not drawn while the loop is collapsed");
+    // Ten thousand steps record the same nodes: the same boxes are laid out, only the shapes and the loop's label say so.
+    await record(page, scanProgram(10_000, PLAIN_STEP), "length=10000 ");
+    const longer = await drawnBoxes(page);
+    const opcodes = (boxes) => boxes.map((box) => `${box.kind} ${box.label.replace(/\[[\d, ]*\]/g, "[]").replace(/\d+ steps$/, "")}`);
+    assert.deepEqual(opcodes(longer), opcodes(collapsed));
+    assert.ok(longer.some((box) => box.label === `scan · ${size} nodes a step, 10000 steps`));
+    const boxes = collapsed.filter((box) => box.kind !== "frame").length;
+    assert.equal(await page.$eval(`${PANE} .graph-view`, (v) => v.dataset.boxes), String(boxes));
+    assert.ok(boxes < 12, `${boxes} boxes for a loop of 10,000 steps`);
+
+    await toggleGroup(page, loop.group);
+    const open = await drawnBoxes(page);
+    const frame = open.find((box) => box.kind === "frame" && box.group === loop.group);
+    assert.equal(frame.label, `scan · ${size} nodes a step, 10000 steps`);
+    const inFrame = open.filter((box) => box.kind === "node" && inside(box.rect, frame.rect));
+    // The step's nodes, numbered as the spec numbers them under the Scan, and the loop's own nodes (the Scan, its Slices).
+    const spec = await paneText(page, "spec");
+    const step = inFrame.filter((box) => !/ (Scan|Slice) /.test(box.label));
+    assert.deepEqual(step.map((box) => box.label).sort(), bodyRows(spec).sort());
+    assert.equal(inFrame.length, size + loop.nodes.split(" ").length);
+    // A node of the step selects the Scan (the spec's row of it); the outputs feed the Scan, drawn below the step.
+    const scan = inFrame.find((box) => / Scan /.test(box.label));
+    assert.ok(step.every((box) => box.nodes === scan.nodes), "a step's node stands for the Scan");
+    const tanh = step.find((box) => / Tanh /.test(box.label));
+    assert.ok(scan.rect.top > tanh.rect.bottom, "the step's result feeds the Scan");
+    // The carry's placeholder is fed by h0 (node 1), drawn above it.
+    const h0 = open.find((box) => box.kind === "node" && box.nodes === "1");
+    const carry = step.find((box) => box.label === "0 Input [3]");
+    assert.ok(carry.rect.top > h0.rect.bottom, "h0 feeds the carry's placeholder");
+
+    // Enter on the focused toggle closes it again, and the keyboard's focus stays on the loop's toggle.
+    await toggleGroup(page, loop.group, "Enter");
+    assert.deepEqual((await drawnBoxes(page)).map((box) => box.label), longer.map((box) => box.label));
+    assert.equal(await page.evaluate(() => document.activeElement.dataset.toggle), loop.group);
+    assert.equal(await page.evaluate(() => document.activeElement.getAttribute("aria-expanded")), "false");
+    assert.deepEqual(errors, []);
+  });
+
+  test("a cond inside a scan opens level by level, into its two branches", async () => {
+    await record(page, scanProgram(10, BRANCHED_STEP), "true_body=<");
+    const spec = await paneText(page, "spec");
+    const [, yes, no] = spec.match(/Cond .*true_body=<(\d+) nodes> false_body=<(\d+) nodes>/).map(Number);
+    const top = await drawnBoxes(page);
+    assert.ok(!top.some((box) => box.label.startsWith("cond")), "the cond is inside the collapsed scan");
+    await toggleGroup(page, top.find((box) => box.label.startsWith("scan · ")).group);
+    const step = await drawnBoxes(page);
+    const cond = step.find((box) => box.kind === "group" && box.label.startsWith("cond"));
+    assert.equal(cond.label, `cond · ${yes} or ${no} nodes`);
+    assert.ok(inside(cond.rect, step.find((box) => box.kind === "frame" && box.label.startsWith("scan")).rect), "the cond is drawn in the scan's frame");
+    assert.ok(!step.some((box) => box.label === "true_body"), "the branches stay closed until the cond opens");
+
+    await toggleGroup(page, cond.group, "Space");
+    const branches = await drawnBoxes(page);
+    const condFrame = branches.find((box) => box.kind === "frame" && box.group === cond.group);
+    for (const [name, count] of [["true_body", yes], ["false_body", no]]) {
+      const frame = branches.find((box) => box.kind === "frame" && box.label === name);
+      assert.ok(frame && inside(frame.rect, condFrame.rect), `${name} is drawn in the cond's frame`);
+      const nodes = branches.filter((box) => box.kind === "node" && inside(box.rect, frame.rect));
+      assert.equal(nodes.length, count, `${name}: ${JSON.stringify(nodes.map((box) => box.label))}`);
+    }
+    // The branches' nodes are the spec's rows two levels in; the true branch's Tanh among them.
+    const drawnLabels = branches.filter((box) => box.kind === "node").map((box) => box.label);
+    for (const row of bodyRows(spec, 2)) assert.ok(drawnLabels.includes(row), `${row} is not drawn`);
     assert.deepEqual(errors, []);
   });
 });

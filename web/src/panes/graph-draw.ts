@@ -5,6 +5,7 @@
 // text, in the recording's order.
 
 import type { GraphJson } from "../../protocol";
+import type { GraphNode } from "./graph-bodies";
 import type { Group, Item, Visible } from "./graph-groups";
 import { boxWidth, NODE_HEIGHT, type Layout } from "./graph-layout";
 
@@ -19,16 +20,21 @@ export function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Re
   return element;
 }
 
-export function nodeLabel(node: GraphJson["nodes"][number]): string {
-  return `${node.index} ${node.opcode} ${node.shape}`;
+export function nodeLabel(node: GraphNode): string {
+  return `${node.local ?? node.index} ${node.opcode} ${node.shape}`;
 }
 
 export function groupLabel(group: Group): string {
-  return `${group.name} · ${group.nodes.length} nodes`;
+  return `${group.name} · ${group.count ?? `${group.nodes.length} nodes`}`;
+}
+
+/** What selecting `indices` selects: the recording's nodes (a body's node stands for the node holding it). */
+function selects(indices: number[], nodes: Map<number, GraphNode>): string {
+  return [...new Set(indices.map((index) => nodes.get(index)?.holder ?? index))].join(" ");
 }
 
 /** The box dagre lays an item out in. */
-export function itemBox(item: Item, nodes: Map<number, GraphJson["nodes"][number]>): { id: string; width: number; height: number } {
+export function itemBox(item: Item, nodes: Map<number, GraphNode>): { id: string; width: number; height: number } {
   if (item.kind === "node") return { id: item.id, width: boxWidth(nodeLabel(nodes.get(item.index)!)), height: NODE_HEIGHT };
   return { id: item.id, width: boxWidth(groupLabel(item.group), TOGGLE_ROOM), height: NODE_HEIGHT };
 }
@@ -41,9 +47,16 @@ export interface Drawing {
 
 let drawings = 0;
 
-/** A "+" (open) or "−" (close) in a small square at (x, y), a control that toggles `groupId`. */
-function toggle(groupId: string, x: number, y: number, open: boolean): SVGGElement {
-  const control = svg("g", { class: "toggle", "data-toggle": groupId, transform: `translate(${x},${y})` });
+/**
+ * A "+" (open) or "−" (close) in a small square at (x, y), a control that toggles `group`: a button
+ * the Tab key reaches and Enter or Space presses (graph-view.ts), named for the group it opens.
+ */
+function toggle(group: Group, x: number, y: number, open: boolean): SVGGElement {
+  const control = svg("g", { class: "toggle", "data-toggle": group.id, transform: `translate(${x},${y})` });
+  control.setAttribute("tabindex", "0");
+  control.setAttribute("role", "button");
+  control.setAttribute("aria-expanded", String(open));
+  control.setAttribute("aria-label", `${open ? "Collapse" : "Expand"} ${groupLabel(group)}`);
   const half = TOGGLE_SIZE / 2;
   control.append(svg("rect", { width: TOGGLE_SIZE, height: TOGGLE_SIZE, rx: 2 }));
   const bar = `M2,${half} H${TOGGLE_SIZE - 2}`;
@@ -54,23 +67,25 @@ function toggle(groupId: string, x: number, y: number, open: boolean): SVGGEleme
 /** Draw `visible`, laid out as `layout`. */
 export function drawLayout(graph: GraphJson, visible: Visible, layout: Layout): Drawing {
   const arrow = `topos-arrow-${++drawings}`;
-  const root = svg("svg", { class: "graph-drawing", role: "img", width: "100%", height: "100%", viewBox: `0 0 ${layout.width} ${layout.height}` });
+  const root = svg("svg", { class: "graph-drawing", role: "group", "aria-label": "Graph", width: "100%", height: "100%", viewBox: `0 0 ${layout.width} ${layout.height}` });
   const defs = svg("defs", {});
   const marker = svg("marker", { id: arrow, viewBox: "0 0 8 8", refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto" });
   marker.append(svg("path", { d: "M0,0 L8,4 L0,8 z", class: "arrow-head" }));
   defs.append(marker);
   const elements = new Map<string, SVGGElement>();
+  const nodes = new Map<number, GraphNode>(graph.nodes.map((node) => [node.index, node]));
 
   const frames = svg("g", { class: "frames" });
   for (const group of visible.frames) {
     const box = layout.boxes[group.id];
     if (!box) continue;
-    const frame = svg("g", { class: "frame", "data-group": group.id, "data-nodes": group.nodes.join(" "), transform: `translate(${box.x - box.width / 2},${box.y - box.height / 2})` });
+    const frame = svg("g", { class: "frame", "data-group": group.id, "data-nodes": selects(group.nodes, nodes), transform: `translate(${box.x - box.width / 2},${box.y - box.height / 2})` });
     frame.append(svg("rect", { width: box.width, height: box.height, rx: 6 }));
     // The name sits on the frame's top edge, as a fieldset's legend does.
     const legend = svg("text", { x: TOGGLE_ROOM + 4, y: 4 });
-    legend.textContent = group.name;
-    frame.append(toggle(group.id, 4, -TOGGLE_SIZE / 2, true), legend);
+    // A body's frame says what it runs (its count of steps) as its box did; a call's, its name.
+    legend.textContent = group.count ? groupLabel(group) : group.name;
+    frame.append(toggle(group, 4, -TOGGLE_SIZE / 2, true), legend);
     if (frames.childNodes.length) frames.append("\n");
     frames.append(frame);
     elements.set(group.id, frame);
@@ -85,7 +100,6 @@ export function drawLayout(graph: GraphJson, visible: Visible, layout: Layout): 
   root.append(defs, frames, edges);
   if (visible.frames.length) root.append("\n");
 
-  const nodes = new Map(graph.nodes.map((node) => [node.index, node]));
   let first = true;
   for (const item of visible.items) {
     const box = layout.boxes[item.id];
@@ -93,14 +107,14 @@ export function drawLayout(graph: GraphJson, visible: Visible, layout: Layout): 
     const element = svg("g", {});
     element.append(svg("rect", { height: NODE_HEIGHT, rx: 5 }), svg("text", { y: 21, "text-anchor": "middle" }));
     if (item.kind === "node") {
-      element.setAttribute("data-nodes", String(item.index));
+      element.setAttribute("data-nodes", selects([item.index], nodes));
       labelNode(element, nodes.get(item.index)!, box);
     } else {
       const label = groupLabel(item.group);
       const width = label.length * 7.2 + 16 + TOGGLE_ROOM;
       element.setAttribute("class", "group");
       element.setAttribute("data-group", item.group.id);
-      element.setAttribute("data-nodes", item.group.nodes.join(" "));
+      element.setAttribute("data-nodes", selects(item.group.nodes, nodes));
       element.setAttribute("transform", `translate(${box.x - width / 2},${box.y - NODE_HEIGHT / 2})`);
       const [rect, text] = element.children;
       rect.setAttribute("width", String(width));
@@ -111,7 +125,7 @@ export function drawLayout(graph: GraphJson, visible: Visible, layout: Layout): 
       const count = svg("tspan", { class: "group-count" });
       count.textContent = label.slice(item.group.name.length);
       text.replaceChildren(name, count);
-      element.append(toggle(item.group.id, 6, (NODE_HEIGHT - TOGGLE_SIZE) / 2, false));
+      element.append(toggle(item.group, 6, (NODE_HEIGHT - TOGGLE_SIZE) / 2, false));
     }
     // A newline between items makes the drawing's text content read one label a line.
     if (!first) root.append("\n");
@@ -126,7 +140,7 @@ export function drawLayout(graph: GraphJson, visible: Visible, layout: Layout): 
  * Write a node's label into its element (made by `drawLayout`): the box sized to the label and centred on
  * the node's place. An element that already shows the label is left alone.
  */
-export function labelNode(element: SVGGElement, node: GraphJson["nodes"][number], { x, y }: { x: number; y: number }): void {
+export function labelNode(element: SVGGElement, node: GraphNode, { x, y }: { x: number; y: number }): void {
   const label = nodeLabel(node);
   const text = element.children[1];
   if (text.textContent === label) return;

@@ -20,6 +20,10 @@ export interface Group {
   members: (number | Group)[];
   /** Every node inside, however deep. */
   nodes: number[];
+  /** What its label counts, where not its nodes (a loop's: "9 nodes a step, 1000 steps"; graph-bodies.ts). */
+  count?: string;
+  /** Whether it is drawn expanded until the user opens or closes it, where not the graph's default (a body's group). */
+  opens?: boolean;
 }
 
 export interface Grouping {

@@ -9,11 +9,14 @@
 // a graph without groups opens at a readable scale on its sources (at the top: the graph runs
 // downwards from its inputs and parameters). The fit control shows the whole. A graph of more
 // than EXPANDED_UP_TO nodes always opens with its groups collapsed: a transformer reads as its
-// blocks (layer_norm, causal_self_attention, mlp), each opened in place by its "+".
+// blocks (layer_norm, causal_self_attention, mlp), each opened in place by its "+". A node that
+// holds a body (a scan's step, a cond's branches) is a group too, collapsed until opened
+// (graph-bodies.ts). A group's "+" is a button: Tab reaches it, Enter or Space opens it.
 
 import type { GraphJson } from "../../protocol";
+import { unfold, withBodies } from "./graph-bodies";
 import { drawLayout, itemBox, labelNode, type Drawing } from "./graph-draw";
-import { groupNodes, visibleItems, type Grouping, type Visible } from "./graph-groups";
+import { groupNodes, visibleItems, type Group, type Grouping, type Visible } from "./graph-groups";
 import { layOut, layoutKey, USE_CACHE, type Layout, type LayoutInput } from "./graph-layout";
 import "./graph-view.css";
 import { ZoomPan, type Rect } from "./zoom-pan";
@@ -49,6 +52,7 @@ export class GraphView {
   private readonly canvas: HTMLDivElement;
   private readonly zoom: ZoomPan;
   private readonly expandAll: HTMLButtonElement;
+  /** The recording's graph with its bodies' nodes numbered in (graph-bodies.ts). */
   private graph: GraphJson | null = null;
   private grouping: Grouping | null = null;
   private visible: Visible | null = null;
@@ -86,6 +90,12 @@ export class GraphView {
     fit.addEventListener("click", () => this.zoom.fit());
     this.expandAll.addEventListener("click", () => this.setAll(this.expandAll.dataset.state !== "expanded"));
     this.canvas.addEventListener("click", (event) => this.click(event));
+    this.canvas.addEventListener("keydown", (event) => {
+      const toggle = (event.target as Element).closest?.("[data-toggle]")?.getAttribute("data-toggle");
+      if (!toggle || (event.key !== "Enter" && event.key !== " ")) return;
+      event.preventDefault();
+      this.toggle(toggle, true);
+    });
     this.canvas.addEventListener("dblclick", (event) => {
       const target = event.target as Element;
       const group = target.closest("[data-group]")?.getAttribute("data-group");
@@ -95,13 +105,14 @@ export class GraphView {
 
   /** Lay out and draw `graph`; resolves once it is drawn (or a newer graph replaced it). */
   async show(graph: GraphJson): Promise<void> {
-    const sameShape = this.graph !== null && shapeOf(this.graph) === shapeOf(graph);
+    const unfolded = unfold(graph);
+    const sameShape = this.graph !== null && shapeOf(this.graph) === shapeOf(unfolded.graph);
     if (!sameShape) {
       this.choices.clear();
       this.expandedByDefault = graph.nodes.length <= EXPANDED_UP_TO;
     }
-    this.graph = graph;
-    this.grouping = groupNodes(graph);
+    this.graph = unfolded.graph;
+    this.grouping = withBodies(groupNodes(graph), unfolded);
     // A new recording opens afresh, unless the user has moved the view since the last one opened: then it stays.
     await this.redraw(!sameShape && !this.zoom.touched);
   }
@@ -139,14 +150,19 @@ export class GraphView {
     return this.zoom.visible();
   }
 
-  private isExpanded(id: string): boolean {
-    return this.choices.get(id) ?? this.expandedByDefault;
+  private isExpanded(group: Group): boolean {
+    return this.choices.get(group.id) ?? group.opens ?? this.expandedByDefault;
   }
 
-  private toggle(id: string): void {
-    this.choices.set(id, !this.isExpanded(id));
+  /** Open or close the group `id`; `refocus`: its toggle had the keyboard's focus, which the new drawing's toggle gets. */
+  private toggle(id: string, refocus = false): void {
+    const group = this.grouping?.groups.find((candidate) => candidate.id === id);
+    if (!group) return;
+    this.choices.set(id, !this.isExpanded(group));
     // The group opened or closed stays in sight: its frame, or its box, is brought into view.
-    void this.redraw(false, id);
+    void this.redraw(false, id).then(() => {
+      if (refocus) this.canvas.querySelector<SVGGElement>(`[data-toggle="${CSS.escape(id)}"]`)?.focus();
+    });
   }
 
   private setAll(expanded: boolean): void {
@@ -167,7 +183,7 @@ export class GraphView {
     const generation = ++this.generation;
     const graph = this.graph!;
     const grouping = this.grouping!;
-    const expanded = new Set(grouping.groups.filter((group) => this.isExpanded(group.id)).map((group) => group.id));
+    const expanded = new Set(grouping.groups.filter((group) => this.isExpanded(group)).map((group) => group.id));
     const visible = visibleItems(graph, grouping, expanded);
     const nodes = new Map(graph.nodes.map((node) => [node.index, node]));
     const input: LayoutInput = {
