@@ -83,6 +83,16 @@ COUNTERPARTS = {
         "vmap": ("", "jax.vmap", ""),
         "scan": ("", "jax.lax.scan", ""),
         "fori_loop": ("", "jax.lax.fori_loop", "the trip count is fixed when recording"),
+        "while_loop": (
+            "",
+            "jax.lax.while_loop",
+            "differentiable (recomputing each trip's carry), where JAX's reverse mode refuses",
+        ),
+        "cond": (
+            "",
+            "jax.lax.cond",
+            "pred a rank-0 float (nonzero is true); a Python bool picks the branch when recording",
+        ),
         "checkpoint": ("", "jax.checkpoint", ""),
         "custom_vjp": ("", "jax.custom_vjp", ""),
         "greater": ("numpy.greater", "jax.numpy.greater", FLOATS, "binary"),

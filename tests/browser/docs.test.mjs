@@ -1,12 +1,13 @@
 // The docs as the built site shows them (dist/docs/<page>.html, rendered from
 // docs/generated/<page>.json): every page shows every block's code and exactly the
-// output in the JSON, and a fresh run of every block still prints that output (the
-// docs builder's --check). Then the blocks go live: on a page, each block's embed runs
+// output in the JSON. Then the blocks go live: on a page, each block's embed runs
 // its code in the browser's Python and prints exactly what the page shows; an edit
 // shows the edit's output, and putting the code back shows the built output again.
+// That a fresh run of every block still prints the JSON's output (the builder's --check)
+// is tests/python/test_docs.py's check, on this CPU and on another's, in the same `npm test`:
+// this suite ran the same check a third time, the longest process of its run.
 
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { before, describe, test } from "node:test";
 import { BASE_URL, useBrowser } from "./harness.mjs";
@@ -23,14 +24,6 @@ describe("the docs", () => {
   const pageErrors = [];
   const requests = [];
 
-  // The builder's check runs in CPython beside the browser's tests (its own process, a core of its own
-  // when the browser waits), and its test, the block's last but one, waits for it.
-  let check;
-  before(() => {
-    const python = new URL(".venv/bin/python", ROOT).pathname;
-    const script = new URL("docs/tools/build_docs.py", ROOT).pathname;
-    check = new Promise((resolve) => execFile(python, [script, "--check"], { encoding: "utf8", maxBuffer: 2 ** 26 }, (error, stdout, stderr) => resolve({ error, stdout, stderr })));
-  });
   useBrowser({}, (opened) => ({ browser } = opened));
   before(async () => {
     browser.context.on("request", (request) => requests.push(request.url()));
@@ -158,11 +151,6 @@ describe("the docs", () => {
       timeout: 30_000,
     });
     assert.equal(await output.locator(".docs-output-text").textContent(), built);
-  });
-
-  test("a fresh run of every block prints the output in docs/generated (the builder's --check)", async () => {
-    const { error, stdout, stderr } = await check;
-    if (error) assert.fail(`build_docs.py --check failed:\n${stdout}${stderr}`);
   });
 
   test("nothing left the site and no page raised", () => {

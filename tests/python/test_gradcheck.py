@@ -511,6 +511,25 @@ def while_case(draw):
     return Case([normal(rng, (3,)), normal(rng, (3,))], build)
 
 
+@st.composite
+def custom_vjp_case(draw):
+    """topos.custom_vjp of log(1 + e^(x w)) whose backward (the user's, written with recorded ops, so it
+    differentiates again) is the true derivative: g w s and g x s, s = 1 - 1 / (1 + e^(x w))."""
+    rng = np.random.default_rng(draw(seeds))
+
+    @topos.custom_vjp
+    def softplus_of_product(x, w):
+        return topos.log1p(topos.exp(x * w))
+
+    def backward(residuals, g):
+        x, w = residuals
+        s = 1.0 - 1.0 / (1.0 + topos.exp(x * w))
+        return g * w * s, g * x * s
+
+    softplus_of_product.defvjp(lambda x, w: (softplus_of_product.fun(x, w), (x, w)), backward)
+    return Case([normal(rng, (3,)), normal(rng, (3,))], lambda tape, x, w: softplus_of_product(x, w))
+
+
 def wide(rng, shape):
     return normal(rng, shape, 2.0)
 
@@ -585,6 +604,7 @@ PRIMITIVE_CASES = {
     "Scan": scan_case(),
     "Cond": cond_case(),
     "While": while_case(),
+    "CustomVjp": custom_vjp_case(),
     "WindowSum": window_case("WindowSum"),
     "WindowMax": window_case("WindowMax"),
     "SelectAndScatterAdd": window_case("SelectAndScatterAdd"),
