@@ -211,6 +211,14 @@ ARITHMETIC_ALLOWED = {
     "entries than its size",
     ("playground/program.py", "OutputStream._set_timer"): "math.ceil of the time until the next batch is due, "
     "two readings of the clock (finite)",
+    ("show/pictures.py", "_block_mean"): "the sides rounded up over the factor, _factor's whole number, 1 or more",
+    ("show/pictures.py", "fraction_of"): "by the span in halves where it is positive, else by high - low, positive "
+    "as every range is finite with low < high (_span, _range) and a difference of two floats never underflows to 0",
+    ("show/svg_image.py", "zoom_of"): "by a picture's larger side, 1 or more: an empty image raises before a card",
+    ("show/svg_image.py", "card_png"): "by the columns, min(COLUMNS, images), and a grid has one image or more",
+    ("show/svg_image.py", "card_svg"): "by the columns (one image or more) and by the six CLASS_COLOURS",
+    ("show/svg_image.py", "_heatmap_rgb"): "by the six CLASS_COLOURS; int() of a point's place only once "
+    "0 <= place < side holds, which a NaN or an infinity fails",
 }
 #: math functions that raise for some float: ValueError (log10(0), sqrt(-1), floor(nan)), OverflowError
 #: (floor(inf), exp(1000), pow(10.0, 400)).

@@ -272,7 +272,7 @@ def _points(points, classes):
     return {
         "x": [float(f"{v:.4g}") for v in xy[:, 0]],
         "y": [float(f"{v:.4g}") for v in xy[:, 1]],
-        "class": [int(v) for v in labels],
+        "class": labels.tolist(),  # whole numbers (checked above), as Python ints
     }
 
 
@@ -280,7 +280,7 @@ def _points(points, classes):
 
 
 def _factor(shape):
-    return max(1, math.ceil(max(shape[0], shape[1]) / MAX_SIDE))
+    return max(1, -(-max(shape[0], shape[1]) // MAX_SIDE))  # the side over MAX_SIDE, rounded up, in whole numbers
 
 
 def _block_mean(image, factor):
@@ -289,7 +289,7 @@ def _block_mean(image, factor):
     if factor == 1:
         return image
     height, width = image.shape[:2]
-    rows, columns = math.ceil(height / factor), math.ceil(width / factor)
+    rows, columns = -(-height // factor), -(-width // factor)
     padded = np.full((rows * factor, columns * factor) + image.shape[2:], np.nan)
     padded[:height, :width] = image
     blocks = padded.reshape(rows, factor, columns, factor, *image.shape[2:])
@@ -304,16 +304,27 @@ def _block_mean(image, factor):
 def _levels(image, low, high):
     """Each value's place in ``[low, high]`` as a byte, 0 to 255; a value not finite is 0."""
     finite = np.isfinite(image)
-    # In halves: the difference of two finite floats' halves cannot overflow, as [-1e308, 1e308]'s would.
-    place = (np.where(finite, image, low) / 2 - low / 2) / (high / 2 - low / 2)
+    place = fraction_of(np.where(finite, image, low), low, high)
     placed = np.clip(np.rint(place * 255), 0, 255)
     return np.where(finite, placed, 0).astype(np.uint8)
 
 
+def fraction_of(values, low, high):
+    """Where ``values`` lie in ``[low, high]`` (finite, ``low < high``): 0 at ``low``, 1 at ``high``, as floats.
+
+    In halves: the difference of two finite floats' halves cannot overflow, as [-1e308, 1e308]'s would. Where
+    the ends are so small that their halves round to one number ([0, 5e-324]), the difference itself is exact
+    and small. A value far outside a narrow range places at an infinity: outside, which is what it is.
+    """
+    values, span = np.asarray(values, dtype=np.float64), high / 2 - low / 2
+    with np.errstate(over="ignore"):
+        return (values / 2 - low / 2) / span if span > 0 else (values - low) / (high - low)
+
+
 def _picture(levels):
     return {
-        "width": int(levels.shape[1]),
-        "height": int(levels.shape[0]),
+        "width": levels.shape[1],  # numpy's shape holds Python ints
+        "height": levels.shape[0],
         "channels": 3 if levels.ndim == 3 else 1,
         "pixels": base64.b64encode(np.ascontiguousarray(levels).tobytes()).decode("ascii"),
     }
@@ -342,7 +353,7 @@ def _notes(array, factor, count):
     if count > MAX_IMAGES:
         notes += f"; the first {MAX_IMAGES} of {count} shown"
     if array.dtype.kind == "f":
-        undrawn = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        undrawn = np.size(array) - np.count_nonzero(np.isfinite(array))  # both Python ints
         if undrawn:
             notes += f"; {undrawn} not finite, drawn as the low end"
     return notes

@@ -17,7 +17,7 @@ import zlib
 import numpy as np
 
 from ..display import escape
-from .pictures import rgb_of
+from .pictures import fraction_of, rgb_of
 
 #: The size a drawn image reaches at least on its larger side, where a whole zoom gets it there; a
 #: heatmap, one picture with points over it, is drawn larger.
@@ -90,8 +90,8 @@ def _heatmap_rgb(data):
 def _place(data, x, y, width, height):
     """Where (x, y) lies on a heatmap drawn ``width`` x ``height``: from the left, and from the top."""
     (x0, x1), (y0, y1) = data["x_range"], data["y_range"]
-    # In halves, as pictures.py places values: no difference of two finite floats overflows then.
-    return (x / 2 - x0 / 2) / (x1 / 2 - x0 / 2) * width, (y1 / 2 - y / 2) / (y1 / 2 - y0 / 2) * height
+    # As pictures.py places values: no overflow for the largest floats, no zero span for the smallest.
+    return float(fraction_of(x, x0, x1)) * width, (1.0 - float(fraction_of(y, y0, y1))) * height
 
 
 def _image_element(picture, palette, x, y, zoom):
