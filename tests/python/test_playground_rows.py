@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from topos import playground, show
+from topos.ops.bodies import Region
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "docs" / "examples").glob("[0-9]*.py"))
@@ -72,19 +73,53 @@ def nodes_of(reading):
     return [row["nodes"] for row in reading["rows"]]
 
 
+#: How far a body's lines are indented under the node that holds them; a node's own row starts
+#: with its index right-aligned in four columns, so it never starts this far in.
+BODY_INDENT = "      "
+
+
+def grouped(rows):
+    """``[(row, body lines)]``: each node's row with the lines of the bodies it holds (a Scan's step,
+    a While's condition and step), which the readings print nested under it. A body line names the
+    node that holds it: the body's nodes are numbered in the body's own count (another node of the
+    recording has the same index), and the page maps a row's nodes to the editor's lines, where the
+    loop's call is the line that recorded the body."""
+    groups = []
+    for row in rows:
+        if groups and row["text"].startswith(BODY_INDENT) and row["nodes"] == groups[-1][0]["nodes"]:
+            groups[-1][1].append(row)
+        else:
+            groups.append((row, []))
+    return groups
+
+
+def regions(node):
+    return [value for value in node.attrs.values() if isinstance(value, Region)]
+
+
+def spec_body_lines(node):
+    """How many lines the spec prints under ``node``: a line a body, a row each of its nodes, nested."""
+    return sum(1 + sum(1 + spec_body_lines(inner) for inner in region.nodes) for region in regions(node))
+
+
 def test_spec_and_graph_rows_name_their_node(example):
     result, readings = example
     count = len(readings.network)
-    assert nodes_of(result["readings"]["spec"]) == [[index] for index in range(count)] + [[]]
+    groups = grouped(result["readings"]["spec"]["rows"])
+    assert [row["nodes"] for row, _ in groups] == [[index] for index in range(count)] + [[]]
+    for row, body in groups[:-1]:
+        assert len(body) == spec_body_lines(readings.network.nodes()[row["nodes"][0]]), row
     assert nodes_of(result["readings"]["graph"]) == [[index] for index in range(count)]
 
 
 def test_plan_rows_name_the_scheduled_node_and_summaries_none(example):
     result, readings = example
     plan = readings.plan()
-    assert nodes_of(result["readings"]["plan"]) == [[index] for index in plan.schedule] + [[], []]
-    for row in result["readings"]["plan"]["rows"][: len(plan.schedule)]:
+    groups = grouped(result["readings"]["plan"]["rows"])
+    assert [row["nodes"] for row, _ in groups] == [[index] for index in plan.schedule] + [[], []]
+    for row, body in groups[: len(plan.schedule)]:
         assert int(row["text"].split()[0]) == row["nodes"][0]  # the row starts with the node it names
+        assert bool(body) == bool(regions(plan.nodes[row["nodes"][0]])), row  # a body's step, under it
 
 
 def test_hlo_rows_name_the_node_whose_lowering_wrote_them(example):
@@ -92,15 +127,18 @@ def test_hlo_rows_name_the_node_whose_lowering_wrote_them(example):
     rows = result["readings"]["hlo"]["rows"]
     assert [row["nodes"] for row in rows[:2]] == [[], []]  # module and func.func
     assert [row["nodes"] for row in rows[-3:]] == [[], [], []]  # return and the closing braces
+    plan = readings.plan()
     named = set()
     for row in rows[2:-3]:
         [node] = row["nodes"]
         named.add(node)
+        # A loop's regions (its body's lines, indented past the function's) define the body's own
+        # values, numbered past the function's; every other line defines one of its own node's.
+        in_body = regions(plan.nodes[node]) and not re.match(r"    %", row["text"])
         defined = re.match(r"\s*%v(\d+)(?:_\w+)? = ", row["text"])
-        if defined:  # a line that defines a value defines one of its own node's
+        if defined and not in_body:  # a line that defines a value defines one of its own node's
             assert int(defined.group(1)) == node, row
     # Every node the plan evaluates writes a line, except the parameters and inputs (the arguments).
-    plan = readings.plan()
     arguments = set(plan.arguments())
     assert named == {index for index in plan.schedule if index not in arguments}
 
@@ -118,7 +156,7 @@ def test_the_gradient_rows_name_the_nodes_of_the_backward_plan(example):
     if "gradient" not in readable(result, readings):
         return
     rows = result["readings"]["gradient"]["rows"]
-    described = [row for row in rows if row["nodes"]]
+    described = [row for row, _ in grouped(rows) if row["nodes"]]
     assert [int(row["text"].split()[0]) for row in described] == [row["nodes"][0] for row in described]
     assert [row["nodes"] for row in rows[-2:]] == [[], []]  # the summary and the live volume
 
