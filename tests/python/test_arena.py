@@ -23,6 +23,18 @@ from topos.model.interpreter import ALIGNMENT, Arena
 # The transformer, by name: its token windows roll into other windows (a later gallery script may not).
 TRANSFORMER = next(path for path in EXAMPLES if path.name == "06_char_transformer.py")
 
+#: The plans where best fit exceeds the peak, the bound no placement beats but not one a greedy
+#: placement always reaches (the arena module's docstring): the transformer's, where gaps between its
+#: windows fragment, and the char RNN's forward, where the loss's softmax has two [208, 1] values
+#: (the sum and its log) live together at one node: placed exactly they would sit at the two ends of
+#: the [208, 30] gap its Exp and then its Sub take, but every order puts both on top of the large
+#: slots, 832 bytes (one of them) over. Every other gallery plan must reach the peak.
+FRAGMENTED = {
+    ("06_char_transformer", "forward"),
+    ("06_char_transformer", "forward+backward"),
+    ("18_char_rnn", "forward"),
+}
+
 SEED_ARENA = "arena: 128 bytes for 2 values, peak 128 bytes at node 4; outside: 3 sources, 1 kept"
 
 
@@ -109,9 +121,9 @@ def test_the_measured_arena_is_the_planned_one_and_no_two_live_values_share_byte
         second = plan.run(parameters, feeds)
         assert second.arena_bytes == arena.size
         # The peak of the bytes the arena holds at once is a bound no placement beats; best fit
-        # reaches it on these plans but the transformer's forward, where gaps fragment.
+        # reaches it on these plans but the ones FRAGMENTED names, where gaps fragment.
         assert arena.peak <= arena.size <= 1.25 * arena.peak
-        if "transformer" not in path.stem:
+        if (path.stem, plan.direction) not in FRAGMENTED:
             assert arena.size == arena.peak
         # As planned: at every node, the slots live there are disjoint.
         for index in plan.schedule:

@@ -37,7 +37,8 @@ size times lifetime first; earliest first) and keeps the smallest arena. The
 arena is at least the *peak*, the most bytes live at any one node, where every
 placed value must fit at once. Best fit reaches the peak exactly on chains and
 on most of the gallery's plans; where gaps fragment it can exceed it (on the
-transformer's forward plan, by about a tenth), and ``describe()`` prints both.
+transformer's forward plan, by about a tenth; on the char RNN's forward, by one
+small slot), and ``describe()`` prints both.
 """
 
 import numpy as np
