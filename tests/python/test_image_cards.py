@@ -19,7 +19,7 @@ from topos import Tape, show
 from topos.errors import ArgumentError, ShapeError
 from topos.show import MIME_TYPE
 from topos.show.pictures import MAX_IMAGES, MAX_SIDE, PALETTES, _block_mean, colours, pixels_of
-from topos.show.svg_image import zoom_of
+from topos.show.svg_image import HEATMAP_SIDE, zoom_of
 
 
 def read_png(data):
@@ -187,6 +187,21 @@ def test_the_largest_floats_draw_without_overflow():
     flat = show.image(np.full((2, 2), huge))
     low, high = flat.data["range"]
     assert low < huge <= high < math.inf and len(set(pixels_of(flat.data["images"][0]).flat)) == 1
+
+
+def test_the_smallest_ranges_draw_where_their_ends_halves_meet():
+    """[0, 5e-324] is a range (low < high) whose ends' halves round to one number: placing in halves
+    divided by zero there (NaN bytes in the image, ZeroDivisionError for a heatmap's point)."""
+    tiny = float(np.nextafter(0.0, 1.0))
+    card = show.image(np.array([[0.0, tiny]]), range=(0.0, tiny))
+    assert pixels_of(card.data["images"][0]).tolist() == [[0, 255]]
+    heatmap = show.heatmap(np.zeros((2, 2)), (0.0, tiny), (0.0, 1.0), points=[[tiny, 0.5]])
+    assert "image/png" in heatmap._repr_mimebundle_()
+    svg = ElementTree.fromstring(heatmap._repr_mimebundle_()["text/html"])
+    (circle,) = svg.iter("{http://www.w3.org/2000/svg}circle")
+    assert float(circle.get("cx")) == float(
+        heatmap.data["image"]["width"] * zoom_of(heatmap.data["image"], HEATMAP_SIDE)
+    )
 
 
 def test_values_not_finite_are_the_low_end_and_counted():
