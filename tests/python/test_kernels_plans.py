@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from test_plan_gallery import EXAMPLES, example, plans_of
+from test_plan_gallery import EXAMPLES, example, float64_shadow, plans_of
 from tolerances import assert_close, assert_trained_close, loss_bound, sum_bound
 
 import topos
@@ -28,26 +28,6 @@ from topos.webgpu.runner import default_runner
 from topos.webgpu.trainer import DeviceTrainer
 
 TRANSFORMER = next(p for p in EXAMPLES if p.name == "06_char_transformer.py")
-
-
-def float64_shadow(plan, parameters, feeds):
-    """The plan's outputs evaluated by numpy in float64 from the float32 sources."""
-    feeds = plan.network.check_feeds(feeds)
-    values = {}
-    with np.errstate(all="ignore"):
-        for index in plan.schedule:
-            node = plan.nodes[index]
-            if node.opcode == "Parameter":
-                value = parameters.slots.get(index, node.payload)
-            elif node.opcode == "Input":
-                value = feeds.get(index, node.payload)
-            elif node.opcode == "Leaf":
-                value = node.payload
-            else:
-                values[index] = lookup(node.opcode).forward([values[j] for j in node.operands], node.attrs)
-                continue
-            values[index] = value.astype(np.float64) if value.dtype == np.float32 else value
-    return [values[index] for index in plan.outputs]
 
 
 def assert_outputs_agree(plan, got, reference, exact, what):

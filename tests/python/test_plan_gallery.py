@@ -21,6 +21,7 @@ import pytest
 from test_stablehlo import assert_outputs_agree
 
 from topos import Tape
+from topos.ops import lookup
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "docs" / "examples").glob("[0-9]*.py"))
 
@@ -110,6 +111,49 @@ def test_the_gallery_is_there():
     assert "01_scalar_chain.py" in names and "06_char_transformer.py" in names
 
 
+def float64_shadow(plan, parameters, feeds):
+    """The plan's outputs evaluated by numpy in float64 from the float32 sources."""
+    feeds = plan.network.check_feeds(feeds)
+    values = {}
+    with np.errstate(all="ignore"):
+        for index in plan.schedule:
+            node = plan.nodes[index]
+            if node.opcode == "Parameter":
+                value = parameters.slots.get(index, node.payload)
+            elif node.opcode == "Input":
+                value = feeds.get(index, node.payload)
+            elif node.opcode == "Leaf":
+                value = node.payload
+            else:
+                values[index] = lookup(node.opcode).forward([values[j] for j in node.operands], node.attrs)
+                continue
+            values[index] = value.astype(np.float64) if value.dtype == np.float32 else value
+    return [values[index] for index in plan.outputs]
+
+
+def assert_float32_outputs_agree(plan, parameters, feeds, expected, actual, what):
+    """``actual`` (a compiler's float32 results) agrees with ``expected`` (the interpreter's) as
+    ``test_stablehlo.assert_outputs_agree`` has it, or, where a result's terms cancel (a bias gradient
+    summing both spiral arms' terms of opposite sign: 1e-3 from terms of 0.3), is as close to the
+    float64 evaluation of the same float32 sources as a few times the interpreter's own float32 error
+    (``test_kernels_plans``' rule for WebGPU): the two sum in other orders, and neither's rounding is
+    bounded by its small result, only by its terms'."""
+    try:
+        assert_outputs_agree(expected, actual, "float32", what)
+        return
+    except AssertionError:
+        pass
+    for position, (want, got, exact) in enumerate(zip(expected, actual, float64_shadow(plan, parameters, feeds))):
+        want, got = np.asarray(want, dtype=np.float64), np.asarray(got, dtype=np.float64)
+        scale = float(np.max(np.abs(exact), initial=0.0))
+        error = float(np.max(np.abs(got - exact), initial=0.0))
+        own = float(np.max(np.abs(want - exact), initial=0.0))
+        assert error <= max(1e-5 * scale, 8.0 * own), (
+            f"{what} result {position}: off the float64 evaluation by {error:.3g} at scale {scale:.3g}; "
+            f"the interpreter's float32 by {own:.3g}"
+        )
+
+
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
 def test_gallery_plans_agree_with_xla_and_with_eager_gradients(path, dtype):
@@ -117,12 +161,11 @@ def test_gallery_plans_agree_with_xla_and_with_eager_gradients(path, dtype):
     parameters = network.parameters()
     for plan in plans_of(network, readables, loss):
         result = plan.run(parameters, feeds)
-        assert_outputs_agree(
-            result.outputs(),
-            plan.run(parameters, feeds, backend="xla").outputs(),
-            dtype,
-            f"{path.stem} {plan.summary()}",
-        )
+        on_xla, what = plan.run(parameters, feeds, backend="xla").outputs(), f"{path.stem} {plan.summary()}"
+        if dtype == "float32":
+            assert_float32_outputs_agree(plan, parameters, feeds, result.outputs(), on_xla, what)
+        else:
+            assert_outputs_agree(result.outputs(), on_xla, dtype, what)
         assert result.peak_elements == plan.peak and result.peak_node == plan.peak_node
         if plan.target is not None:
             field = network.forward(parameters, feeds).backward(loss)
