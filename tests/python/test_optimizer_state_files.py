@@ -12,15 +12,12 @@ the problem, and nothing changes: the file, the table, the state in hand.
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from test_schedules import OPTIMIZERS
-from test_trainers_api import tiny_network
+from test_trainers_api import run_device_script, tiny_network
 
 from topos import ArgumentError, CheckpointError, Tape
 from topos.model import checkpoint, optim, schedules
@@ -133,17 +130,7 @@ def test_a_trainer_refuses_a_state_whose_slots_took_other_steps():
 
 def test_the_data_parallel_trainer_resumed_from_files_is_the_trainer_never_stopped(tmp_path):
     out = tmp_path / "result.json"
-    completed = subprocess.run(
-        [sys.executable, str(HERE / "schedules_devices.py"), str(out), str(tmp_path)],
-        cwd=HERE,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result = run_device_script("schedules_devices.py", out, tmp_path)
     assert {kind: result[kind]["resumed_equal"] for kind in OPTIMIZERS} == dict.fromkeys(OPTIMIZERS, True)
 
 

@@ -14,17 +14,13 @@ numpy loop under the same schedule, SGD to ``training_bound`` and Adam to ``asse
 and the XLA module takes the rate as an argument: the same text for every rate.
 """
 
-import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from test_trainers_api import tiny_network
+from test_trainers_api import run_device_script, tiny_network
 from tolerances import assert_close, assert_trained_close, training_bound
 
 from topos import ArgumentError
@@ -233,17 +229,7 @@ def check_trained(kind, parameters, moments, host, host_state, name):
 
 def test_the_data_parallel_trainer_gives_the_numpy_loop_s_parameters_under_one_schedule(tmp_path):
     out = tmp_path / "result.json"
-    completed = subprocess.run(
-        [sys.executable, str(HERE / "schedules_devices.py"), str(out)],
-        cwd=HERE,
-        env=dict(os.environ, OMP_NUM_THREADS="1"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(out.read_text())
+    result = run_device_script("schedules_devices.py", out)
     network, (x, w, b, loss) = tiny_network()
     for kind in sorted(OPTIMIZERS):
         host, host_state = host_run(network, loss, lambda t, kind=kind: OPTIMIZERS[kind](SCHEDULE), STEPS)

@@ -93,10 +93,11 @@ def test_a_trainer_steps_to_a_plan_run_and_reads_back_its_parameters_and_moments
     assert_close(runs[0].of(loss).scalar(), host_first, loss_bound(host_first, "float32", 16), "the first loss")
 
 
-def test_the_data_parallel_trainer_answers_in_the_same_shape_on_eight_devices(tmp_path):
-    out = tmp_path / "result.json"
+def run_device_script(script, out, *arguments):
+    """What ``script`` (a file beside this one that sets up eight host devices for XLA, which must
+    happen before jax is first imported, so in a process of its own) wrote to ``out`` as JSON."""
     completed = subprocess.run(
-        [sys.executable, str(HERE / "trainers_api_devices.py"), str(out)],
+        [sys.executable, str(HERE / script), str(out), *map(str, arguments)],
         cwd=HERE,
         env=dict(os.environ, OMP_NUM_THREADS="1"),
         capture_output=True,
@@ -105,7 +106,12 @@ def test_the_data_parallel_trainer_answers_in_the_same_shape_on_eight_devices(tm
         check=False,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
-    result = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_the_data_parallel_trainer_answers_in_the_same_shape_on_eight_devices(tmp_path):
+    out = tmp_path / "result.json"
+    result = run_device_script("trainers_api_devices.py", out)
     network, (x, w, b, loss) = tiny_network()
     assert result["step_returns"] == "PlanRun"
     assert result["backends"] == ["xla"]

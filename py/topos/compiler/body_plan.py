@@ -9,7 +9,7 @@ arguments and captured values are live from its start, as the loop hands them in
 """
 
 from ..model.interpreter import Schedule
-from ..ops.bodies import Region
+from ..ops.bodies import Region, read_by
 from ..text import plural
 
 
@@ -40,12 +40,6 @@ def body_rows(node, indent="      "):
 
 def step_schedule(region):
     """The interpreter's ``Schedule`` of one run of ``region``: the nodes its outputs read, in order."""
-    wanted = bytearray(len(region.nodes))
-    for index in region.outputs:
-        wanted[index] = 1
-    for node in reversed(region.nodes):
-        if wanted[node.index]:
-            for j in node.operands:
-                wanted[j] = 1
+    wanted = read_by(region.nodes, region.outputs)
     schedule = [node.index for node in region.nodes if wanted[node.index]]
     return Schedule(region.nodes, schedule, tuple(dict.fromkeys(region.outputs)))

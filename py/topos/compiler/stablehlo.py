@@ -37,6 +37,7 @@ import numpy as np
 from ..errors import LoweringError
 from ..model.nodes import Node
 from ..ops import lookup
+from ..ops.bodies import read_by
 from ..text import recorded_at
 
 ELEMENT_TYPES = {"float32": "f32", "float64": "f64", "int32": "i32", "uint32": "ui32", "bool": "i1"}
@@ -304,13 +305,7 @@ class Lowering:
         inner = Lowering(_Nodes(renumbered), self.portable)
         inner.root = self.root
         inner.names = {offset + index: name for index, name in given.items()}
-        wanted = bytearray(len(region.nodes))
-        for index in region.outputs:
-            wanted[index] = 1
-        for node in reversed(region.nodes):
-            if wanted[node.index]:
-                for j in node.operands:
-                    wanted[j] = 1
+        wanted = read_by(region.nodes, region.outputs)
         for node in region.nodes:
             if wanted[node.index] and offset + node.index not in inner.names:
                 inner.lower(renumbered[offset + node.index])

@@ -44,10 +44,9 @@ def inline(e, nodes, sources):
     return handles
 
 
-def evaluate(nodes, sources, outputs):
-    """The body run on numpy arrays: ``sources`` maps source indices to arrays; the arrays of ``outputs``.
-
-    Only the nodes some output reads are computed (a loop body's forward, every iteration)."""
+def read_by(nodes, outputs):
+    """A flag a node: whether ``outputs`` read it, directly or not (the outputs themselves included).
+    What a body's run computes: its forward here, a plan's step schedule, its StableHLO region."""
     wanted = bytearray(len(nodes))
     for index in outputs:
         wanted[index] = 1
@@ -55,6 +54,14 @@ def evaluate(nodes, sources, outputs):
         if wanted[node.index]:
             for j in node.operands:
                 wanted[j] = 1
+    return wanted
+
+
+def evaluate(nodes, sources, outputs):
+    """The body run on numpy arrays: ``sources`` maps source indices to arrays; the arrays of ``outputs``.
+
+    Only the nodes some output reads are computed (a loop body's forward, every iteration)."""
+    wanted = read_by(nodes, outputs)
     values = [None] * len(nodes)
     for node in nodes:
         if not wanted[node.index]:
