@@ -169,8 +169,6 @@ def test_the_readings_show_the_pair_as_one_group_and_the_backward_as_ordinary_no
 
 
 def test_xla_runs_the_gradient_plan_as_the_interpreter_does():
-    pytest.importorskip("jax")
-
     def build(tape):
         x = tape.parameter(POINTS, name="x")
         return topos.sum(log1pexp(x) * clip_gradient(x * 4.0, -1.0, 1.0)), x

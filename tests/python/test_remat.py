@@ -157,7 +157,6 @@ def test_nested_and_numbers_passed_through():
 
 
 def test_xla_runs_the_remat_plan_as_the_interpreter_does():
-    pytest.importorskip("jax")
     network, loss, w, v = two_blocks(True)
     plan = network.entry([loss]).backward(loss).lower()
     assert plan.recomputed
